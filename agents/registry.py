@@ -1,0 +1,132 @@
+"""Build any player from a spec string: ``name`` or ``name:key=value,key=value``.
+
+The same strings are accepted by the CLI (``--order``, ``--chaos``, ``--vs``, ``--agent``).
+Factories are imported lazily, so that making a ``random`` agent never imports torch.
+
+A spec whose name is an existing directory is a training run directory (or any folder
+with a saved policy); it accepts the same parameters as ``pretrained``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from agents.base import Agent, SeedLike
+
+
+@dataclass(frozen=True)
+class FactoryInfo:
+    """Where an agent's factory lives and which parameters it accepts (name -> type)."""
+
+    target: str
+    params: dict[str, type]
+    help: str
+
+
+REGISTRY: dict[str, FactoryInfo] = {
+    "random": FactoryInfo("agents.simple:RandomAgent", {"seed": int}, "uniform over legal actions"),
+    "heuristic": FactoryInfo(
+        "agents.simple:HeuristicAgent", {"seed": int}, "fast rule-based baseline for both roles"
+    ),
+    "mcts": FactoryInfo(
+        "agents.mcts:MCTSAgent",
+        {"sims": int, "c": float, "seed": int, "time": float},
+        "UCT with random rollouts and MCTS-Solver backups",
+    ),
+    "solver": FactoryInfo(
+        "agents.solver:SolverAgent",
+        {"time": float, "seed": int},
+        "exact solver; falls back to heuristic play when the time limit is hit",
+    ),
+    "pretrained": FactoryInfo(
+        "agents.neural:pretrained_agent",
+        {"sims": int, "temp": float, "c": float, "seed": int},
+        "the shipped Order and Chaos policies; sims>0 adds PUCT search",
+    ),
+}
+RUN_DIR = FactoryInfo(
+    "agents.neural:run_dir_agent",
+    {"sims": int, "temp": float, "c": float, "seed": int},
+    "a training run directory; sims>0 adds PUCT search",
+)
+
+
+class SpecError(ValueError):
+    """An agent spec that cannot be built; the message lists what is accepted."""
+
+
+def accepted_specs() -> str:
+    """A one-line summary of the accepted spec names and their parameters."""
+    parts = [f"{n}[:{','.join(f'{p}=' for p in i.params)}]" for n, i in REGISTRY.items()]
+    return ", ".join(parts) + ", or a training run directory"
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """Split ``name:k=v,k=v`` into the name and a dict of raw string values."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise SpecError(f"empty agent spec; accepted: {accepted_specs()}")
+    spec = spec.strip()
+    name, params_text = spec, ""
+    if ":" in spec:
+        head, tail = spec.rsplit(":", 1)
+        if "=" in tail or tail == "":
+            name, params_text = head, tail
+    params: dict[str, str] = {}
+    for item in filter(None, (p.strip() for p in params_text.split(","))):
+        if "=" not in item:
+            raise SpecError(f"bad parameter {item!r} in agent spec {spec!r}: expected key=value")
+        key, value = (s.strip() for s in item.split("=", 1))
+        if key in params:
+            raise SpecError(f"parameter {key!r} given twice in agent spec {spec!r}")
+        params[key] = value
+    return name, params
+
+
+def _convert(spec: str, key: str, raw: str, kind: type) -> Any:
+    try:
+        return kind(raw)
+    except ValueError:
+        raise SpecError(
+            f"parameter {key}={raw!r} in agent spec {spec!r} must be {kind.__name__}"
+        ) from None
+
+
+def resolve(spec: str) -> tuple[FactoryInfo, str, dict[str, Any]]:
+    """Validate a spec: returns the factory info, the name, and typed parameters."""
+    name, raw = parse_spec(spec)
+    if name in REGISTRY:
+        info = REGISTRY[name]
+    elif os.path.isdir(name):
+        info = RUN_DIR
+    else:
+        raise SpecError(f"unknown agent {name!r}; accepted: {accepted_specs()}")
+    params: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in info.params:
+            accepted = ", ".join(info.params) or "none"
+            raise SpecError(
+                f"unknown parameter {key!r} for agent {name!r}; accepted parameters: {accepted}"
+            )
+        params[key] = _convert(spec, key, value, info.params[key])
+    return info, name, params
+
+
+def make(spec: str, *, seed: SeedLike = None) -> Agent:
+    """Build an agent from a spec string such as ``"mcts:sims=800,c=1.4,seed=3"``.
+
+    ``seed`` seeds agents that use randomness unless the spec gives its own ``seed=``.
+    Raises SpecError (a ValueError) naming the accepted specs or parameters.
+    """
+    info, name, params = resolve(spec)
+    module_name, attr = info.target.split(":")
+    factory = getattr(importlib.import_module(module_name), attr)
+    if "seed" in info.params and "seed" not in params and seed is not None:
+        params["seed"] = seed
+    if info is RUN_DIR:
+        agent = factory(name, **params)
+    else:
+        agent = factory(**params)
+    return agent

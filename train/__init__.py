@@ -1,0 +1,1 @@
+"""Training, evaluation and the command line for Order and Chaos."""

@@ -1,0 +1,54 @@
+"""The ``orderchaos`` command line: a thin layer over library functions.
+
+Each subcommand lives in ``train/commands/<name>.py`` and provides
+``configure(parser)`` (declare arguments) and ``run(args) -> int`` (call the library
+and print). Modules are imported only when their command runs, so ``orderchaos solve``
+never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+COMMANDS: dict[str, str] = {
+    "train": "train a pair of Order and Chaos policies from a YAML config",
+    "eval": "play a match between two agents and report win rates with intervals",
+    "tournament": "round robin of agents in both roles, with ratings, tables and plots",
+    "positions": "score optimal-move accuracy on a solver-labelled set, or make one",
+    "solve": "prove the game-theoretic winner of board positions",
+    "play": "play against any agent in the terminal",
+    "replay": "show saved games move by move",
+    "bench": "benchmarks: env throughput, search speed",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (imports every command module to declare its arguments)."""
+    parser = argparse.ArgumentParser(
+        prog="orderchaos", description="Order and Chaos: envs, search, self-play training."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, help_text in COMMANDS.items():
+        module = importlib.import_module(f"train.commands.{name}")
+        p = sub.add_parser(name, help=help_text, description=module.__doc__)
+        module.configure(p)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``orderchaos``; returns the process exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._module.run(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

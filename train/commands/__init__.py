@@ -1,0 +1,1 @@
+"""One module per ``orderchaos`` subcommand: ``configure(parser)`` and ``run(args)``."""

@@ -1,0 +1,42 @@
+"""Benchmarks that print figures and ratios against peers measured in the same run.
+
+``orderchaos bench env``: steps per second of the single, AEC and vector envs, and of
+PettingZoo / OpenSpiel peers when installed. ``orderchaos bench search``: MCTS simulations
+per second (against OpenSpiel's C++ MCTSBot when installed) and exact-solver times.
+``orderchaos bench train``: network evaluation throughput and self-play games per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+
+TARGETS: dict[str, list[str]] = {
+    "env": ["envs.benchmark:run"],
+    "search": ["agents.benchmark:run", "agents.solver_benchmark:run"],
+    "train": ["train.benchmark:run"],
+}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments of ``bench``."""
+    parser.add_argument("target", choices=[*TARGETS, "all"], help="what to measure")
+    parser.add_argument(
+        "--quick", action="store_true", help="a tiny budget (seconds), for smoke tests"
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the chosen benchmarks; each prints its own table."""
+    names = list(TARGETS) if args.target == "all" else [args.target]
+    results: dict[str, dict] = {}
+    for name in names:
+        for target in TARGETS[name]:
+            module_name, attr = target.split(":")
+            results[target] = getattr(importlib.import_module(module_name), attr)(quick=args.quick)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(results, fh, indent=2, default=str)
+    return 0

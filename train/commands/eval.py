@@ -1,0 +1,13 @@
+"""Placeholder for `orderchaos eval` (being built)."""
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments of this command."""
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command."""
+    print("orderchaos eval: not built yet")
+    return 2

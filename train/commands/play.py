@@ -1,0 +1,13 @@
+"""Placeholder for `orderchaos play` (being built)."""
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments of this command."""
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command."""
+    print("orderchaos play: not built yet")
+    return 2

@@ -1,0 +1,13 @@
+"""Placeholder for `orderchaos positions` (being built)."""
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments of this command."""
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command."""
+    print("orderchaos positions: not built yet")
+    return 2
