@@ -1,13 +1,44 @@
-"""Placeholder for `orderchaos play` (being built)."""
+"""Play Order and Chaos in the terminal against any agent.
+
+Type moves as a cell and a symbol ('c3 X', 'X c3'); 'undo' takes back your last move and
+the reply, 'hint' asks the solver, 'help' lists commands, 'quit' (or end of input) leaves.
+"""
+
+from __future__ import annotations
 
 import argparse
+import sys
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Declare the arguments of this command."""
+    """Declare the arguments of ``play``."""
+    parser.add_argument(
+        "--as", dest="side", choices=["order", "chaos"], default="order",
+        help="the side you play (default order, who moves first)",
+    )
+    parser.add_argument("--vs", default="heuristic", metavar="SPEC", help="the opponent")
+    parser.add_argument("--seed", type=int, default=0, help="the opponent's seed (default 0)")
+    parser.add_argument(
+        "--hint-time", type=float, default=1.0, metavar="S",
+        help="solver time limit for 'hint' in seconds (default 1)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the command."""
-    print("orderchaos play: not built yet")
-    return 2
+    """Build the opponent and play one game on stdin/stdout."""
+    from agents.registry import SpecError, make
+    from train.play import play_session
+
+    if args.hint_time <= 0:
+        print("orderchaos play: --hint-time must be positive seconds", file=sys.stderr)
+        return 2
+    try:
+        agent = make(args.vs, seed=args.seed)
+    except (SpecError, ImportError) as exc:
+        print(f"orderchaos play: cannot build the opponent {args.vs!r}: {exc}", file=sys.stderr)
+        return 2
+    play_session(
+        agent, args.side, stdin=sys.stdin, stdout=sys.stdout, agent_label=args.vs,
+        hint_time=args.hint_time,
+    )
+    return 0

@@ -1,0 +1,457 @@
+"""Matches between two players: seeded, reproducible, optionally parallel.
+
+A match is ``n`` games with one player as Order and the other as Chaos. Each game ``i``
+draws everything random from its own seed sequence, ``SeedSequence(seed, spawn_key=(i,))``
+(what ``SeedSequence(seed).spawn(n)[i]`` gives): the random opening and the seeds of both
+players, who are rebuilt from their spec for every game. So a game's moves depend only on
+the match seed and its index, never on the number of worker processes or the order in
+which games finish.
+
+Players given as objects instead of spec strings are used as they are, in game order, in
+this process (``workers`` must then be 1); a freshly seeded object still gives
+reproducible matches.
+
+Example::
+
+    from train.evaluate import play_match
+    result = play_match("heuristic", "random", n=100, seed=1, openings=2)
+    print(result.order_win_rate, result.ci95)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from agents.base import Agent
+from envs.rules import CHAOS, ORDER, IllegalActionError, State, action_name, has_five_bits
+
+MAX_OPENING_PLIES = 30
+"""Longest random opening accepted; later positions may have no move that keeps the game going."""
+
+
+# ---------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class GameRecord:
+    """One finished game: every action from the empty board (opening included)."""
+
+    actions: list[int]
+    winner: str
+    length: int
+    opening_plies: int
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict of the record."""
+        return asdict(self)
+
+
+@dataclass
+class MatchResult:
+    """The outcome of a match; rates are from Order's side."""
+
+    games: int
+    order_wins: int
+    chaos_wins: int
+    order_win_rate: float
+    ci95: tuple[float, float]
+    mean_length: float
+    seconds: float
+    games_per_sec: float
+    records: list[GameRecord] = field(default_factory=list)
+    order: str = ""
+    chaos: str = ""
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict; ``ci95`` becomes a two-element list, records a list of dicts."""
+        out = asdict(self)
+        out["ci95"] = list(self.ci95)
+        return out
+
+    def summary(self) -> str:
+        """A few human-readable lines describing the match."""
+        lo, hi = self.ci95
+        return "\n".join(
+            [
+                f"order: {self.order}   chaos: {self.chaos}   games: {self.games}",
+                f"order wins {self.order_wins}, chaos wins {self.chaos_wins}",
+                f"order win rate {self.order_win_rate:.3f} (Wilson 95% CI {lo:.3f}-{hi:.3f})",
+                f"mean game length {self.mean_length:.1f} plies; "
+                f"{self.games_per_sec:.1f} games/s ({self.seconds:.2f} s)",
+            ]
+        )
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score interval for a binomial proportion ``successes / n``.
+
+    Unlike the normal approximation it stays inside [0, 1] and is sensible at 0/n and n/n.
+    ``n == 0`` gives the uninformative (0, 1).
+    """
+    if n < 0 or not 0 <= successes <= max(n, 0):
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    z2 = z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+# ---------------------------------------------------------------------------------------
+# Playing
+# ---------------------------------------------------------------------------------------
+
+
+def random_opening(plies: int, rng: np.random.Generator) -> list[int]:
+    """``plies`` uniform random legal moves from the empty board, none of which ends the game."""
+    check_opening_plies(plies)
+    state = State()
+    actions: list[int] = []
+    for _ in range(plies):
+        keeps_going = [
+            a for a in state.legal_actions() if not _ends_game(state.apply_unchecked(a))
+        ]
+        if not keeps_going:
+            raise ValueError(
+                f"no move keeps the game going after {len(actions)} opening plies; "
+                f"use fewer opening plies"
+            )
+        a = keeps_going[int(rng.integers(len(keeps_going)))]
+        actions.append(a)
+        state = state.apply_unchecked(a)
+    return actions
+
+
+def _ends_game(state: State) -> bool:
+    return has_five_bits(state.x) or has_five_bits(state.o) or state.is_full
+
+
+def check_opening_plies(plies: int) -> None:
+    """Raise ValueError unless ``plies`` is an int in 0..MAX_OPENING_PLIES."""
+    if isinstance(plies, bool) or not isinstance(plies, int):
+        raise ValueError(f"opening plies must be an integer, got {plies!r}")
+    if not 0 <= plies <= MAX_OPENING_PLIES:
+        raise ValueError(f"opening plies must be in 0..{MAX_OPENING_PLIES}, got {plies}")
+
+
+def play_game(order_agent: Agent, chaos_agent: Agent, opening: Sequence[int] = ()) -> GameRecord:
+    """Play one game to the end: the ``opening`` actions first, then the agents in turn.
+
+    Raises IllegalActionError naming the agent if an opening action or an agent's move
+    is illegal.
+    """
+    state = State()
+    actions: list[int] = []
+    for a in opening:
+        try:
+            state = state.apply(a)
+        except IllegalActionError as exc:
+            raise IllegalActionError(f"opening ply {len(actions) + 1}: {exc}") from None
+        actions.append(int(a))
+    if state.is_terminal:
+        raise ValueError("the opening ends the game; an opening must leave moves to play")
+    players = {ORDER: order_agent, CHAOS: chaos_agent}
+    while not state.is_terminal:
+        mover = state.to_play
+        agent = players[mover]
+        a = agent.act(state)
+        try:
+            state = state.apply(a)
+        except IllegalActionError as exc:
+            raise IllegalActionError(
+                f"{mover} agent {getattr(agent, 'name', agent)!r} played an illegal move at "
+                f"ply {len(actions) + 1}: {exc}"
+            ) from None
+        actions.append(int(a))
+    winner = state.winner
+    assert winner is not None
+    return GameRecord(actions, winner, len(actions), len(opening))
+
+
+@dataclass(frozen=True)
+class GameTask:
+    """Everything a worker needs to play one game: picklable specs and seeds only."""
+
+    order: str
+    chaos: str
+    seed: int
+    spawn_key: tuple[int, ...]
+    openings: int
+
+
+def game_seeds(seed: int, spawn_key: tuple[int, ...]) -> tuple[np.random.Generator, int, int]:
+    """The opening generator and the two agent seeds of one game, from the match seed."""
+    opening_ss, order_ss, chaos_ss = np.random.SeedSequence(seed, spawn_key=spawn_key).spawn(3)
+    order_seed = int(order_ss.generate_state(1, np.uint32)[0])
+    chaos_seed = int(chaos_ss.generate_state(1, np.uint32)[0])
+    return np.random.default_rng(opening_ss), order_seed, chaos_seed
+
+
+def _play_task(task: GameTask) -> GameRecord:
+    """Build both agents from their specs with the game's seeds and play the game."""
+    from agents.registry import make
+
+    rng, order_seed, chaos_seed = game_seeds(task.seed, task.spawn_key)
+    opening = random_opening(task.openings, rng)
+    return play_game(make(task.order, seed=order_seed), make(task.chaos, seed=chaos_seed), opening)
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    # fork would copy whatever torch/numba threads the parent holds; forkserver/spawn are safe.
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def run_tasks(
+    tasks: Sequence[GameTask], workers: int = 1, progress: bool = False
+) -> Iterator[GameRecord]:
+    """Play spec-only game tasks, yielding records in task order (identical for any workers)."""
+    check_workers(workers)
+    bar = _progress_bar(len(tasks), progress)
+    try:
+        if workers == 1 or len(tasks) <= 1:
+            for task in tasks:
+                yield _play_task(task)
+                bar.update(1)
+            return
+        chunk = max(1, len(tasks) // (workers * 8))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+            for record in pool.map(_play_task, tasks, chunksize=chunk):
+                yield record
+                bar.update(1)
+    finally:
+        bar.close()
+
+
+def check_workers(workers: int) -> None:
+    """Raise ValueError unless ``workers`` is a positive integer."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+
+
+def _progress_bar(total: int, enabled: bool):  # -> tqdm
+    from tqdm import tqdm
+
+    return tqdm(total=total, disable=not enabled, file=sys.stderr, unit="game", leave=False)
+
+
+def agent_label(agent: Agent | str) -> str:
+    """The name shown for a player: its spec string, or the agent object's ``name``."""
+    return agent if isinstance(agent, str) else str(getattr(agent, "name", type(agent).__name__))
+
+
+def _check_agent(agent: object, role: str) -> None:
+    if isinstance(agent, str):
+        from agents.registry import resolve
+
+        resolve(agent)  # raises SpecError naming what is accepted
+    elif not callable(getattr(agent, "act", None)):
+        raise TypeError(
+            f"the {role} player must be an agent spec string or an object with act(state), "
+            f"got {type(agent).__name__}"
+        )
+
+
+def play_match(
+    order_agent: Agent | str,
+    chaos_agent: Agent | str,
+    n: int,
+    seed: int = 0,
+    *,
+    openings: int = 0,
+    workers: int = 1,
+    progress: bool = False,
+    keep_games: bool = False,
+) -> MatchResult:
+    """Play ``n`` games, ``order_agent`` as Order against ``chaos_agent`` as Chaos.
+
+    Players are spec strings (rebuilt per game with a seed derived from ``seed`` and the
+    game index) or agent objects (used as they are; only with ``workers=1``). ``openings``
+    plays that many seeded uniform random plies first in each game, so deterministic
+    players do not replay one game ``n`` times. ``workers > 1`` plays in parallel
+    processes with the same results as one worker. ``keep_games`` keeps every game record.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"the number of games must be a positive integer, got {n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    check_opening_plies(openings)
+    check_workers(workers)
+    _check_agent(order_agent, ORDER)
+    _check_agent(chaos_agent, CHAOS)
+    start = time.perf_counter()
+    if isinstance(order_agent, str) and isinstance(chaos_agent, str):
+        tasks = [GameTask(order_agent, chaos_agent, seed, (i,), openings) for i in range(n)]
+        records = list(run_tasks(tasks, workers, progress))
+    else:
+        if workers != 1:
+            raise ValueError(
+                "workers > 1 needs both players as spec strings (processes rebuild them); "
+                "agent objects can only be played with workers=1"
+            )
+        records = _play_with_objects(order_agent, chaos_agent, n, seed, openings, progress)
+    seconds = time.perf_counter() - start
+    return summarize(records, seconds, keep_games, agent_label(order_agent), agent_label(chaos_agent))
+
+
+def _play_with_objects(
+    order_agent: Agent | str,
+    chaos_agent: Agent | str,
+    n: int,
+    seed: int,
+    openings: int,
+    progress: bool,
+) -> list[GameRecord]:
+    from agents.registry import make
+
+    records = []
+    bar = _progress_bar(n, progress)
+    try:
+        for i in range(n):
+            rng, order_seed, chaos_seed = game_seeds(seed, (i,))
+            order = make(order_agent, seed=order_seed) if isinstance(order_agent, str) else order_agent
+            chaos = make(chaos_agent, seed=chaos_seed) if isinstance(chaos_agent, str) else chaos_agent
+            records.append(play_game(order, chaos, random_opening(openings, rng)))
+            bar.update(1)
+    finally:
+        bar.close()
+    return records
+
+
+def summarize(
+    records: Sequence[GameRecord],
+    seconds: float,
+    keep_games: bool = False,
+    order: str = "",
+    chaos: str = "",
+) -> MatchResult:
+    """Count wins and lengths of finished games into a MatchResult."""
+    games = len(records)
+    order_wins = sum(r.winner == ORDER for r in records)
+    return MatchResult(
+        games=games,
+        order_wins=order_wins,
+        chaos_wins=games - order_wins,
+        order_win_rate=order_wins / games if games else 0.0,
+        ci95=wilson_interval(order_wins, games),
+        mean_length=float(np.mean([r.length for r in records])) if games else 0.0,
+        seconds=seconds,
+        games_per_sec=games / seconds if seconds > 0 else float("inf"),
+        records=list(records) if keep_games else [],
+        order=order,
+        chaos=chaos,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Saved games (JSON lines) for ``orderchaos replay``
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class SavedGame:
+    """A game read back from a JSON-lines file, with the players' labels."""
+
+    index: int
+    order: str
+    chaos: str
+    record: GameRecord
+
+
+class GameFileError(ValueError):
+    """A saved-games file that cannot be read; the message names the file and line."""
+
+
+def save_games(path: str | os.PathLike, result: MatchResult) -> None:
+    """Write each game of ``result`` (kept with ``keep_games=True``) as one JSON line."""
+    if result.games and not result.records:
+        raise ValueError("the match kept no games; play it with keep_games=True to save them")
+    with open(path, "w") as fh:
+        for i, record in enumerate(result.records):
+            line = {"game": i, "order": result.order, "chaos": result.chaos, **record.to_dict()}
+            line["moves"] = [action_name(a) for a in record.actions]
+            fh.write(json.dumps(line) + "\n")
+
+
+def load_games(path: str | os.PathLike) -> list[SavedGame]:
+    """Read and check a saved-games file: every game is replayed with the rules.
+
+    Raises GameFileError naming the line and what is wrong (bad JSON, a missing or
+    mistyped field, an illegal action, a game that does not end where the file says,
+    or a winner that disagrees with the replay).
+    """
+    text = _read_text(path, GameFileError)
+    games = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        obj = _json_object(line, where, GameFileError)
+        actions = obj.get("actions")
+        if not isinstance(actions, list) or not all(
+            isinstance(a, int) and not isinstance(a, bool) for a in actions
+        ):
+            raise GameFileError(f"{where}: 'actions' must be a list of integers 0..71")
+        state = State()
+        for ply, a in enumerate(actions, 1):
+            if state.is_terminal:
+                raise GameFileError(f"{where}: the game is already over before ply {ply}")
+            try:
+                state = state.apply(a)
+            except IllegalActionError as exc:
+                raise GameFileError(f"{where}: ply {ply}: {exc}") from None
+        if not state.is_terminal:
+            raise GameFileError(f"{where}: the game is not finished after {len(actions)} plies")
+        winner = obj.get("winner", state.winner)
+        if winner != state.winner:
+            raise GameFileError(
+                f"{where}: the file says {winner!r} won, but replaying gives {state.winner!r}"
+            )
+        opening = obj.get("opening_plies", 0)
+        if not isinstance(opening, int) or not 0 <= opening <= len(actions):
+            raise GameFileError(f"{where}: 'opening_plies' must be an integer 0..{len(actions)}")
+        record = GameRecord(list(actions), state.winner, len(actions), opening)
+        games.append(
+            SavedGame(
+                int(obj.get("game", len(games))),
+                str(obj.get("order", "")),
+                str(obj.get("chaos", "")),
+                record,
+            )
+        )
+    return games
+
+
+def _read_text(path: str | os.PathLike, error: type[ValueError]) -> str:
+    try:
+        return Path(path).read_text()
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot be read as text: {exc}") from None
+
+
+def _json_object(line: str, where: str, error: type[ValueError]) -> dict:
+    """Parse one JSON-lines line that must hold an object; raise ``error`` naming ``where``."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise error(f"{where}: bad JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise error(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    return obj

@@ -1,0 +1,273 @@
+"""A human against any agent in the terminal, and text replays of finished games.
+
+:func:`play_session` reads commands from any text stream and writes to another, so tests
+drive it with scripted input. Nothing the human types can crash it or lose the game by a
+typo: bad input gets a message and a new prompt, and end of input means quit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TextIO
+
+from agents.base import Agent
+from envs.rules import (
+    AGENTS,
+    ORDER,
+    SYMBOLS,
+    IllegalActionError,
+    State,
+    action_name,
+    cell_name,
+    parse_cell,
+    render_ascii,
+)
+from train.evaluate import GameRecord
+
+HELP_TEXT = """\
+Moves: a cell (column a-f, row 1-6) and a symbol, in either order: 'c3 X', 'X c3', 'c3x'.
+Either side may place X or O. Order wins with five in a row of one symbol (whoever placed
+them); Chaos wins if the board fills up without one.
+Commands:
+  undo   take back your last move and the agent's reply
+  hint   ask the solver who wins from here and for a best move (short time limit)
+  board  show the board again
+  help   show this text
+  quit   leave the game (end of input also quits)"""
+
+QUIT_WORDS = {"quit", "exit", "q"}
+
+
+class MoveInputError(ValueError):
+    """Text that is not a move here; the message says what was wrong and what is accepted."""
+
+
+def parse_move(text: str, state: State) -> int:
+    """The action for a typed move such as ``c3 X``, ``X c3`` or ``c3x`` (any case).
+
+    Raises MoveInputError when the text is not a cell plus a symbol or the cell is taken.
+    """
+    tokens = text.replace(",", " ").lower().split()
+    cell_text = symbol_text = None
+    if len(tokens) == 2:
+        if tokens[0] in ("x", "o"):
+            symbol_text, cell_text = tokens
+        elif tokens[1] in ("x", "o"):
+            cell_text, symbol_text = tokens
+    elif len(tokens) == 1 and len(tokens[0]) == 3:
+        word = tokens[0]
+        if word[0] in "xo":
+            symbol_text, cell_text = word[0], word[1:]
+        elif word[-1] in "xo":
+            cell_text, symbol_text = word[:-1], word[-1]
+    if cell_text is None or symbol_text is None:
+        raise MoveInputError(
+            f"could not read {text.strip()!r} as a move: type a cell (a-f, 1-6) and a "
+            f"symbol (X or O), like 'c3 X' or 'X c3'; 'help' lists the commands"
+        )
+    try:
+        cell = parse_cell(cell_text)
+    except ValueError as exc:
+        raise MoveInputError(f"could not read {text.strip()!r} as a move: {exc}") from None
+    if (state.x | state.o) >> cell & 1:
+        raise MoveInputError(
+            f"{cell_name(cell)} already holds {state.cell(cell)}; choose an empty cell"
+        )
+    return 2 * cell + SYMBOLS.lower().index(symbol_text)
+
+
+@dataclass
+class Hint:
+    """The solver's verdict for the side to move: who wins, and one best move if known."""
+
+    winner: str | None
+    action: int | None
+
+
+def solver_hint(state: State, time_limit: float) -> Hint:
+    """Ask the exact solver (within ``time_limit`` seconds) who wins and for a best move."""
+    from agents.solver import solve
+
+    result = solve(state, time_limit=time_limit, moves=True)
+    best = result.best_actions[0] if result.winner and result.best_actions else None
+    return Hint(result.winner, best)
+
+
+def format_hint(state: State, hint: Hint, time_limit: float) -> str:
+    """The hint as a sentence for the side to move."""
+    if hint.winner is None:
+        return f"hint: unknown (the solver could not prove a result within {time_limit:g} s)"
+    if hint.winner == state.to_play:
+        move = f"; a winning move: {action_name(hint.action)}" if hint.action is not None else ""
+        return f"hint: you ({state.to_play}) can force a win{move}"
+    return f"hint: {hint.winner} wins with perfect play from here; every move loses"
+
+
+def play_session(
+    agent: Agent,
+    human: str = ORDER,
+    *,
+    stdin: TextIO,
+    stdout: TextIO,
+    agent_label: str | None = None,
+    hint_time: float = 1.0,
+    hint_fn: Callable[[State, float], Hint] = solver_hint,
+) -> str | None:
+    """Play one game, the human as ``human`` ("order" or "chaos") against ``agent``.
+
+    Reads commands line by line from ``stdin`` and writes boards and messages to
+    ``stdout``. Returns the winner, or None when the human quits before the end.
+    ``hint_fn`` answers ``hint`` (the exact solver by default).
+    """
+    if human not in AGENTS:
+        raise ValueError(f"the human plays 'order' or 'chaos', got {human!r}")
+    label = agent_label or getattr(agent, "name", "agent")
+    session = _Session(agent, human, label, stdin, stdout, hint_time, hint_fn)
+    return session.run()
+
+
+class _Session:
+    """The state of one interactive game: the moves so far and who made them."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        human: str,
+        label: str,
+        stdin: TextIO,
+        stdout: TextIO,
+        hint_time: float,
+        hint_fn: Callable[[State, float], Hint],
+    ) -> None:
+        self.agent, self.human, self.label = agent, human, label
+        self.stdin, self.stdout = stdin, stdout
+        self.hint_time, self.hint_fn = hint_time, hint_fn
+        self.history: list[tuple[int, bool]] = []  # (action, made by the human)
+        self.state = State()
+
+    def say(self, text: str) -> None:
+        self.stdout.write(text + "\n")
+        self.stdout.flush()
+
+    def show(self) -> None:
+        last = self.history[-1][0] if self.history else None
+        self.say(render_ascii(self.state, last))
+
+    def read(self, prompt: str) -> str | None:
+        self.stdout.write(prompt)
+        self.stdout.flush()
+        line = self.stdin.readline()
+        if line == "":
+            self.say("")
+            return None
+        return line.strip()
+
+    def run(self) -> str | None:
+        self.say(
+            f"You play {self.human} against {self.label}. Order moves first; either side may "
+            f"place X or O. Type 'help' for commands."
+        )
+        self.show()
+        announced = False
+        while True:
+            if self.state.is_terminal:
+                if not announced:
+                    self.announce_result()
+                    announced = True
+                prompt = "game over (undo or quit)> "
+            else:
+                announced = False
+                if self.state.to_play != self.human:
+                    if not self.agent_move():
+                        return None
+                    continue
+                prompt = f"{self.human} to move> "
+            line = self.read(prompt)
+            if line is None or line.lower() in QUIT_WORDS:
+                self.say("bye")
+                return self.state.winner
+            self.handle(line)
+
+    def announce_result(self) -> None:
+        winner = self.state.winner
+        verdict = "you win!" if winner == self.human else f"{self.label} wins."
+        self.say(f"game over: {winner} wins -- {verdict}")
+
+    def agent_move(self) -> bool:
+        try:
+            action = self.agent.act(self.state)
+            self.state = self.state.apply(action)
+        except IllegalActionError as exc:
+            self.say(f"the agent {self.label} made an illegal move ({exc}); stopping")
+            return False
+        self.history.append((int(action), False))
+        self.say(f"{self.label} plays {action_name(action)}")
+        self.show()
+        return True
+
+    def handle(self, line: str) -> None:
+        word = line.lower()
+        if not word:
+            return
+        if word in ("help", "?", "h"):
+            self.say(HELP_TEXT)
+        elif word == "board":
+            self.show()
+        elif word == "undo":
+            self.undo()
+        elif word == "hint":
+            self.hint()
+        elif self.state.is_terminal:
+            self.say("the game is over: type 'undo' to take back your last move, or 'quit'")
+        else:
+            try:
+                action = parse_move(line, self.state)
+            except MoveInputError as exc:
+                self.say(str(exc))
+                return
+            self.state = self.state.apply(action)
+            self.history.append((action, True))
+            self.show()
+
+    def undo(self) -> None:
+        if not any(by_human for _, by_human in self.history):
+            self.say("nothing to undo: you have not moved yet")
+            return
+        while True:
+            action, by_human = self.history.pop()
+            self.state = _without(self.state, action)
+            if by_human:
+                break
+        self.say(f"took back your move {action_name(action)} and the reply after it")
+        self.show()
+
+    def hint(self) -> None:
+        if self.state.is_terminal:
+            self.say("the game is over; no hint needed")
+            return
+        try:
+            found = self.hint_fn(self.state, self.hint_time)
+        except ImportError:
+            self.say("hint unavailable: the solver (agents.solver) is not installed")
+            return
+        self.say(format_hint(self.state, found, self.hint_time))
+
+
+def _without(state: State, action: int) -> State:
+    """``state`` with the stone that ``action`` placed removed again."""
+    bit = 1 << (action >> 1)
+    return State(state.x & ~bit, state.o & ~bit)
+
+
+def format_replay(record: GameRecord) -> str:
+    """Every position of a game as an ASCII board, one after each move, last move marked."""
+    state = State()
+    blocks = [render_ascii(state)]
+    for ply, action in enumerate(record.actions, 1):
+        mover = state.to_play
+        state = state.apply(action)
+        tag = " (opening)" if ply <= record.opening_plies else ""
+        blocks.append(f"ply {ply}: {mover} plays {action_name(action)}{tag}\n"
+                      + render_ascii(state, action))
+    return "\n\n".join(blocks)
