@@ -1,13 +1,54 @@
-"""Placeholder for `orderchaos tournament` (being built)."""
+"""Round robin in both roles: every entrant as Order against every entrant as Chaos.
+
+Fits role-aware Bradley-Terry ratings (an Order Elo and a Chaos Elo per entrant, 95%
+intervals from the Fisher information), prints a table, and with --out writes
+pairings.csv, ratings.csv, tournament.json, tournament.md, heatmap.png and ratings.png.
+"""
+
+from __future__ import annotations
 
 import argparse
+import sys
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Declare the arguments of this command."""
+    """Declare the arguments of ``tournament``."""
+    parser.add_argument("specs", nargs="+", metavar="SPEC", help="the entrants (agent specs)")
+    parser.add_argument("--games", type=int, default=20, metavar="N",
+                        help="games per pairing (default 20)")
+    parser.add_argument("--out", metavar="DIR", help="write CSV, JSON, Markdown and PNG files here")
+    parser.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    parser.add_argument("--openings", type=int, default=0, metavar="K",
+                        help="seeded random opening plies per game (default 0)")
+    parser.add_argument("--workers", type=int, default=1, metavar="W", help="processes (default 1)")
+    parser.add_argument("--anchor", metavar="SPEC",
+                        help="set this entrant's mean rating to 0 (default: mean of all is 0)")
+    parser.add_argument("--prior-sd", type=float, default=3.0, metavar="LOGITS",
+                        help="ridge prior standard deviation of ratings in logits (default 3)")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the command."""
-    print("orderchaos tournament: not built yet")
-    return 2
+    """Play the round robin, print the table, write the files."""
+    from agents.registry import SpecError
+    from train.tournament import run_tournament, write_outputs
+
+    try:
+        result = run_tournament(
+            args.specs,
+            args.games,
+            args.seed,
+            openings=args.openings,
+            workers=args.workers,
+            progress=sys.stderr.isatty(),
+            prior_sd=args.prior_sd,
+            anchor=args.anchor,
+        )
+    except (SpecError, ValueError) as exc:
+        print(f"orderchaos tournament: {exc}", file=sys.stderr)
+        return 2
+    print(result.table())
+    print(f"\n{len(args.specs) ** 2 * args.games} games in {result.seconds:.1f} s")
+    if args.out:
+        for path in write_outputs(result, args.out):
+            print(f"wrote {path}")
+    return 0
