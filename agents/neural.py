@@ -1,0 +1,219 @@
+"""The network player: a batched two-network evaluator, the agent, and its loaders.
+
+* :class:`NetworkEvaluator` implements :class:`agents.base.Evaluator` over a pair of
+  networks: each state is evaluated by the Order net when Order is to move and by the Chaos
+  net otherwise, both as one batch each; illegal actions get zero probability.
+* :class:`NeuralAgent` plays from the network alone (``sims=0``: greedy with ``temp=0`` or
+  sampling with ``temp>0``) or with PUCT search (``sims>0``, the shared ``agents.mcts.MCTS``).
+* :func:`pretrained_agent` (registry spec ``pretrained``) loads the shipped weights;
+  :func:`run_dir_agent` (a run directory as a spec) loads a run's latest checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from agents.base import SeedLike, make_rng
+from agents.network import (
+    CheckpointError,
+    PolicyValueNet,
+    load_policy_dir,
+    masked_log_softmax,
+)
+from envs.encoding import action_mask, encode_states
+from envs.rules import ACTIONS, AGENTS, State
+
+DEFAULT_C_PUCT = 1.5
+CHECKPOINTS_DIR = "checkpoints"
+LATEST = "latest"
+
+
+class NetworkEvaluator:
+    """Evaluate batches of states with one network per role (see :class:`agents.base.Evaluator`).
+
+    ``nets`` maps ``"order"`` and ``"chaos"`` to :class:`PolicyValueNet` instances. Networks
+    are put in eval mode for evaluation and restored to their previous mode afterwards.
+    """
+
+    def __init__(self, nets: dict[str, PolicyValueNet], device: str | torch.device = "cpu") -> None:
+        missing = [r for r in AGENTS if r not in nets]
+        if missing:
+            raise ValueError(f"NetworkEvaluator needs networks for {AGENTS}, missing {missing}")
+        self.nets = nets
+        self.device = torch.device(device)
+        self.positions_evaluated = 0
+
+    def evaluate(self, states: Sequence[State]) -> tuple[np.ndarray, np.ndarray]:
+        """Priors ``(B, 72)`` float32 (zero on illegal actions) and values ``(B,)`` float32
+        from the view of the player to move."""
+        if len(states) == 0:
+            return np.zeros((0, ACTIONS), np.float32), np.zeros(0, np.float32)
+        planes = encode_states(states)
+        masks = np.stack([action_mask(s) for s in states])
+        roles = np.fromiter((s.to_play_index for s in states), dtype=np.int8, count=len(states))
+        return self.evaluate_arrays(planes, masks, roles)
+
+    def evaluate_arrays(
+        self, planes: np.ndarray, masks: np.ndarray, roles: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Like :meth:`evaluate` on encoded planes ``(B,3,6,6)``, masks ``(B,72)`` and role
+        indices ``(B,)`` (0 Order, 1 Chaos)."""
+        n = planes.shape[0]
+        priors = np.zeros((n, ACTIONS), np.float32)
+        values = np.zeros(n, np.float32)
+        with torch.inference_mode():
+            for index, role in enumerate(AGENTS):
+                rows = np.flatnonzero(roles == index)
+                if rows.size == 0:
+                    continue
+                net = self.nets[role]
+                was_training = net.training
+                net.eval()
+                x = torch.from_numpy(planes[rows]).to(self.device)
+                m = torch.from_numpy(masks[rows]).to(self.device)
+                logits, v = net(x)
+                priors[rows] = masked_log_softmax(logits.float(), m).exp().cpu().numpy()
+                values[rows] = v.float().cpu().numpy()
+                net.train(was_training)
+        self.positions_evaluated += n
+        return priors, values
+
+
+def sample_from(probs: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
+    """Pick an action from a probability vector: argmax when ``temperature == 0`` (ties
+    broken by ``rng``), else sample from ``probs ** (1 / temperature)``."""
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if temperature == 0:
+        best = np.flatnonzero(probs == probs.max())
+        return int(best[0] if best.size == 1 else rng.choice(best))
+    legal = probs > 0
+    logp = np.where(legal, np.log(np.where(legal, probs, 1.0)) / temperature, -np.inf)
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    return int(rng.choice(ACTIONS, p=p))
+
+
+class NeuralAgent:
+    """A player from a :class:`NetworkEvaluator`, with optional PUCT search.
+
+    ``sims=0``: the network's policy alone; ``temp=0`` plays its most probable move, ``temp>0``
+    samples. ``sims>0``: runs that many PUCT simulations (``agents.mcts.MCTS``, constant
+    ``c``) and plays the most visited move (``temp=0``) or samples the visit distribution.
+    """
+
+    def __init__(
+        self,
+        evaluator: NetworkEvaluator,
+        *,
+        sims: int = 0,
+        temp: float = 0.0,
+        c: float = DEFAULT_C_PUCT,
+        seed: SeedLike = None,
+        name: str = "neural",
+    ) -> None:
+        if sims < 0:
+            raise ValueError(f"sims must be >= 0, got {sims}")
+        if temp < 0:
+            raise ValueError(f"temp must be >= 0, got {temp}")
+        if c <= 0:
+            raise ValueError(f"c must be > 0, got {c}")
+        self.evaluator = evaluator
+        self.sims, self.temp, self.c = sims, temp, c
+        self.rng = make_rng(seed)
+        self.name = name
+        self._search = None
+        if sims > 0:
+            from agents.mcts import MCTS
+
+            self._search = MCTS(
+                evaluator,
+                simulations=sims,
+                c=c,
+                use_priors=True,
+                seed=int(self.rng.integers(2**31)),
+            )
+
+    def policy(self, state: State) -> np.ndarray:
+        """Move probabilities (72, zero on illegal moves): the network's prior, or the
+        search's visit distribution when ``sims > 0``."""
+        if state.is_terminal:
+            raise ValueError("the game is over; there is no policy for a terminal state")
+        if self._search is not None:
+            return np.asarray(self._search.search(state).policy(1.0), dtype=np.float32)
+        priors, _ = self.evaluator.evaluate([state])
+        return priors[0]
+
+    def act(self, state: State) -> int:
+        """Choose a legal action for the side to move."""
+        if state.is_terminal:
+            raise ValueError("the game is over; no action can be chosen")
+        if self._search is not None:
+            result = self._search.search(state)
+            if self.temp == 0:
+                return int(result.best_action)
+            return sample_from(np.asarray(result.policy(1.0), dtype=np.float64), self.temp, self.rng)
+        priors, _ = self.evaluator.evaluate([state])
+        return sample_from(priors[0].astype(np.float64), self.temp, self.rng)
+
+
+def find_policy_dir(path: str | Path) -> Path:
+    """The policy directory behind ``path``: ``path`` itself when it holds ``meta.json``,
+    else the run's latest checkpoint (``checkpoints/latest`` or, if that link is missing,
+    the newest complete ``checkpoints/step_*``)."""
+    path = Path(path)
+    if (path / "meta.json").is_file():
+        return path
+    ckpt = path / CHECKPOINTS_DIR
+    latest = ckpt / LATEST
+    if (latest / "meta.json").is_file():
+        return latest.resolve()
+    steps = sorted(p for p in ckpt.glob("step_*") if (p / "meta.json").is_file()) if ckpt.is_dir() else []
+    if steps:
+        return steps[-1]
+    raise CheckpointError(
+        f"{str(path)!r} holds no policy: expected meta.json + order/chaos.safetensors there, "
+        f"or a run directory with {CHECKPOINTS_DIR}/{LATEST}"
+    )
+
+
+def load_evaluator(path: str | Path, device: str | torch.device = "cpu") -> NetworkEvaluator:
+    """A :class:`NetworkEvaluator` over the policy in ``path`` (policy or run directory)."""
+    nets, _ = load_policy_dir(find_policy_dir(path), device=device)
+    return NetworkEvaluator(nets, device=device)
+
+
+def run_dir_agent(
+    path: str | Path,
+    sims: int = 0,
+    temp: float = 0.0,
+    c: float = DEFAULT_C_PUCT,
+    seed: SeedLike = None,
+) -> NeuralAgent:
+    """The agent of a training run directory (its latest checkpoint) or of a policy directory."""
+    return NeuralAgent(
+        load_evaluator(path), sims=sims, temp=temp, c=c, seed=seed, name=f"run:{Path(path).name}"
+    )
+
+
+def pretrained_dir() -> Path:
+    """Where the shipped pretrained policy lives (``agents/data/pretrained``)."""
+    return Path(str(resources.files("agents") / "data" / "pretrained"))
+
+
+def pretrained_agent(
+    sims: int = 0, temp: float = 0.0, c: float = DEFAULT_C_PUCT, seed: SeedLike = None
+) -> NeuralAgent:
+    """The shipped pretrained Order and Chaos policies as one agent (registry ``pretrained``)."""
+    where = pretrained_dir()
+    if not (where / "meta.json").is_file():
+        raise CheckpointError(
+            f"no pretrained policy is installed at {where}; export one from a run with "
+            f"`python -m train.export RUN_DIR`"
+        )
+    return NeuralAgent(load_evaluator(where), sims=sims, temp=temp, c=c, seed=seed, name="pretrained")

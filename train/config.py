@@ -1,0 +1,419 @@
+"""Training configuration: nested dataclasses loaded from YAML, with dotted overrides.
+
+Every field carries its help text in ``field(metadata={"help": ...})`` and, where it has
+one, its accepted range (``min``, ``max``, ``exclusive``) or ``choices``. The help is shown
+by ``orderchaos train --help-config``. Loading refuses unknown keys (naming the close
+matches), values of the wrong type and impossible values, always naming the key.
+
+Overrides are ``key=value`` or ``--key value`` with dotted keys, e.g. ``optim.lr=1e-3`` or
+``--selfplay.games 64``; values are parsed as YAML scalars (``true``, ``1e-3``, ``[a, b]``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the offending key."""
+
+
+def _field(default: Any, help: str, **rules: Any) -> Any:
+    """A dataclass field with its help text and validation rules in the metadata."""
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={"help": help, **rules})
+    return field(default=default, metadata={"help": help, **rules})
+
+
+@dataclass
+class RunConfig:
+    """How long the run lasts, how often it checkpoints, and how it reports."""
+
+    iterations: int = _field(
+        100, "training iterations; each plays a batch of self-play games then trains", min=1
+    )
+    time_limit_minutes: float = _field(
+        0.0,
+        "stop after this many minutes of training (0: no limit); a final checkpoint and "
+        "evaluation are still written",
+        min=0,
+    )
+    checkpoint_interval: int = _field(
+        5, "iterations between checkpoints (a killed run loses at most this many)", min=1
+    )
+    keep_checkpoints: int = _field(2, "how many checkpoint directories to keep on disk", min=1)
+    threads: int = _field(0, "torch CPU threads (0: leave torch's default)", min=0)
+    progress: bool = _field(True, "show a live tqdm progress bar")
+
+
+@dataclass
+class NetworkConfig:
+    """The residual policy-value network (one per role, same shape)."""
+
+    channels: int = _field(32, "convolution channels of the residual trunk", min=1)
+    blocks: int = _field(4, "residual blocks in the trunk", min=0)
+    value_hidden: int = _field(64, "hidden units of the value head", min=1)
+
+
+@dataclass
+class SelfPlayConfig:
+    """How the self-play games are generated (alphazero)."""
+
+    games: int = _field(128, "games played in parallel per iteration", min=1)
+    temperature: float = _field(
+        1.0, "sampling temperature over search visits for the opening moves", min=0
+    )
+    temperature_moves: int = _field(
+        8, "plies played with `temperature`; later plies take the most visited move", min=0
+    )
+    heuristic_fraction: float = _field(
+        0.0,
+        "fraction of games in which one side (alternating) is the heuristic agent; only the "
+        "network's positions are trained on",
+        min=0,
+        max=1,
+    )
+    solver_depth: int = _field(
+        0,
+        "positions with at most this many empty cells get exact solver values as value "
+        "targets (0: off)",
+        min=0,
+        max=36,
+    )
+    solver_node_limit: int = _field(
+        20000, "node budget of each solver call; unknown results keep the game outcome", min=1
+    )
+
+
+@dataclass
+class MCTSConfig:
+    """PUCT search used during self-play (alphazero)."""
+
+    simulations: int = _field(64, "simulations per move", min=1)
+    c_puct: float = _field(1.5, "PUCT exploration constant", min=0, exclusive=True)
+    dirichlet_alpha: float = _field(
+        0.3, "Dirichlet noise concentration at the root (0: no noise)", min=0
+    )
+    dirichlet_fraction: float = _field(
+        0.25, "weight of the Dirichlet noise in the root priors", min=0, max=1
+    )
+
+
+@dataclass
+class OptimConfig:
+    """The optimiser (AdamW) shared by both roles' networks."""
+
+    lr: float = _field(2e-3, "learning rate", min=0, exclusive=True)
+    weight_decay: float = _field(1e-4, "AdamW weight decay", min=0)
+    batch_size: int = _field(256, "positions per gradient step (per role)", min=1)
+    updates_per_iteration: int = _field(
+        32, "gradient steps per role after each self-play batch (alphazero)", min=1
+    )
+    value_weight: float = _field(1.0, "weight of the value loss against the policy loss", min=0)
+    grad_clip: float = _field(5.0, "gradient norm clip (0: no clipping)", min=0)
+    lr_schedule: str = _field(
+        "constant", "learning-rate schedule over the iterations", choices=["constant", "cosine"]
+    )
+
+
+@dataclass
+class ReplayConfig:
+    """The replay buffer of self-play positions (alphazero), one per role."""
+
+    capacity: int = _field(100000, "positions kept per role (oldest dropped first)", min=1)
+    min_positions: int = _field(
+        512, "positions a role needs before its network trains", min=1
+    )
+    augment: bool = _field(True, "train on a random one of the 16 symmetric images")
+
+
+@dataclass
+class EvalConfig:
+    """Evaluation at intervals: matches against fixed opponents and solver accuracy."""
+
+    interval: int = _field(10, "iterations between evaluations (0: only at the end)", min=0)
+    games: int = _field(40, "games per opponent and seat", min=1)
+    opponents: list[str] = _field(
+        ["random", "heuristic"], "agent specs to play in both seats (see agents.registry)"
+    )
+    openings: int = _field(
+        2, "random opening plies per game so that greedy players differ between games", min=0
+    )
+    positions: bool = _field(True, "measure optimal-move accuracy on the solver-labelled set")
+    positions_limit: int = _field(
+        0, "use only the first N labelled positions (0: all)", min=0
+    )
+    enabled: bool = _field(True, "run evaluations at all")
+
+
+@dataclass
+class PPOConfig:
+    """Masked-action PPO self-play against a pool of past opponents (ppo)."""
+
+    games: int = _field(64, "parallel games per role per iteration", min=1)
+    epochs: int = _field(4, "optimisation passes over each rollout", min=1)
+    minibatch: int = _field(256, "transitions per PPO minibatch", min=1)
+    clip: float = _field(0.2, "PPO ratio clip", min=0, exclusive=True)
+    entropy_coef: float = _field(0.01, "entropy bonus weight", min=0)
+    value_coef: float = _field(0.5, "value loss weight", min=0)
+    gae_lambda: float = _field(0.95, "GAE lambda", min=0, max=1)
+    gamma: float = _field(1.0, "discount over the learner's own moves", min=0, max=1)
+    pool_size: int = _field(8, "past snapshots kept per role as opponents", min=1)
+    snapshot_interval: int = _field(5, "iterations between opponent-pool snapshots", min=1)
+    latest_fraction: float = _field(
+        0.5, "probability of facing the current opposing network instead of a pool one",
+        min=0, max=1,
+    )
+
+
+@dataclass
+class TrainConfig:
+    """A complete training run: algorithm, seed, device and the sections above."""
+
+    algorithm: str = _field(
+        "alphazero", "training algorithm", choices=["alphazero", "ppo"]
+    )
+    seed: int = _field(0, "seed for every random choice of the run", min=0)
+    device: str = _field(
+        "auto", "where the networks run (auto: cuda when present)", choices=["auto", "cpu", "cuda"]
+    )
+    run: RunConfig = field(default_factory=RunConfig, metadata={"help": "run length and logging"})
+    network: NetworkConfig = field(
+        default_factory=NetworkConfig, metadata={"help": "network shape"}
+    )
+    selfplay: SelfPlayConfig = field(
+        default_factory=SelfPlayConfig, metadata={"help": "self-play games"}
+    )
+    mcts: MCTSConfig = field(default_factory=MCTSConfig, metadata={"help": "self-play search"})
+    optim: OptimConfig = field(default_factory=OptimConfig, metadata={"help": "optimiser"})
+    replay: ReplayConfig = field(default_factory=ReplayConfig, metadata={"help": "replay buffer"})
+    eval: EvalConfig = field(default_factory=EvalConfig, metadata={"help": "evaluation"})
+    ppo: PPOConfig = field(default_factory=PPOConfig, metadata={"help": "PPO settings"})
+
+
+# ---------------------------------------------------------------------------------------
+# Loading, validation and overrides.
+# ---------------------------------------------------------------------------------------
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _is_section(kind: Any) -> bool:
+    return dataclasses.is_dataclass(kind)
+
+
+def _all_keys(cls: type = TrainConfig, prefix: str = "") -> list[str]:
+    keys: list[str] = []
+    for name, kind in _hints(cls).items():
+        if _is_section(kind):
+            keys.extend(_all_keys(kind, f"{prefix}{name}."))
+        else:
+            keys.append(f"{prefix}{name}")
+    return keys
+
+
+def _unknown_key_error(key: str) -> ConfigError:
+    keys = _all_keys()
+    close = difflib.get_close_matches(key, keys, n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    return ConfigError(f"unknown config key {key!r}; {hint}accepted keys: {', '.join(keys)}")
+
+
+def _type_name(kind: Any) -> str:
+    return getattr(kind, "__name__", str(kind))
+
+
+def _coerce(key: str, kind: Any, value: Any) -> Any:
+    """Check ``value`` against the field type, converting int -> float where harmless."""
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+    elif kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif kind is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif kind is str:
+        if isinstance(value, str):
+            return value
+    elif typing.get_origin(kind) is list:
+        (item_kind,) = typing.get_args(kind)
+        if isinstance(value, list):
+            return [_coerce(f"{key}[{i}]", item_kind, v) for i, v in enumerate(value)]
+        if isinstance(value, str):  # a single spec given where a list is expected
+            return [value]
+    raise ConfigError(
+        f"config key {key!r} must be {_type_name(kind)}, got {type(value).__name__} {value!r}"
+    )
+
+
+def _check_rules(key: str, value: Any, rules: dict[str, Any]) -> None:
+    """Range and choice checks from the field metadata."""
+    lo, hi = rules.get("min"), rules.get("max")
+    if lo is not None:
+        too_low = value <= lo if rules.get("exclusive") else value < lo
+        if too_low:
+            relation = ">" if rules.get("exclusive") else ">="
+            raise ConfigError(f"config key {key!r} must be {relation} {lo}, got {value!r}")
+    if hi is not None and value > hi:
+        raise ConfigError(f"config key {key!r} must be <= {hi}, got {value!r}")
+    choices = rules.get("choices")
+    if choices is not None and value not in choices:
+        raise ConfigError(
+            f"config key {key!r} must be one of {', '.join(choices)}, got {value!r}"
+        )
+
+
+def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"config section {prefix.rstrip('.') or '<root>'!r} must be a mapping, "
+            f"got {type(data).__name__}"
+        )
+    hints = _hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        key = f"{prefix}{name}"
+        if name not in hints:
+            raise _unknown_key_error(key)
+        kind = hints[name]
+        if _is_section(kind):
+            kwargs[name] = _build(kind, value if value is not None else {}, f"{key}.")
+        else:
+            coerced = _coerce(key, kind, value)
+            _check_rules(key, coerced, dict(fields[name].metadata))
+            kwargs[name] = coerced
+    return cls(**kwargs)
+
+
+def config_from_dict(data: dict[str, Any] | None) -> TrainConfig:
+    """Build a validated TrainConfig from a nested dict (missing keys take defaults)."""
+    return _build(TrainConfig, data or {}, "")
+
+
+def config_to_dict(config: TrainConfig) -> dict[str, Any]:
+    """The config as a plain nested dict (YAML/JSON friendly)."""
+    return dataclasses.asdict(config)
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """Parse ``key=value`` and ``--key value`` items into a nested dict of YAML-typed values.
+
+    Raises ConfigError for an item that is neither form, or a ``--key`` with no value.
+    """
+    nested: dict[str, Any] = {}
+    tokens = list(items)
+    i = 0
+    while i < len(tokens):
+        item = tokens[i]
+        if item.startswith("--"):
+            body = item[2:]
+            if "=" in body:
+                key, raw = body.split("=", 1)
+            else:
+                if i + 1 >= len(tokens):
+                    raise ConfigError(f"override --{body} needs a value: --{body} VALUE")
+                key, raw = body, tokens[i + 1]
+                i += 1
+        elif "=" in item:
+            key, raw = item.split("=", 1)
+        else:
+            raise ConfigError(
+                f"malformed override {item!r}: use key=value or --key value with a dotted key, "
+                f"e.g. optim.lr=1e-3"
+            )
+        key = key.strip()
+        if not key or any(not part for part in key.split(".")):
+            raise ConfigError(f"malformed override {item!r}: empty key")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"override {key}={raw!r}: cannot parse the value ({exc})") from None
+        _set_dotted(nested, key, value)
+        i += 1
+    return nested
+
+
+def _set_dotted(nested: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = nested
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"override {key!r} conflicts with an earlier value for {part!r}")
+        node = child
+    node[parts[-1]] = value
+
+
+def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``extra`` into a copy of ``base`` (``extra`` wins)."""
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping from ``path`` with errors that name the file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {str(p)!r} does not exist")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {str(p)!r} must hold a mapping of sections")
+    return data
+
+
+def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:
+    """Load ``path`` (or the defaults when None), apply overrides, validate everything."""
+    data = read_yaml(path) if path is not None else {}
+    return config_from_dict(merge(data, parse_overrides(overrides)))
+
+
+def save_config(config: TrainConfig, path: str | Path) -> None:
+    """Write the resolved config as YAML (atomically)."""
+    from agents.network import atomic_write_bytes
+
+    text = yaml.safe_dump(config_to_dict(config), sort_keys=False)
+    atomic_write_bytes(Path(path), text.encode())
+
+
+def help_text(cls: type = TrainConfig, prefix: str = "") -> str:
+    """Every config key with its type, default and help, one per line, by section."""
+    lines: list[str] = []
+    hints = _hints(cls)
+    defaults = cls()
+    for f in dataclasses.fields(cls):
+        kind = hints[f.name]
+        key = f"{prefix}{f.name}"
+        if _is_section(kind):
+            lines.append(f"\n[{key}] {f.metadata.get('help', '')}")
+            lines.append(help_text(kind, f"{key}.").rstrip("\n"))
+            continue
+        rules = [f"{r}={f.metadata[r]}" for r in ("min", "max", "choices") if r in f.metadata]
+        extra = f" ({', '.join(rules)})" if rules else ""
+        lines.append(
+            f"  {key}: {_type_name(kind)} = {getattr(defaults, f.name)!r}{extra}\n"
+            f"      {f.metadata.get('help', '')}"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,290 @@
+"""What every training algorithm shares: the run directory, the two role networks and their
+optimisers, the iteration loop with time limit, checkpoints and resume, logging, and the
+periodic evaluation against fixed opponents and the solver-labelled positions.
+
+An algorithm subclasses :class:`Trainer` and implements :meth:`Trainer.train_iteration`
+(returning the scalars to log) plus, for extra resumable state,
+:meth:`Trainer.extra_state` / :meth:`Trainer.load_extra_state`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from agents.network import PolicyValueNet, resolve_device
+from agents.neural import NetworkEvaluator, NeuralAgent
+from envs.rules import AGENTS
+from train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from train.config import TrainConfig, config_to_dict, save_config
+from train.logging import RunLogger
+
+CONFIG_FILE = "config.yaml"
+
+
+def tag_name(spec: str) -> str:
+    """An agent spec as a TensorBoard-safe tag fragment: ``mcts:sims=200`` -> ``mcts_sims200``."""
+    return re.sub(r"[^A-Za-z0-9]+", "_", spec.replace("=", "")).strip("_")
+
+
+def evaluate_policies(
+    nets: dict[str, PolicyValueNet],
+    config: TrainConfig,
+    seed: int,
+    device: str | torch.device = "cpu",
+) -> dict[str, float]:
+    """Evaluate the networks alone (greedy, no search) and return ``eval/...`` scalars.
+
+    For each opponent spec: ``eval/order_vs_<spec>_winrate`` (our Order against their Chaos)
+    and ``eval/chaos_vs_<spec>_winrate`` (our Chaos's win rate against their Order); then
+    ``eval/positions_accuracy`` (and per side) on the solver-labelled set. Pieces that are
+    not installed yet are skipped with a warning.
+    """
+    cfg = config.eval
+    evaluator = NetworkEvaluator(nets, device=device)
+    agent = NeuralAgent(evaluator, sims=0, temp=0.0, seed=seed, name="trained")
+    out: dict[str, float] = {}
+    try:
+        from train.evaluate import play_match
+    except ImportError as exc:
+        warnings.warn(f"match evaluation skipped: train.evaluate is unavailable ({exc})", stacklevel=2)
+    else:
+        for k, spec in enumerate(cfg.opponents):
+            name = tag_name(spec)
+            as_order = play_match(agent, spec, cfg.games, seed=seed + 2 * k, openings=cfg.openings)
+            as_chaos = play_match(spec, agent, cfg.games, seed=seed + 2 * k + 1, openings=cfg.openings)
+            out[f"eval/order_vs_{name}_winrate"] = as_order.order_win_rate
+            out[f"eval/chaos_vs_{name}_winrate"] = 1.0 - as_chaos.order_win_rate
+    if cfg.positions:
+        try:
+            from train.positions import DEFAULT_POSITIONS, load_positions, positions_accuracy
+        except ImportError as exc:
+            warnings.warn(f"positions accuracy skipped: train.positions is unavailable ({exc})", stacklevel=2)
+        else:
+            if not Path(DEFAULT_POSITIONS).is_file():
+                warnings.warn(f"positions accuracy skipped: {DEFAULT_POSITIONS} is missing", stacklevel=2)
+            else:
+                positions = load_positions(DEFAULT_POSITIONS)
+                if cfg.positions_limit:
+                    positions = positions[: cfg.positions_limit]
+                result = positions_accuracy(agent, positions, seed=seed)
+                out["eval/positions_accuracy"] = result.accuracy
+                for side, stats in result.by_side.items():
+                    if isinstance(stats, dict) and "accuracy" in stats:
+                        out[f"eval/positions_accuracy_{side}"] = float(stats["accuracy"])
+    return out
+
+
+class Trainer:
+    """Base class of the training algorithms; see the module docstring.
+
+    Build it with :meth:`create` (a new run) or :meth:`resume` (continue a run directory).
+    """
+
+    algorithm = "base"
+
+    def __init__(self, config: TrainConfig, run_dir: str | Path) -> None:
+        self.config = config
+        self.run_dir = Path(run_dir)
+        self.device = resolve_device(config.device)
+        if config.run.threads:
+            torch.set_num_threads(config.run.threads)
+        torch.manual_seed(config.seed)  # network initialisation only; all sampling uses self.rng
+        self.rng = np.random.default_rng(config.seed)
+        net_cfg = config.network
+        self.nets = {
+            role: PolicyValueNet(net_cfg.channels, net_cfg.blocks, net_cfg.value_hidden).to(self.device)
+            for role in AGENTS
+        }
+        self.optimizers = {
+            role: torch.optim.AdamW(
+                net.parameters(), lr=config.optim.lr, weight_decay=config.optim.weight_decay
+            )
+            for role, net in self.nets.items()
+        }
+        self.iteration = 0
+        self.elapsed = 0.0
+        self.games_played = 0
+        self.last_eval: dict[str, float] = {}
+
+    # -- construction ------------------------------------------------------------------
+    @classmethod
+    def create(cls, config: TrainConfig, run_dir: str | Path) -> "Trainer":
+        """A new run in ``run_dir`` (created; refused if it already holds checkpoints)."""
+        run_dir = Path(run_dir)
+        if latest_checkpoint(run_dir) is not None:
+            raise FileExistsError(
+                f"run directory {str(run_dir)!r} already holds checkpoints; continue it with "
+                f"--resume {run_dir} or choose another --run-dir"
+            )
+        run_dir.mkdir(parents=True, exist_ok=True)
+        save_config(config, run_dir / CONFIG_FILE)
+        return cls(config, run_dir)
+
+    @classmethod
+    def resume(cls, config: TrainConfig, run_dir: str | Path) -> "Trainer":
+        """Continue ``run_dir`` from its latest checkpoint (from scratch if it has none yet)."""
+        trainer = cls(config, run_dir)
+        save_config(config, Path(run_dir) / CONFIG_FILE)
+        checkpoint = latest_checkpoint(run_dir)
+        if checkpoint is None:
+            return trainer
+        nets, meta, state = load_checkpoint(checkpoint, device=trainer.device)
+        if meta.get("algorithm") != cls.algorithm:
+            raise ValueError(
+                f"checkpoint {checkpoint} was written by {meta.get('algorithm')!r}, not {cls.algorithm!r}"
+            )
+        for role in AGENTS:
+            trainer.nets[role].load_state_dict(nets[role].state_dict())
+        if state is not None:
+            trainer.load_state(state)
+        else:
+            trainer.iteration = int(meta["step"])
+        return trainer
+
+    # -- state -------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """Everything needed to continue: optimisers, counters, RNG, algorithm extras."""
+        return {
+            "iteration": self.iteration,
+            "elapsed": self.elapsed,
+            "games_played": self.games_played,
+            "optimizers": {r: opt.state_dict() for r, opt in self.optimizers.items()},
+            "rng": self.rng.bit_generator.state,
+            "last_eval": self.last_eval,
+            "extra": self.extra_state(),
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Restore from :meth:`state`."""
+        self.iteration = int(state["iteration"])
+        self.elapsed = float(state["elapsed"])
+        self.games_played = int(state["games_played"])
+        for role, opt in self.optimizers.items():
+            opt.load_state_dict(state["optimizers"][role])
+        self.rng.bit_generator.state = state["rng"]
+        self.last_eval = dict(state.get("last_eval", {}))
+        self.load_extra_state(state["extra"])
+
+    def extra_state(self) -> dict[str, Any]:
+        """Algorithm-specific resumable state (override)."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`extra_state` (override)."""
+
+    # -- the loop ----------------------------------------------------------------------
+    def train_iteration(self) -> dict[str, float]:
+        """One iteration of the algorithm; returns the scalars to log."""
+        raise NotImplementedError
+
+    def learning_rate(self) -> float:
+        """The learning rate for the current iteration under ``optim.lr_schedule``."""
+        base = self.config.optim.lr
+        if self.config.optim.lr_schedule == "cosine":
+            frac = self.iteration / max(1, self.config.run.iterations)
+            return base * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
+        return base
+
+    def set_learning_rate(self) -> float:
+        """Apply :meth:`learning_rate` to both optimisers and return it."""
+        lr = self.learning_rate()
+        for opt in self.optimizers.values():
+            for group in opt.param_groups:
+                group["lr"] = lr
+        return lr
+
+    def checkpoint(self) -> Path:
+        """Save the current networks and trainer state as the latest checkpoint."""
+        meta = {"algorithm": self.algorithm, "config": config_to_dict(self.config), "games_played": self.games_played}
+        return save_checkpoint(
+            self.run_dir,
+            self.iteration,
+            self.nets,
+            meta,
+            self.state(),
+            keep=self.config.run.keep_checkpoints,
+        )
+
+    def evaluate(self) -> dict[str, float]:
+        """Run the configured evaluation now; the networks are left in training mode."""
+        seed = self.config.seed * 1_000_003 + self.iteration
+        metrics = evaluate_policies(self.nets, self.config, seed=seed, device=self.device)
+        for net in self.nets.values():
+            net.train()
+        self.last_eval = metrics
+        return metrics
+
+    def fit(self) -> dict[str, float]:
+        """Train until ``run.iterations`` or the time limit; checkpoint every
+        ``run.checkpoint_interval`` iterations and at the end; evaluate at intervals and at
+        the end. Returns the last evaluation's scalars."""
+        cfg = self.config
+        logger = RunLogger(
+            self.run_dir, config_to_dict(cfg), cfg.run.iterations, self.iteration, cfg.run.progress
+        )
+        limit = cfg.run.time_limit_minutes * 60.0
+        evaluated_at = -1
+        try:
+            logger.message(f"{self.algorithm} run in {self.run_dir} from iteration {self.iteration}")
+            while self.iteration < cfg.run.iterations and not (limit and self.elapsed >= limit):
+                started = time.perf_counter()
+                lr = self.set_learning_rate()
+                metrics = self.train_iteration()
+                self.iteration += 1
+                self.elapsed += time.perf_counter() - started
+                metrics["charts/learning_rate"] = lr
+                metrics["charts/elapsed_minutes"] = self.elapsed / 60.0
+                logger.scalars(metrics, self.iteration)
+                logger.show(**self.progress_fields(metrics))
+                logger.advance()
+                if self.iteration % cfg.run.checkpoint_interval == 0:
+                    self.checkpoint()
+                if cfg.eval.enabled and cfg.eval.interval and self.iteration % cfg.eval.interval == 0:
+                    self._evaluate_and_log(logger)
+                    evaluated_at = self.iteration
+            if cfg.eval.enabled and evaluated_at != self.iteration:
+                self._evaluate_and_log(logger)
+            self.checkpoint()
+            logger.message(f"finished at iteration {self.iteration} ({self.elapsed / 60:.1f} min)")
+        finally:
+            logger.close()
+        return self.last_eval
+
+    def _evaluate_and_log(self, logger: RunLogger) -> None:
+        metrics = self.evaluate()
+        logger.scalars(metrics, self.iteration)
+        summary = " ".join(f"{k.removeprefix('eval/')}={v:.3f}" for k, v in metrics.items())
+        logger.message(f"eval @ {self.iteration}: {summary}")
+        if "eval/positions_accuracy" in metrics:
+            logger.show(acc=metrics["eval/positions_accuracy"])
+
+    def progress_fields(self, metrics: dict[str, float]) -> dict[str, float]:
+        """What the progress bar shows after an iteration."""
+        shown = {
+            "games/s": metrics.get("charts/games_per_sec", 0.0),
+            "Lp_o": metrics.get("order/losses/policy", float("nan")),
+            "Lv_o": metrics.get("order/losses/value", float("nan")),
+            "Lp_c": metrics.get("chaos/losses/policy", float("nan")),
+            "Lv_c": metrics.get("chaos/losses/value", float("nan")),
+        }
+        return {k: v for k, v in shown.items() if not math.isnan(v)}
+
+
+def make_trainer(config: TrainConfig, run_dir: str | Path, resume: bool = False) -> Trainer:
+    """The trainer of ``config.algorithm`` for ``run_dir``: a new run, or (``resume``) a
+    continuation from the run's latest checkpoint."""
+    if config.algorithm == "alphazero":
+        from train.alphazero import AlphaZeroTrainer as cls
+    elif config.algorithm == "ppo":
+        from train.ppo import PPOTrainer as cls
+    else:
+        raise ValueError(f"unknown algorithm {config.algorithm!r}; accepted: alphazero, ppo")
+    return cls.resume(config, run_dir) if resume else cls.create(config, run_dir)
