@@ -109,7 +109,10 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
     z2 = z * z
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # at 0/n and n/n one bound is exactly 0 or 1; say so instead of leaving rounding error
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return (low, high)
 
 
 # ---------------------------------------------------------------------------------------
@@ -395,13 +398,13 @@ def load_games(path: str | os.PathLike) -> list[SavedGame]:
     mistyped field, an illegal action, a game that does not end where the file says,
     or a winner that disagrees with the replay).
     """
-    text = _read_text(path, GameFileError)
+    text = read_text(path, GameFileError)
     games = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
-        obj = _json_object(line, where, GameFileError)
+        obj = parse_json_line(line, where, GameFileError)
         actions = obj.get("actions")
         if not isinstance(actions, list) or not all(
             isinstance(a, int) and not isinstance(a, bool) for a in actions
@@ -437,7 +440,8 @@ def load_games(path: str | os.PathLike) -> list[SavedGame]:
     return games
 
 
-def _read_text(path: str | os.PathLike, error: type[ValueError]) -> str:
+def read_text(path: str | os.PathLike, error: type[ValueError]) -> str:
+    """The text of ``path``; a missing or unreadable file raises ``error`` naming it."""
     try:
         return Path(path).read_text()
     except FileNotFoundError:
@@ -446,7 +450,7 @@ def _read_text(path: str | os.PathLike, error: type[ValueError]) -> str:
         raise error(f"{path}: cannot be read as text: {exc}") from None
 
 
-def _json_object(line: str, where: str, error: type[ValueError]) -> dict:
+def parse_json_line(line: str, where: str, error: type[ValueError]) -> dict:
     """Parse one JSON-lines line that must hold an object; raise ``error`` naming ``where``."""
     try:
         obj = json.loads(line)
