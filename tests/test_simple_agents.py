@@ -1,0 +1,133 @@
+"""Random and heuristic players: legality, tactics, seeded reproducibility."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agents.simple import HeuristicAgent, RandomAgent, completes_a_five, danger_deltas
+from envs.rules import State, parse_board
+
+WIN_IN_ONE = parse_board("XXXX.. OO.... " + "." * 24)  # Order to move: X on e1 (cell 4) wins
+LONE_FOUR = parse_board("XXXX.. .....O " + "." * 24)  # Chaos to move: must put O on cell 4
+
+
+@st.composite
+def positions(draw: st.DrawFn, min_empty: int = 1) -> State:
+    """A non-terminal position reached by random legal play."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    plies = draw(st.integers(0, 36 - min_empty))
+    rng = np.random.default_rng(seed)
+    state = State()
+    for _ in range(plies):
+        nxt = state.apply(int(rng.choice(state.legal_actions())))
+        if nxt.is_terminal:
+            break
+        state = nxt
+    return state
+
+
+def play(order: object, chaos: object, state: State = State()) -> list[int]:
+    """Play a game to the end and return its actions."""
+    actions = []
+    while not state.is_terminal:
+        a = (order if state.to_play_index == 0 else chaos).act(state)  # type: ignore[attr-defined]
+        actions.append(a)
+        state = state.apply(a)
+    return actions
+
+
+@settings(max_examples=40, deadline=None)
+@given(positions())
+def test_random_agent_plays_legal_moves_and_uniform_policy(state: State) -> None:
+    agent = RandomAgent(seed=1)
+    assert agent.act(state) in state.legal_actions()
+    probs = agent.policy(state)
+    legal = state.legal_actions()
+    assert probs.shape == (72,) and probs.sum() == pytest.approx(1.0)
+    assert np.allclose(probs[legal], 1 / len(legal))
+    assert set(np.flatnonzero(probs)) == set(legal)
+
+
+@settings(max_examples=40, deadline=None)
+@given(positions())
+def test_heuristic_policy_is_uniform_over_legal_best_actions(state: State) -> None:
+    agent = HeuristicAgent(seed=0)
+    best = agent.best_actions(state)
+    assert best and set(best) <= set(state.legal_actions())
+    probs = agent.policy(state)
+    assert probs.sum() == pytest.approx(1.0) and set(np.flatnonzero(probs)) == set(best)
+    assert agent.act(state) in best
+
+
+def test_heuristic_takes_a_five_and_blocks_a_lone_four() -> None:
+    assert HeuristicAgent(seed=3).best_actions(WIN_IN_ONE) == [8]
+    assert HeuristicAgent(seed=3).best_actions(LONE_FOUR) == [9]
+
+
+def test_heuristic_order_makes_an_open_four() -> None:
+    # Row 3 holds .XXX.. : only X on e3 (cell 16) leaves two completion cells (a3 and f3).
+    state = parse_board("...... ...... .XXX.. ...... ...... .....O")
+    assert HeuristicAgent(seed=0).best_actions(state) == [32]
+
+
+@settings(max_examples=60, deadline=None)
+@given(positions())
+def test_heuristic_chaos_never_completes_an_avoidable_five(state: State) -> None:
+    if state.to_play_index == 0:
+        state = state.apply(HeuristicAgent(seed=0).act(state))
+        if state.is_terminal:
+            return
+    legal = state.legal_actions()
+    avoidable = any(not completes_a_five(state.x, state.o, a) for a in legal)
+    a = HeuristicAgent(seed=5).act(state)
+    if avoidable:
+        assert not completes_a_five(state.x, state.o, a)
+    nxt = state.apply(a)
+    can_leave_no_threat = any(
+        not state.apply(b).is_terminal and not state.apply(b).threats() for b in legal
+    )
+    if can_leave_no_threat:
+        assert not nxt.is_terminal and not nxt.threats()
+
+
+def test_danger_deltas_cover_exactly_the_legal_actions() -> None:
+    state = parse_board("X..... .O.... " + "." * 24)
+    deltas = danger_deltas(state.x, state.o)
+    assert sorted(deltas) == state.legal_actions()
+    # Cell c1's windows: an X-only row, an empty row and an empty column. X grows the
+    # X-only window (+12) where O kills it (-4); the empty windows gain +3 either way.
+    assert deltas[4] == 12 + 3 + 3 and deltas[5] == -4 + 3 + 3
+
+
+@pytest.mark.parametrize("cls", [RandomAgent, HeuristicAgent])
+def test_same_seed_same_game_and_different_seeds_differ(cls: type) -> None:
+    def game(seed: int) -> list[int]:
+        return play(cls(seed=seed), cls(seed=seed + 100))
+
+    assert game(7) == game(7)
+    assert any(game(7) != game(s) for s in range(8, 12))
+
+
+@pytest.mark.parametrize("cls", [RandomAgent, HeuristicAgent])
+def test_agents_refuse_finished_games(cls: type) -> None:
+    done = parse_board("XXXXX. " + "." * 30)
+    with pytest.raises(ValueError, match="game is over"):
+        cls(seed=0).act(done)
+    with pytest.raises(TypeError, match="State"):
+        cls(seed=0).act("XXXX")  # type: ignore[arg-type]
+
+
+def test_heuristic_beats_random_in_both_roles() -> None:
+    order_wins_as_order = sum(_winner(HeuristicAgent(i), RandomAgent(50 + i)) == "order" for i in range(10))
+    chaos_wins_as_chaos = sum(_winner(RandomAgent(i), HeuristicAgent(50 + i)) == "chaos" for i in range(10))
+    assert order_wins_as_order >= 9 and chaos_wins_as_chaos >= 9
+
+
+def _winner(order: object, chaos: object) -> str | None:
+    state = State()
+    for a in play(order, chaos):
+        state = state.apply(a)
+    return state.winner
