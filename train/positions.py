@@ -1,0 +1,328 @@
+"""Solver-labelled positions and optimal-move accuracy.
+
+A labelled position is a board where the side to move can force a win, with
+``good_actions``: every move that keeps that win (from the exact solver). An agent's move
+is correct when it is one of them. Sets are JSON lines, one position a line::
+
+    {"board": "X.O...", "good_actions": [14, 15], "to_move": "order", "empties": 14, ...}
+
+Only ``board`` and ``good_actions`` are read back; the other fields are for people.
+
+Sets are made from sensible play: both sides play the heuristic agent, with a seeded
+chance ``epsilon`` of a uniformly random move instead, until a randomly chosen number of
+empty cells is reached. The solver then labels the position; it is kept only when the
+mover is winning and not every legal move wins, and it is new up to the 16 symmetries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from agents.base import Agent
+from envs.rules import (
+    ACTIONS,
+    AGENTS,
+    BoardStringError,
+    IllegalActionError,
+    State,
+    action_name,
+    parse_board,
+)
+from envs.symmetry import canonical_key
+from train.evaluate import parse_json_line, read_text
+
+DEFAULT_POSITIONS: Path = Path(__file__).resolve().parent / "data" / "positions_12-18.jsonl"
+"""The shipped set: solver-labelled positions with 12 to 18 empty cells."""
+
+
+class PositionsFileError(ValueError):
+    """A positions file that cannot be used; the message names the file, line and problem."""
+
+
+@dataclass
+class LabelledPosition:
+    """A board (36-char string) whose mover can force a win, and the moves that keep it."""
+
+    board: str
+    good_actions: list[int]
+
+    @property
+    def state(self) -> State:
+        """The position as a State."""
+        return parse_board(self.board)
+
+
+@dataclass
+class AccuracyResult:
+    """How often an agent chose a winning move; ``by_side`` splits by the side to move."""
+
+    positions: int
+    correct: int
+    accuracy: float
+    by_side: dict[str, dict]
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict."""
+        return {
+            "positions": self.positions,
+            "correct": self.correct,
+            "accuracy": self.accuracy,
+            "by_side": self.by_side,
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# Files
+# ---------------------------------------------------------------------------------------
+
+
+def check_position(board: object, good_actions: object) -> LabelledPosition:
+    """Validate one position and return it normalised (36-char board, sorted actions).
+
+    Raises ValueError saying what is wrong: a malformed board, a finished game, or
+    good_actions that are not a non-empty list of distinct legal actions 0..71.
+    """
+    if not isinstance(board, str):
+        raise ValueError(f"'board' must be a string of 36 cells, got {type(board).__name__}")
+    try:
+        state = parse_board(board)
+    except BoardStringError as exc:
+        raise ValueError(f"malformed board: {exc}") from None
+    if state.is_terminal:
+        raise ValueError(f"the board is a finished game ({state.winner} won); nothing to play")
+    if not isinstance(good_actions, list) or not good_actions:
+        raise ValueError("'good_actions' must be a non-empty list of actions 0..71")
+    for a in good_actions:
+        if isinstance(a, bool) or not isinstance(a, int) or not 0 <= a < ACTIONS:
+            raise ValueError(
+                f"good action {a!r} is not an action 0..{ACTIONS - 1} (2*cell + symbol)"
+            )
+        try:
+            state.check_action(a)
+        except IllegalActionError as exc:
+            raise ValueError(f"good action {a} is illegal here: {exc}") from None
+    if len(set(good_actions)) != len(good_actions):
+        raise ValueError(f"'good_actions' repeats an action: {good_actions}")
+    return LabelledPosition(state.to_string(), sorted(good_actions))
+
+
+def load_positions(path: str | os.PathLike) -> list[LabelledPosition]:
+    """Read a JSON-lines positions file; blank lines are skipped.
+
+    Raises PositionsFileError naming the file and line and what is wrong: bad JSON, a
+    missing ``board`` or ``good_actions``, a malformed board, or an action out of range
+    or illegal.
+    """
+    text = read_text(path, PositionsFileError)
+    positions = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        obj = parse_json_line(line, where, PositionsFileError)
+        for key in ("board", "good_actions"):
+            if key not in obj:
+                raise PositionsFileError(f"{where}: missing {key!r} (each line needs 'board' "
+                                         f"and 'good_actions')")
+        try:
+            positions.append(check_position(obj["board"], obj["good_actions"]))
+        except ValueError as exc:
+            raise PositionsFileError(f"{where}: {exc}") from None
+    if not positions:
+        raise PositionsFileError(f"{path}: holds no positions")
+    return positions
+
+
+def save_positions(path: str | os.PathLike, positions: Sequence[LabelledPosition]) -> None:
+    """Write positions as JSON lines, with the side to move, empties and move names added."""
+    with open(path, "w") as fh:
+        for p in positions:
+            checked = check_position(p.board, list(p.good_actions))
+            state = checked.state
+            line = {
+                "board": checked.board,
+                "good_actions": checked.good_actions,
+                "to_move": state.to_play,
+                "empties": state.num_empty,
+                "good_moves": [action_name(a) for a in checked.good_actions],
+                "legal_moves": len(state.legal_actions()),
+            }
+            fh.write(json.dumps(line) + "\n")
+
+
+# ---------------------------------------------------------------------------------------
+# Accuracy
+# ---------------------------------------------------------------------------------------
+
+
+def positions_accuracy(
+    agent: Agent | str, positions: Sequence[LabelledPosition], seed: int = 0
+) -> AccuracyResult:
+    """The fraction of positions where ``agent`` plays one of the good actions.
+
+    A spec string is built once with ``agents.make(spec, seed=seed)``; an agent object is
+    used as it is. An illegal move from the agent raises IllegalActionError.
+    """
+    if isinstance(agent, str):
+        from agents.registry import make
+
+        agent = make(agent, seed=seed)
+    counts = {side: [0, 0] for side in AGENTS}  # side -> [positions, correct]
+    for p in positions:
+        state = p.state
+        action = agent.act(state)
+        try:
+            state.check_action(action)
+        except IllegalActionError as exc:
+            raise IllegalActionError(
+                f"agent {getattr(agent, 'name', agent)!r} played an illegal move on board "
+                f"{p.board}: {exc}"
+            ) from None
+        tally = counts[state.to_play]
+        tally[0] += 1
+        tally[1] += int(action) in p.good_actions
+    total = sum(t[0] for t in counts.values())
+    correct = sum(t[1] for t in counts.values())
+    by_side = {
+        side: {"positions": n, "correct": c, "accuracy": c / n if n else float("nan")}
+        for side, (n, c) in counts.items()
+    }
+    return AccuracyResult(total, correct, correct / total if total else float("nan"), by_side)
+
+
+# ---------------------------------------------------------------------------------------
+# Making sets
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class MakeStats:
+    """What making a set cost: attempts, why candidates were dropped, solver time."""
+
+    attempts: int = 0
+    ended_early: int = 0
+    unproven: int = 0
+    mover_lost: int = 0
+    all_moves_win: int = 0
+    duplicates: int = 0
+    solver_seconds: float = 0.0
+    seconds: float = 0.0
+    empties: dict[int, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict."""
+        return dict(self.__dict__)
+
+
+def sensible_position(target_empties: int, rng: np.random.Generator, epsilon: float) -> State | None:
+    """Play heuristic-vs-heuristic (a random move with chance ``epsilon``) until
+    ``target_empties`` cells are empty; None if the game ends first."""
+    from agents.simple import HeuristicAgent
+
+    heuristic = HeuristicAgent(seed=rng)
+    state = State()
+    while state.num_empty > target_empties:
+        if state.is_terminal:
+            return None
+        if rng.random() < epsilon:
+            legal = state.legal_actions()
+            action = legal[int(rng.integers(len(legal)))]
+        else:
+            action = heuristic.act(state)
+        state = state.apply(action)
+    return None if state.is_terminal else state
+
+
+def make_positions(
+    n: int,
+    empties: tuple[int, int] = (12, 18),
+    seed: int = 0,
+    *,
+    time_limit: float = 5.0,
+    progress: bool = False,
+    epsilon: float = 0.3,
+    stats: MakeStats | None = None,
+) -> list[LabelledPosition]:
+    """Make ``n`` solver-labelled positions with ``empties[0]..empties[1]`` empty cells.
+
+    Positions the solver cannot prove within ``time_limit`` seconds are skipped. Gives up
+    after ``200 * n`` attempts and returns what it has. Pass a MakeStats as ``stats`` to
+    learn what was dropped and how long the solver took.
+    """
+    from tqdm import tqdm
+
+    from agents.solver import solve
+
+    lo, hi = _check_empties(empties)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"the number of positions must be a positive integer, got {n!r}")
+    if not time_limit > 0:
+        raise ValueError(f"time_limit must be positive seconds, got {time_limit!r}")
+    stats = stats if stats is not None else MakeStats()
+    start = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    seen: set[int] = set()
+    found: list[LabelledPosition] = []
+    bar = tqdm(total=n, disable=not progress, unit="pos", leave=False)
+    try:
+        while len(found) < n and stats.attempts < 200 * n:
+            stats.attempts += 1
+            state = sensible_position(int(rng.integers(lo, hi + 1)), rng, epsilon)
+            if state is None:
+                stats.ended_early += 1
+                continue
+            key = canonical_key(state.x, state.o)
+            if key in seen:
+                stats.duplicates += 1
+                continue
+            seen.add(key)
+            result = solve(state, time_limit=time_limit, moves=True)
+            stats.solver_seconds += result.seconds
+            if result.winner is None:
+                stats.unproven += 1
+                continue
+            if result.winner != state.to_play:
+                stats.mover_lost += 1
+                continue
+            good = sorted(set(result.best_actions or []))
+            if len(good) == len(state.legal_actions()):
+                stats.all_moves_win += 1
+                continue
+            found.append(LabelledPosition(state.to_string(), good))
+            stats.empties[state.num_empty] = stats.empties.get(state.num_empty, 0) + 1
+            bar.update(1)
+    finally:
+        bar.close()
+    stats.seconds = time.perf_counter() - start
+    return found
+
+
+def _check_empties(empties: tuple[int, int]) -> tuple[int, int]:
+    try:
+        lo, hi = (int(v) for v in empties)
+    except (TypeError, ValueError):
+        raise ValueError(f"empties must be a pair (low, high), got {empties!r}") from None
+    if not 1 <= lo <= hi <= 35:
+        raise ValueError(f"empties must satisfy 1 <= low <= high <= 35, got {lo}-{hi}")
+    return lo, hi
+
+
+def parse_empties(text: str) -> tuple[int, int]:
+    """Parse ``"12-18"`` (or a single ``"15"``) into a (low, high) pair of empty counts."""
+    parts = text.split("-")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise ValueError(f"bad empties {text!r}: expected LOW-HIGH like '12-18', or one number")
+    if len(values) == 1:
+        values *= 2
+    if len(values) != 2:
+        raise ValueError(f"bad empties {text!r}: expected LOW-HIGH like '12-18', or one number")
+    return _check_empties((values[0], values[1]))
