@@ -398,13 +398,8 @@ def load_games(path: str | os.PathLike) -> list[SavedGame]:
     mistyped field, an illegal action, a game that does not end where the file says,
     or a winner that disagrees with the replay).
     """
-    text = read_text(path, GameFileError)
     games = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        obj = parse_json_line(line, where, GameFileError)
+    for where, obj in json_lines(path, GameFileError):
         actions = obj.get("actions")
         if not isinstance(actions, list) or not all(
             isinstance(a, int) and not isinstance(a, bool) for a in actions
@@ -440,22 +435,26 @@ def load_games(path: str | os.PathLike) -> list[SavedGame]:
     return games
 
 
-def read_text(path: str | os.PathLike, error: type[ValueError]) -> str:
-    """The text of ``path``; a missing or unreadable file raises ``error`` naming it."""
+def json_lines(path: str | os.PathLike, error: type[ValueError]) -> Iterator[tuple[str, dict]]:
+    """Yield ``("FILE:LINE", object)`` for every non-blank line of a JSON-lines file.
+
+    A missing file, unreadable text, bad JSON or a line that is not a JSON object raises
+    ``error`` naming the file and line.
+    """
     try:
-        return Path(path).read_text()
+        text = Path(path).read_text()
     except FileNotFoundError:
         raise error(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise error(f"{path}: cannot be read as text: {exc}") from None
-
-
-def parse_json_line(line: str, where: str, error: type[ValueError]) -> dict:
-    """Parse one JSON-lines line that must hold an object; raise ``error`` naming ``where``."""
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise error(f"{where}: bad JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(obj, dict):
-        raise error(f"{where}: expected a JSON object, got {type(obj).__name__}")
-    return obj
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise error(f"{where}: bad JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise error(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        yield where, obj

@@ -36,7 +36,7 @@ from envs.rules import (
     parse_board,
 )
 from envs.symmetry import canonical_key
-from train.evaluate import parse_json_line, read_text
+from train.evaluate import json_lines
 
 DEFAULT_POSITIONS: Path = Path(__file__).resolve().parent / "data" / "positions_12-18.jsonl"
 """The shipped set: solver-labelled positions with 12 to 18 empty cells."""
@@ -120,13 +120,8 @@ def load_positions(path: str | os.PathLike) -> list[LabelledPosition]:
     missing ``board`` or ``good_actions``, a malformed board, or an action out of range
     or illegal.
     """
-    text = read_text(path, PositionsFileError)
     positions = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        obj = parse_json_line(line, where, PositionsFileError)
+    for where, obj in json_lines(path, PositionsFileError):
         for key in ("board", "good_actions"):
             if key not in obj:
                 raise PositionsFileError(f"{where}: missing {key!r} (each line needs 'board' "
