@@ -1,0 +1,606 @@
+"""A batch engine that steps N Order and Chaos games at once with array operations.
+
+The same functions run on numpy arrays and on torch tensors (CPU or CUDA): every array
+operation goes through a tiny array-namespace shim (:class:`ArrayBackend`) for the few
+calls whose spelling differs (creating arrays, casting, copying, masked zeroing); the
+rest (``&``, ``|``, ``==``, fancy indexing, ``where``, ``any``, ``sum``) is spelled the
+same in both libraries.
+
+Representation (one row per game)
+---------------------------------
+* ``x``, ``o``: int64 bitboards (36 bits, bit ``c`` set when cell ``c`` holds that symbol).
+* ``num_stones``: stones on the board; the side to move is ``num_stones & 1`` (0 Order).
+* Per-window stone counts, packed: for each symbol two int64 words of 16 four-bit
+  counters, one counter per five-cell window (32 windows). A move adds one to the counters
+  of the windows through the placed cell only (a gathered ``(37, 2)`` increment table),
+  so the win check and the live-window test are a handful of word operations instead of
+  per-window loops: a counter reaching 5 is a five (``counter + 3`` sets the nibble's
+  high bit), and a window is dead once both symbols' counters are non-zero (``counter
+  + 7``). ``decided`` (no live window left) is "every window dead"; ``live_windows``
+  counts the live ones on demand.
+* Observation planes (encoding v1, see :mod:`envs.encoding`) and action masks are kept
+  up to date incrementally: a move writes one plane cell, clears two mask entries and
+  refills the to-move plane.
+
+Internally there is a 37th "no-op" cell (index 36): its bit is 0 and its windows are an
+impossible mask (a bit outside the board), so a game that should not move this step
+(``active`` False) can run through exactly the same array code without changing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from envs.rules import (
+    ACTIONS,
+    CELL_WINDOWS,
+    CELLS,
+    NUM_WINDOWS,
+    WINDOW_CELLS,
+    WINDOWS,
+    BoardStringError,
+    IllegalActionError,
+    State,
+    action_name,
+    parse_board,
+)
+
+BACKENDS = ("numpy", "torch")
+ILLEGAL_ACTION_MODES = ("raise", "lose")
+NO_WINNER, ORDER_WINS, CHAOS_WINS = -1, 0, 1
+"""Values of :attr:`BatchGame.winner`: the index of the winning agent, or -1."""
+
+NOOP_CELL = CELLS
+NOOP_ACTION = 2 * NOOP_CELL
+WINDOWS_PER_WORD = 16
+COUNTER_BITS = 4
+
+
+def _signed64(value: int) -> int:
+    """A 64-bit pattern as the int64 value with the same bits (for numpy/torch constants)."""
+    return int(np.array([value], dtype=np.uint64).view(np.int64)[0])
+
+
+def _every_counter(value: int) -> int:
+    """An int64 word with ``value`` in each of its 16 four-bit counters."""
+    return _signed64(sum(value << (COUNTER_BITS * k) for k in range(WINDOWS_PER_WORD)))
+
+
+_PLUS_3, _PLUS_7, _HIGH_BITS = _every_counter(3), _every_counter(7), _every_counter(8)
+
+_CELL_BIT = np.array([1 << c for c in range(CELLS)] + [0], dtype=np.int64)
+# _CELL_WINDOW_INC[c, w]: +1 on the counter of each window through cell c, in word w.
+_CELL_WINDOW_INC = np.zeros((CELLS + 1, NUM_WINDOWS // WINDOWS_PER_WORD), dtype=np.int64)
+for _c, _windows in enumerate(CELL_WINDOWS):
+    for _w in _windows:
+        _CELL_WINDOW_INC[_c, _w // WINDOWS_PER_WORD] += 1 << (
+            COUNTER_BITS * (_w % WINDOWS_PER_WORD)
+        )
+_WINDOW_MASKS = np.array(WINDOWS, dtype=np.int64)
+_WINDOW_CELL_MATRIX = np.zeros((NUM_WINDOWS, CELLS), dtype=np.bool_)
+for _w, _cells in enumerate(WINDOW_CELLS):
+    _WINDOW_CELL_MATRIX[_w, list(_cells)] = True
+
+
+class ArrayBackend:
+    """The few array calls whose spelling differs between numpy and torch.
+
+    ``ArrayBackend("numpy")`` or ``ArrayBackend("torch", "cuda")``. Torch is imported
+    only when asked for, so ``import envs`` stays light.
+    """
+
+    def __init__(self, backend: str = "numpy", device: str = "cpu") -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.name = backend
+        if backend == "numpy":
+            if str(device) != "cpu":
+                raise ValueError(
+                    f"the numpy backend runs on the CPU only, got device={device!r}; "
+                    "use backend='torch' for other devices"
+                )
+            self.lib: Any = np
+            self.device = "cpu"
+            self.int8, self.int16, self.int64 = np.int8, np.int16, np.int64
+            self.bool_, self.float32 = np.bool_, np.float32
+        else:
+            import torch
+
+            self.lib = torch
+            try:
+                self.device = torch.device(device)
+            except RuntimeError as exc:
+                raise ValueError(f"bad torch device {device!r}: {exc}") from None
+            self.int8, self.int16, self.int64 = torch.int8, torch.int16, torch.int64
+            self.bool_, self.float32 = torch.bool, torch.float32
+
+    def asarray(self, data: Any, dtype: Any = None) -> Any:
+        """``data`` as an array of this backend (no copy when it already is one)."""
+        if self.name == "numpy":
+            if hasattr(data, "detach"):  # a torch tensor handed to the numpy backend
+                data = data.detach().cpu().numpy()
+            return np.asarray(data, dtype=dtype)
+        if isinstance(data, np.ndarray) and not data.flags.writeable:
+            data = data.copy()  # torch warns on read-only numpy buffers
+        return self.lib.as_tensor(data, dtype=dtype, device=self.device)
+
+    def zeros(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        """A zero-filled array."""
+        if self.name == "numpy":
+            return np.zeros(shape, dtype=dtype)
+        return self.lib.zeros(shape, dtype=dtype, device=self.device)
+
+    def full(self, shape: tuple[int, ...], value: Any, dtype: Any) -> Any:
+        """An array filled with ``value``."""
+        if self.name == "numpy":
+            return np.full(shape, value, dtype=dtype)
+        return self.lib.full(shape, value, dtype=dtype, device=self.device)
+
+    def arange(self, n: int) -> Any:
+        """``0..n-1`` as int64."""
+        if self.name == "numpy":
+            return np.arange(n, dtype=np.int64)
+        return self.lib.arange(n, dtype=self.lib.int64, device=self.device)
+
+    def astype(self, array: Any, dtype: Any) -> Any:
+        """``array`` cast to ``dtype`` (a new array)."""
+        if self.name == "numpy":
+            return array.astype(dtype)
+        return array.to(dtype)
+
+    def copy(self, array: Any) -> Any:
+        """A contiguous copy that later engine updates never touch."""
+        if self.name == "numpy":
+            return np.array(array, copy=True, order="C")
+        return array.clone(memory_format=self.lib.contiguous_format)
+
+    def nonzero(self, flags: Any) -> Any:
+        """Indices (int64, 1-D) where the boolean vector ``flags`` is true."""
+        if self.name == "numpy":
+            return np.flatnonzero(flags)
+        return self.lib.nonzero(flags).reshape(-1)
+
+    def zero_rows(self, array: Any, rows: Any) -> None:
+        """Set ``array[i] = 0`` in place wherever the boolean vector ``rows`` is true
+        (without a host sync on torch)."""
+        if self.name == "numpy":
+            if rows.any():  # boolean-mask assignment costs a full pass even when empty
+                array[rows] = 0
+        else:
+            array.masked_fill_(rows.reshape(-1, *([1] * (array.ndim - 1))), 0)
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        """A numpy view or copy of ``array``."""
+        if self.name == "numpy":
+            return np.asarray(array)
+        return array.detach().cpu().numpy()
+
+
+class BatchStep(NamedTuple):
+    """What :meth:`BatchGame.step` returns, one entry per game (arrays of the backend).
+
+    * ``reward``: float32, for the player who just moved: +1 win, -1 loss, 0 otherwise.
+    * ``terminated``: bool, the game ended with this move.
+    * ``illegal``: bool, the move was illegal and (``illegal_action="lose"``) lost.
+    """
+
+    reward: Any
+    terminated: Any
+    illegal: Any
+
+
+BoardsLike = State | str | Sequence[State | str]
+
+
+class BatchGame:
+    """N independent Order and Chaos games stepped together with array operations.
+
+    Args:
+        n: number of games (>= 1).
+        backend: ``"numpy"`` or ``"torch"``.
+        device: ``"cpu"`` (numpy and torch) or any torch device such as ``"cuda"``.
+        end_when_decided: end a game as a Chaos win as soon as no five is possible.
+        illegal_action: ``"raise"`` (default) raises :class:`IllegalActionError` and
+            changes nothing; ``"lose"`` ends each game given an illegal action (out of
+            range or occupied cell) as a loss for its mover, without placing a stone.
+            Moving in a game that is already over raises in both modes.
+
+    Public arrays (one entry per game; read them, do not write them): ``x``, ``o``,
+    ``num_stones``, ``terminated``, ``winner`` (int8: -1 none, 0 Order, 1 Chaos),
+    ``last_action`` (-1 before the first move); properties ``to_play``, ``decided``,
+    ``live_windows``.
+
+    Example::
+
+        game = BatchGame(1024)
+        masks = game.action_masks()          # (1024, 72) int8
+        result = game.step(actions)          # rewards for the movers, terminations
+        game.reset(idx=result.terminated)    # start the finished games again
+    """
+
+    def __init__(
+        self,
+        n: int,
+        backend: str = "numpy",
+        device: str = "cpu",
+        *,
+        end_when_decided: bool = False,
+        illegal_action: str = "raise",
+    ) -> None:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n (the number of games) must be a positive int, got {n!r}")
+        if illegal_action not in ILLEGAL_ACTION_MODES:
+            raise ValueError(
+                f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}"
+            )
+        self.xp = ArrayBackend(backend, device)
+        self.n = int(n)
+        self.end_when_decided = bool(end_when_decided)
+        self.illegal_action = illegal_action
+        xp = self.xp
+        self._cell_bit = xp.asarray(_CELL_BIT)
+        # Flat (word, cell) table read at ``37 * word + cell``: a plain 1-D gather that
+        # yields a contiguous (2, n) result (numpy's ``table[:, cell]`` is much slower).
+        self._cell_window_inc = xp.asarray(_CELL_WINDOW_INC.T.reshape(-1))
+        self._word_offsets = xp.asarray([[0], [CELLS + 1]], xp.int64)
+        self._window_masks = xp.asarray(_WINDOW_MASKS)
+        self._window_cells = xp.asarray(_WINDOW_CELL_MATRIX)
+        self._counter_shift = xp.asarray(
+            [COUNTER_BITS * (w % WINDOWS_PER_WORD) for w in range(NUM_WINDOWS)], xp.int64
+        )
+        self._rows = xp.arange(self.n)
+        self.x = xp.zeros((self.n,), xp.int64)
+        self.o = xp.zeros((self.n,), xp.int64)
+        self.num_stones = xp.zeros((self.n,), xp.int64)
+        words = NUM_WINDOWS // WINDOWS_PER_WORD
+        # Word-major (2, n): elementwise work on two long rows is much faster in numpy
+        # than reductions along a length-2 axis.
+        self._count_x = xp.zeros((words, self.n), xp.int64)
+        self._count_o = xp.zeros((words, self.n), xp.int64)
+        self.terminated = xp.zeros((self.n,), xp.bool_)
+        self.winner = xp.full((self.n,), NO_WINNER, xp.int8)
+        self.last_action = xp.full((self.n,), -1, xp.int64)
+        # Planes (n, 3, 36) and masks (n, 72) live in flat buffers with one spare slot
+        # at the end: moves write through the flat views at ``row * row_size + column``
+        # (faster than 2-D fancy indexing), and games that do not move write the spare.
+        plane_size = 3 * CELLS
+        self._planes_1d = xp.zeros((self.n * plane_size + 1,), xp.int8)
+        self._planes = self._planes_1d[: self.n * plane_size].reshape(self.n, 3, CELLS)
+        self._planes_spare = self.n * plane_size
+        self._mask_1d = xp.zeros((self.n * ACTIONS + 2,), xp.int8)
+        self._mask = self._mask_1d[: self.n * ACTIONS].reshape(self.n, ACTIONS)
+        # Both mask entries of a cell as one int16, so a move clears them in one write.
+        self._mask_pairs_1d = self._mask_1d.view(xp.int16)
+        self._pairs_spare = self.n * CELLS
+        self._planes_base = self._rows * plane_size
+        self._mask_base = self._rows * ACTIONS
+        self._pairs_base = self._rows * CELLS
+        self.reset()
+
+    # -- construction and conversion ---------------------------------------------------
+    @classmethod
+    def from_states(
+        cls, states: Sequence[State], backend: str = "numpy", device: str = "cpu", **kwargs: Any
+    ) -> "BatchGame":
+        """A batch holding one game per state (terminal states are marked terminated)."""
+        states = list(states)
+        game = cls(len(states), backend, device, **kwargs)
+        game.reset(boards=states)
+        return game
+
+    def states(self, idx: Any = None) -> list[State]:
+        """The positions of the games (all, or the rows ``idx``) as scalar States."""
+        rows = self._rows_of(idx)
+        xs = self.xp.to_numpy(self.x[rows]).reshape(-1)
+        os_ = self.xp.to_numpy(self.o[rows]).reshape(-1)
+        return [State(int(a), int(b)) for a, b in zip(xs, os_)]
+
+    def reset(self, idx: Any = None, boards: BoardsLike | None = None) -> None:
+        """Start games again: all of them, or the rows ``idx`` (int indices or a boolean
+        vector of length n), from the empty board or from ``boards`` (one State or board
+        string for all, or one per selected row). Terminal boards are accepted and are
+        marked terminated with their winner."""
+        rows = self._rows_of(idx)
+        count = int(self.x[rows].reshape(-1).shape[0])
+        if count == 0:
+            return
+        if boards is None:
+            self._load_empty(rows)
+            return
+        states = _states_from_boards(boards, count)
+        x = self.xp.asarray([s.x for s in states], self.xp.int64)
+        o = self.xp.asarray([s.o for s in states], self.xp.int64)
+        self._load(rows, x, o)
+
+    def _load_empty(self, rows: Any) -> None:
+        """Put the empty board into ``rows`` (the autoreset hot path: nothing to compute)."""
+        for array in (self.x, self.o, self.num_stones):
+            array[rows] = 0
+        self._count_x[:, rows] = 0
+        self._count_o[:, rows] = 0
+        self.terminated[rows] = False
+        self.winner[rows] = NO_WINNER
+        self.last_action[rows] = -1
+        self._planes[rows] = 0
+        self._mask[rows] = 1
+
+    def _rows_of(self, idx: Any) -> Any:
+        """Normalise a row selection to an int64 index vector (or a full slice)."""
+        if idx is None:
+            return slice(None)
+        xp = self.xp
+        rows = xp.asarray(idx)
+        if rows.ndim == 0:
+            rows = rows.reshape(1)
+        if rows.ndim != 1:
+            raise ValueError(f"idx must be a 1-D index or boolean vector, got shape {tuple(rows.shape)}")
+        if rows.dtype == xp.bool_:
+            if rows.shape[0] != self.n:
+                raise ValueError(
+                    f"a boolean idx must have one entry per game ({self.n}), got {rows.shape[0]}"
+                )
+            return xp.nonzero(rows)
+        if rows.shape[0] == 0:
+            return xp.astype(rows, xp.int64)
+        if rows.dtype.is_floating_point if xp.name == "torch" else rows.dtype.kind not in "iu":
+            raise ValueError(f"idx must hold integers or booleans, got dtype {rows.dtype}")
+        rows = xp.astype(rows, xp.int64)
+        if bool((rows.min() < 0) | (rows.max() >= self.n)):
+            raise ValueError(f"idx entries must lie in 0..{self.n - 1}")
+        return rows
+
+    def _load(self, rows: Any, x: Any, o: Any) -> None:
+        """Write bitboards ``x``, ``o`` into ``rows`` and rebuild everything derived."""
+        xp = self.xp
+        bits = self._cell_bit[:CELLS]
+        cells_x = (x[:, None] & bits) != 0
+        cells_o = (o[:, None] & bits) != 0
+        if bool((cells_x & cells_o).any()):
+            raise BoardStringError("a board has a cell holding both X and O")
+        ones_x = xp.astype(cells_x, xp.int64)
+        ones_o = xp.astype(cells_o, xp.int64)
+        stones = ones_x.sum(1) + ones_o.sum(1)
+        count_x = self._packed_window_counts(x)
+        count_o = self._packed_window_counts(o)
+        five = _has_five(count_x, count_o)
+        done = five | (stones == CELLS)
+        if self.end_when_decided:
+            done |= _all_dead(count_x, count_o)
+        planes = xp.zeros((stones.shape[0], 3, CELLS), xp.int8)
+        planes[:, 0] = xp.astype(cells_x, xp.int8)
+        planes[:, 1] = xp.astype(cells_o, xp.int8)
+        planes[:, 2] = xp.astype(stones & 1, xp.int8)[:, None]
+        empty = xp.astype(~(cells_x | cells_o), xp.int8)
+        mask = xp.zeros((stones.shape[0], CELLS, 2), xp.int8)
+        mask[:, :, 0] = empty
+        mask[:, :, 1] = empty
+        mask = mask.reshape(-1, ACTIONS)
+        xp.zero_rows(mask, done)
+        self.x[rows] = x
+        self.o[rows] = o
+        self.num_stones[rows] = stones
+        self._count_x[:, rows] = count_x
+        self._count_o[:, rows] = count_o
+        self.terminated[rows] = done
+        winner = xp.lib.where(five, ORDER_WINS, xp.lib.where(done, CHAOS_WINS, NO_WINNER))
+        self.winner[rows] = xp.astype(winner, xp.int8)
+        self.last_action[rows] = -1
+        self._planes[rows] = planes
+        self._mask[rows] = mask
+
+    def _packed_window_counts(self, bits: Any) -> Any:
+        """Per-window stone counts ``(k, 2)`` packed into 4-bit counters, from the
+        bitboards ``(k,)`` of one symbol."""
+        per_window = _popcount(bits[:, None] & self._window_masks)
+        shifted = per_window << self._counter_shift
+        return shifted.reshape(-1, NUM_WINDOWS // WINDOWS_PER_WORD, WINDOWS_PER_WORD).sum(2).T
+
+    # -- views ---------------------------------------------------------------------------
+    def observations(self) -> Any:
+        """Observation planes ``(n, 3, 6, 6)`` int8 (encoding v1), a fresh copy."""
+        return self.xp.copy(self._planes).reshape(self.n, 3, 6, 6)
+
+    def action_masks(self) -> Any:
+        """Legal-action masks ``(n, 72)`` int8 (all zeros for finished games), a fresh copy."""
+        return self.xp.copy(self._mask)
+
+    @property
+    def to_play(self) -> Any:
+        """Index of the side to move per game: 0 Order, 1 Chaos."""
+        return self.num_stones & 1
+
+    @property
+    def decided(self) -> Any:
+        """True per game once no five is possible any more (every window holds both)."""
+        return _all_dead(self._count_x, self._count_o)
+
+    @property
+    def live_windows(self) -> Any:
+        """How many of the 32 windows per game can still become a five (int64)."""
+        dead = (self._count_x + _PLUS_7) & (self._count_o + _PLUS_7) & _HIGH_BITS
+        return NUM_WINDOWS - _popcount(dead).sum(0)
+
+    def winning_lines(self, idx: Any = None) -> Any:
+        """Bool ``(k, 36)``: the cells of every complete window of the selected games."""
+        rows = self._rows_of(idx)
+        x = self.x[rows].reshape(-1)
+        o = self.o[rows].reshape(-1)
+        w = self._window_masks
+        complete = ((x[:, None] & w) == w) | ((o[:, None] & w) == w)
+        return (complete[:, :, None] & self._window_cells[None]).any(1)
+
+    # -- the move ------------------------------------------------------------------------
+    def step(self, actions: Any, active: Any = None) -> BatchStep:
+        """Play one action in every game (or only where the boolean vector ``active`` is
+        true; the other games do not change and report reward 0, not terminated).
+
+        ``actions``: integer array-like of shape ``(n,)``, ``a = 2*cell + symbol``.
+        Raises :class:`IllegalActionError` naming the first bad game (and changing no
+        game) when an action is illegal in ``"raise"`` mode, or any game asked to move
+        is already over.
+        """
+        xp = self.xp
+        a = self._check_action_array(actions)
+        if active is not None:
+            active = xp.asarray(active, xp.bool_)
+            if tuple(active.shape) != (self.n,):
+                raise ValueError(f"active must be a boolean vector of shape ({self.n},)")
+        out_of_range = None
+        if bool((a.min() < 0) | (a.max() >= ACTIONS)):
+            out_of_range = self._out_of_range(a, active)
+            a = xp.lib.where(out_of_range, NOOP_ACTION, a)
+        if active is not None:
+            a = xp.lib.where(active, a, NOOP_ACTION)
+        # The mask is 0 on occupied cells and in finished games. (No-op rows read a
+        # neighbour's entry here; they are excluded just below.)
+        illegal = self._mask_1d[self._mask_base + a] == 0
+        if out_of_range is not None:
+            illegal |= out_of_range
+        if active is not None:
+            illegal &= active
+        any_illegal = bool(illegal.any())
+        if any_illegal:
+            self._raise_if_needed(a, illegal)
+            a = xp.lib.where(illegal, NOOP_ACTION, a)
+        has_noop = any_illegal or active is not None
+
+        cell = a >> 1
+        symbol = a & 1
+        x_select = symbol - 1  # all ones when X is placed, 0 for O
+        bit = self._cell_bit[cell]
+        x_bit = bit & x_select
+        self.x |= x_bit
+        self.o |= bit ^ x_bit
+        inc = self._cell_window_inc[self._word_offsets + cell]
+        inc_x = inc & x_select
+        self._count_x += inc_x
+        self._count_o += inc ^ inc_x
+        # Before this move no five stood, so any five now went through the placed cell.
+        five = _has_five(self._count_x, self._count_o)
+
+        moved = bit != 0
+        self.num_stones += moved
+        to_play = self.num_stones & 1
+        ended = five | (self.num_stones == CELLS)
+        if self.end_when_decided:
+            ended |= self.decided
+        if has_noop:
+            ended &= moved
+        # The mover wins with a five exactly when the mover is Order, i.e. when the side
+        # to move now is Chaos; without a five the game went to Chaos.
+        mover_won = five == (to_play == 1)
+        reward = xp.astype((2 * mover_won - 1) * ended, xp.float32)
+        new_winner = xp.astype(xp.lib.where(five, ORDER_WINS, CHAOS_WINS), xp.int8)
+        winner = xp.lib.where(ended, new_winner, self.winner)
+        if any_illegal:
+            reward = xp.lib.where(illegal, -1.0, reward)
+            # No stone went down, so the side to move is the mover, who loses.
+            winner = xp.lib.where(illegal, xp.astype(1 - to_play, xp.int8), winner)
+            ended |= illegal
+        # In-place updates keep the public arrays the same objects across steps.
+        self.winner[:] = winner
+        self.terminated |= ended
+        self.last_action[:] = xp.lib.where(moved, a, self.last_action) if has_noop else a
+
+        plane_at = self._planes_base + symbol * CELLS + cell
+        pair_at = self._pairs_base + cell
+        if has_noop:
+            plane_at = xp.lib.where(moved, plane_at, self._planes_spare)
+            pair_at = xp.lib.where(moved, pair_at, self._pairs_spare)
+        self._planes_1d[plane_at] = 1
+        self._planes[:, 2] = xp.astype(to_play, xp.int8)[:, None]
+        self._mask_pairs_1d[pair_at] = 0
+        xp.zero_rows(self._mask, ended)
+        return BatchStep(reward, ended, illegal)
+
+    def _check_action_array(self, actions: Any) -> Any:
+        """``actions`` as an int64 vector of shape ``(n,)``, or a clear error."""
+        xp = self.xp
+        a = xp.asarray(actions)
+        if tuple(a.shape) != (self.n,):
+            raise IllegalActionError(
+                f"actions must have shape ({self.n},), one per game, got {tuple(a.shape)}"
+            )
+        is_int = (not a.dtype.is_floating_point and not a.dtype.is_complex and a.dtype != xp.bool_) if (
+            xp.name == "torch"
+        ) else a.dtype.kind in "iu"
+        if not is_int:
+            raise IllegalActionError(
+                f"actions must be integers in 0..{ACTIONS - 1} (2*cell + symbol), got dtype {a.dtype}"
+            )
+        return xp.astype(a, xp.int64) if a.dtype != xp.int64 else a
+
+    def _out_of_range(self, a: Any, active: Any) -> Any:
+        """Flags for active games whose action lies outside 0..71; in "raise" mode,
+        raise for the first such game instead."""
+        xp = self.xp
+        out = (a < 0) | (a >= ACTIONS)
+        if active is not None:
+            out &= active
+        if self.illegal_action == "raise" and bool(out.any()):
+            i = int(xp.to_numpy(xp.nonzero(out))[0])
+            raise IllegalActionError(
+                f"game {i}: action {int(a[i])} is outside 0..{ACTIONS - 1} "
+                "(action = 2*cell + symbol, cell 0..35, symbol 0=X 1=O)"
+            )
+        return out
+
+    def _raise_if_needed(self, a: Any, illegal: Any) -> None:
+        """Raise for the first illegal game unless it may lose instead."""
+        xp = self.xp
+        over = illegal & self.terminated
+        if self.illegal_action == "lose" and not bool(over.any()):
+            return
+        bad = over if bool(over.any()) else illegal
+        i = int(xp.to_numpy(xp.nonzero(bad))[0])
+        action = int(a[i])
+        if bool(self.terminated[i]):
+            who = ("Order", "Chaos")[int(self.winner[i])]
+            raise IllegalActionError(
+                f"game {i} is over ({who} won); no action is legal, reset it first"
+            )
+        raise IllegalActionError(
+            f"game {i}: action {action} ({action_name(action)}) is on an occupied cell; "
+            "choose an empty cell"
+        )
+
+
+def _states_from_boards(boards: BoardsLike, count: int) -> list[State]:
+    """One State per selected row from a State, a board string, or a sequence of them."""
+    if isinstance(boards, (State, str)):
+        single = boards if isinstance(boards, State) else parse_board(boards)
+        return [single] * count
+    items = list(boards)
+    if len(items) != count:
+        raise BoardStringError(f"got {len(items)} boards for {count} games; give one per game")
+    return [b if isinstance(b, State) else parse_board(b) for b in items]
+
+
+def _has_five(count_x: Any, count_o: Any) -> Any:
+    """Per game: some window counter (of either symbol) has reached 5."""
+    high = ((count_x + _PLUS_3) | (count_o + _PLUS_3)) & _HIGH_BITS
+    return (high[0] | high[1]) != 0
+
+
+def _all_dead(count_x: Any, count_o: Any) -> Any:
+    """Per game: every window holds both symbols (both counters non-zero)."""
+    dead = (count_x + _PLUS_7) & (count_o + _PLUS_7) & _HIGH_BITS
+    return (dead[0] & dead[1]) == _HIGH_BITS
+
+
+def _popcount(words: Any) -> Any:
+    """Set bits per int64 entry (SWAR; correct for negative words too, since every
+    shifted term is masked before use)."""
+    v = words - ((words >> 1) & _M1)
+    v = (v & _M2) + ((v >> 2) & _M2)
+    v = (v + (v >> 4)) & _M4
+    return ((v * _H01) >> 56) & 0xFF  # the top byte collects the byte sums
+
+
+_M1 = _signed64(0x5555555555555555)
+_M2 = _signed64(0x3333333333333333)
+_M4 = _signed64(0x0F0F0F0F0F0F0F0F)
+_H01 = _signed64(0x0101010101010101)
