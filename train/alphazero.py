@@ -41,18 +41,31 @@ class GameLog:
     length: int = 0
 
 
-def solver_values(states: list[State], node_limit: int) -> dict[int, float]:
-    """Exact values (from the mover's view) for the states the solver proves within
-    ``node_limit`` nodes, keyed by list index. Empty when ``agents.solver`` is missing."""
+@dataclass
+class SolverTargets:
+    """Exact results for some positions, keyed by list index: the value from the mover's
+    view, and (for proven wins, when asked) the proven winning moves."""
+
+    values: dict[int, float] = field(default_factory=dict)
+    winning_moves: dict[int, list[int]] = field(default_factory=dict)
+
+
+def solver_targets(states: list[State], node_limit: int, moves: bool) -> SolverTargets:
+    """Solve each state within ``node_limit`` nodes (``agents.solver.solve``); unproven ones
+    are left out. Empty when the solver module is not installed."""
+    out = SolverTargets()
     try:
         from agents.solver import solve
     except ImportError:
-        return {}
-    out: dict[int, float] = {}
+        return out
     for i, state in enumerate(states):
-        result = solve(state, node_limit=node_limit)
-        if result.winner is not None:
-            out[i] = 1.0 if result.winner == state.to_play else -1.0
+        result = solve(state, node_limit=node_limit, moves=moves)
+        if result.winner is None:
+            continue
+        wins = result.winner == state.to_play
+        out.values[i] = 1.0 if wins else -1.0
+        if wins and result.best_actions:
+            out.winning_moves[i] = list(result.best_actions)
     return out
 
 
@@ -169,12 +182,17 @@ class AlphaZeroTrainer(Trainer):
         policies = np.stack([p for log in logs for p in log.policies]) if states else np.zeros((0, ACTIONS), np.float32)
         values = np.concatenate([value_targets(log) for log in logs]) if states else np.zeros(0, np.float32)
         solved = 0
-        if cfg.selfplay.solver_depth:
+        if cfg.selfplay.solver_depth and states:
             late = [i for i, s in enumerate(states) if s.num_empty <= cfg.selfplay.solver_depth]
-            exact = solver_values([states[i] for i in late], cfg.selfplay.solver_node_limit)
-            for j, v in exact.items():
+            exact = solver_targets(
+                [states[i] for i in late], cfg.selfplay.solver_node_limit, cfg.selfplay.solver_policy
+            )
+            for j, v in exact.values.items():
                 values[late[j]] = v
-            solved = len(exact)
+            for j, winning in exact.winning_moves.items():
+                policies[late[j]] = 0.0
+                policies[late[j], winning] = 1.0 / len(winning)
+            solved = len(exact.values)
         if states:
             planes = encode_states(states)
             masks = np.stack([action_mask(s) for s in states])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -90,6 +91,11 @@ class SelfPlayConfig:
     )
     solver_node_limit: int = _field(
         20000, "node budget of each solver call; unknown results keep the game outcome", min=1
+    )
+    solver_policy: bool = _field(
+        True,
+        "where the solver proves the mover wins, the policy target becomes uniform over the "
+        "proven winning moves (needs solver_depth > 0)",
     )
 
 
@@ -242,7 +248,14 @@ def _coerce(key: str, kind: Any, value: Any) -> Any:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     elif kind is float:
+        if isinstance(value, str):  # PyYAML reads 1e-3 (no dot) as a string
+            try:
+                value = float(value)
+            except ValueError:
+                pass
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise ConfigError(f"config key {key!r} must be a finite number, got {value!r}")
             return float(value)
     elif kind is str:
         if isinstance(value, str):

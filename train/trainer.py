@@ -189,9 +189,15 @@ class Trainer:
         """The learning rate for the current iteration under ``optim.lr_schedule``."""
         base = self.config.optim.lr
         if self.config.optim.lr_schedule == "cosine":
-            frac = self.iteration / max(1, self.config.run.iterations)
-            return base * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
+            frac = min(1.0, self.progress())
+            return base * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * frac)))
         return base
+
+    def progress(self) -> float:
+        """How far the run is, 0..1: by iterations, or by time when a time limit comes first."""
+        frac = self.iteration / self.config.run.iterations
+        limit = self.config.run.time_limit_minutes * 60.0
+        return max(frac, self.elapsed / limit) if limit else frac
 
     def set_learning_rate(self) -> float:
         """Apply :meth:`learning_rate` to both optimisers and return it."""

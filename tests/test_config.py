@@ -1,0 +1,160 @@
+"""Training config: YAML loading, dotted overrides, and clear refusals naming the key."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from train.config import (
+    ConfigError,
+    TrainConfig,
+    config_from_dict,
+    config_to_dict,
+    help_text,
+    load_config,
+    parse_overrides,
+    read_yaml,
+    save_config,
+)
+
+CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
+def test_shipped_configs_load(path: Path) -> None:
+    config = load_config(path)
+    assert config.algorithm in ("alphazero", "ppo")
+
+
+def test_shipped_configs_exist() -> None:
+    names = {p.name for p in CONFIGS}
+    assert {"smoke.yaml", "alphazero.yaml", "alphazero_gpu.yaml", "ppo.yaml"} <= names
+
+
+def test_defaults_and_yaml_round_trip(tmp_path: Path) -> None:
+    config = load_config(None, ["optim.lr=0.01", "--selfplay.games", "7", "--eval.opponents=[random, heuristic]"])
+    assert config.optim.lr == 0.01 and config.selfplay.games == 7
+    assert config.eval.opponents == ["random", "heuristic"]
+    save_config(config, tmp_path / "config.yaml")
+    again = load_config(tmp_path / "config.yaml")
+    assert again == config
+
+
+def test_int_is_accepted_for_float_and_section_may_be_empty() -> None:
+    config = config_from_dict({"optim": {"lr": 1}, "ppo": None})
+    assert config.optim.lr == 1.0 and isinstance(config.optim.lr, float)
+    assert config.ppo == TrainConfig().ppo
+
+
+@pytest.mark.parametrize(
+    "override, key, hint",
+    [
+        ("optim.lrr=1e-3", "optim.lrr", "optim.lr"),
+        ("selfplay.gamez=3", "selfplay.gamez", "selfplay.games"),
+        ("nosuchsection.x=1", "nosuchsection", "accepted keys"),
+    ],
+)
+def test_unknown_key_is_named_with_a_close_match(override: str, key: str, hint: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(None, [override])
+    assert key in str(err.value) and hint in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("optim.batch_size=abc", "optim.batch_size"),
+        ("optim.batch_size=2.5", "optim.batch_size"),
+        ("run.progress=3", "run.progress"),
+        ("mcts.simulations=true", "mcts.simulations"),
+        ("optim=3", "optim"),
+        ("eval.opponents=5", "eval.opponents"),
+    ],
+)
+def test_wrong_type_names_the_key(override: str, key: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(None, [override])
+    assert repr(key) in str(err.value) or key in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("mcts.simulations=-5", "mcts.simulations"),
+        ("mcts.simulations=0", "mcts.simulations"),
+        ("optim.lr=0", "optim.lr"),
+        ("optim.lr=-1e-3", "optim.lr"),
+        ("selfplay.heuristic_fraction=1.5", "selfplay.heuristic_fraction"),
+        ("algorithm=dqn", "algorithm"),
+        ("device=tpu", "device"),
+    ],
+)
+def test_impossible_value_names_the_key(override: str, key: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(None, [override])
+    assert key in str(err.value)
+
+
+@pytest.mark.parametrize("items", [["optim.lr"], ["--optim.lr"], ["=3"], ["optim..lr=3"]])
+def test_malformed_override_is_refused(items: list[str]) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_overrides(items)
+    assert items[0].lstrip("-") in str(err.value) or "empty key" in str(err.value)
+
+
+def test_bad_yaml_files_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        read_yaml(tmp_path / "list.yaml")
+    with pytest.raises(ConfigError, match="does not exist"):
+        read_yaml(tmp_path / "missing.yaml")
+    (tmp_path / "broken.yaml").write_text("optim: [1,\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        read_yaml(tmp_path / "broken.yaml")
+
+
+def _leaf_keys(cls: type = TrainConfig, prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for name, kind in typing.get_type_hints(cls).items():
+        if dataclasses.is_dataclass(kind):
+            out.extend(_leaf_keys(kind, f"{prefix}{name}."))
+        else:
+            out.append(f"{prefix}{name}")
+    return out
+
+
+def test_every_field_has_help_and_appears_in_help_text() -> None:
+    text = help_text()
+    keys = _leaf_keys()
+    assert len(keys) > 30
+    for key in keys:
+        assert f"  {key}:" in text, key
+    for f in dataclasses.fields(TrainConfig):
+        sub = getattr(TrainConfig(), f.name)
+        if dataclasses.is_dataclass(sub):
+            for g in dataclasses.fields(sub):
+                assert g.metadata.get("help"), f"{f.name}.{g.name} has no help"
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    games=st.integers(1, 10_000),
+    lr=st.floats(1e-6, 1.0, allow_nan=False),
+    fraction=st.floats(0.0, 1.0, allow_nan=False),
+    dashed=st.booleans(),
+)
+def test_valid_overrides_round_trip(games: int, lr: float, fraction: float, dashed: bool) -> None:
+    pairs = {"selfplay.games": games, "optim.lr": lr, "selfplay.heuristic_fraction": fraction}
+    items: list[str] = []
+    for key, value in pairs.items():
+        items += [f"--{key}", repr(value)] if dashed else [f"{key}={value!r}"]
+    config = load_config(None, items)
+    assert config.selfplay.games == games
+    assert config.optim.lr == pytest.approx(lr)
+    assert config.selfplay.heuristic_fraction == pytest.approx(fraction)
+    assert config_from_dict(config_to_dict(config)) == config

@@ -1,0 +1,199 @@
+"""The policy-value network, the two-network evaluator, the network player and policy files."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agents.base import Evaluator
+from agents.network import (
+    CheckpointError,
+    PolicyValueNet,
+    atomic_write_bytes,
+    load_policy_dir,
+    masked_softmax,
+    save_policy_dir,
+)
+from agents.neural import NetworkEvaluator, NeuralAgent, find_policy_dir, run_dir_agent, sample_from
+from agents.registry import make
+from envs.encoding import OBS_VERSION, action_mask, encode_states
+from envs.rules import ACTIONS, CELLS, State
+
+torch.set_num_threads(1)  # the test machine is shared; more threads only contend
+
+
+def tiny_nets(seed: int = 0) -> dict[str, PolicyValueNet]:
+    torch.manual_seed(seed)
+    return {role: PolicyValueNet(8, 1, 16).eval() for role in ("order", "chaos")}
+
+
+@st.composite
+def positions(draw: st.DrawFn, max_stones: int = 35) -> State:
+    """A non-terminal position reached by legal play (possibly only one empty cell left)."""
+    order = draw(st.permutations(range(CELLS)))
+    symbols = draw(st.lists(st.integers(0, 1), min_size=CELLS, max_size=CELLS))
+    count = draw(st.integers(0, max_stones))
+    state = State()
+    for cell, symbol in zip(order[:count], symbols):
+        nxt = state.apply_unchecked(2 * cell + symbol)
+        if nxt.is_terminal:
+            break
+        state = nxt
+    return state
+
+
+def test_forward_shapes_and_value_range() -> None:
+    net = tiny_nets()["order"]
+    logits, values = net(torch.zeros(5, 3, 6, 6))
+    assert logits.shape == (5, ACTIONS) and values.shape == (5,)
+    assert torch.all(values.abs() <= 1)
+
+
+def test_policy_logit_layout_is_two_cell_plus_symbol() -> None:
+    net = PolicyValueNet(4, 0, 8).eval()
+    with torch.no_grad():
+        net.policy_conv.weight.zero_()
+        net.policy_conv.bias[:] = torch.tensor([0.0, 3.0])  # channel 1 = symbol O
+    logits, _ = net(torch.zeros(1, 3, 6, 6))
+    assert torch.allclose(logits[0, 1::2], torch.full((CELLS,), 3.0))
+    assert torch.allclose(logits[0, 0::2], torch.zeros(CELLS))
+
+
+@settings(max_examples=40, deadline=None)
+@given(state=positions())
+def test_masked_softmax_is_zero_on_illegal_actions(state: State) -> None:
+    mask = torch.from_numpy(action_mask(state)).unsqueeze(0)
+    logits = torch.randn(1, ACTIONS) * 10
+    probs = masked_softmax(logits, mask)[0]
+    assert torch.all(probs[mask[0] == 0] == 0)
+    assert float(probs.sum()) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_masked_softmax_with_one_legal_action_and_with_none() -> None:
+    mask = torch.zeros(2, ACTIONS, dtype=torch.int8)
+    mask[0, 17] = 1
+    probs = masked_softmax(torch.randn(2, ACTIONS), mask)
+    assert probs[0, 17] == 1.0 and probs[0].sum() == 1.0
+    assert torch.all(probs[1] == 0) and not torch.isnan(probs).any()
+
+
+@settings(max_examples=12, deadline=None)
+@given(states=st.lists(positions(), min_size=1, max_size=6))
+def test_evaluator_respects_masks_and_picks_the_net_of_the_mover(states: list[State]) -> None:
+    nets = tiny_nets()
+    evaluator = NetworkEvaluator(nets)
+    assert isinstance(evaluator, Evaluator)
+    priors, values = evaluator.evaluate(states)
+    assert priors.shape == (len(states), ACTIONS) and priors.dtype == np.float32
+    assert values.shape == (len(states),) and values.dtype == np.float32
+    for state, p, v in zip(states, priors, values):
+        assert np.all(p[action_mask(state) == 0] == 0)
+        assert p.sum() == pytest.approx(1.0, abs=1e-5)
+        net = nets[state.to_play]
+        with torch.no_grad():
+            _, expected = net(torch.from_numpy(encode_states([state])))
+        assert v == pytest.approx(float(expected[0]), abs=1e-5)
+
+
+def test_neural_agent_greedy_and_sampling_play_legal_moves() -> None:
+    evaluator = NetworkEvaluator(tiny_nets())
+    state = State().apply(0).apply(3)
+    greedy = NeuralAgent(evaluator, temp=0.0)
+    priors = greedy.policy(state)
+    assert greedy.act(state) == int(np.argmax(priors))
+    sampler = NeuralAgent(evaluator, temp=1.0, seed=3)
+    moves = {sampler.act(state) for _ in range(20)}
+    assert moves <= set(state.legal_actions()) and len(moves) > 1
+
+
+def test_neural_agent_is_reproducible_per_seed() -> None:
+    evaluator = NetworkEvaluator(tiny_nets())
+    state = State()
+    a = NeuralAgent(evaluator, temp=1.0, seed=11)
+    b = NeuralAgent(evaluator, temp=1.0, seed=11)
+    assert [a.act(state) for _ in range(8)] == [b.act(state) for _ in range(8)]
+
+
+def test_neural_agent_with_search_plays_legal_and_finds_a_win_in_one() -> None:
+    # Order to move with XXXX. on the first row: X on cell 4 wins at once.
+    state = State.from_string("XXXX.. OO.... ...... ...... ...... ......")
+    assert state.to_play == "order"
+    agent = NeuralAgent(NetworkEvaluator(tiny_nets()), sims=16, seed=0)
+    assert agent.act(state) == 2 * 4
+    policy = agent.policy(state)
+    assert policy.shape == (ACTIONS,) and np.all(policy[action_mask(state) == 0] == 0)
+
+
+def test_bad_agent_arguments_are_refused() -> None:
+    evaluator = NetworkEvaluator(tiny_nets())
+    with pytest.raises(ValueError, match="sims"):
+        NeuralAgent(evaluator, sims=-1)
+    with pytest.raises(ValueError, match="temp"):
+        NeuralAgent(evaluator, temp=-0.5)
+    with pytest.raises(ValueError, match="missing"):
+        NetworkEvaluator({"order": tiny_nets()["order"]})
+    with pytest.raises(ValueError, match="channels"):
+        PolicyValueNet(0, 1)
+
+
+def test_sample_from_greedy_ties_and_temperature() -> None:
+    rng = np.random.default_rng(0)
+    p = np.zeros(ACTIONS)
+    p[[4, 9]] = 0.5
+    assert {sample_from(p, 0.0, rng) for _ in range(30)} == {4, 9}
+    p[9] = 0.0
+    p[4] = 1.0
+    assert sample_from(p, 2.0, rng) == 4
+
+
+def test_policy_dir_round_trip(tmp_path: Path) -> None:
+    nets = tiny_nets(seed=5)
+    save_policy_dir(tmp_path, nets, {"step": 12, "note": "x"})
+    loaded, meta = load_policy_dir(tmp_path)
+    for role in nets:
+        for key, value in nets[role].state_dict().items():
+            assert torch.equal(value, loaded[role].state_dict()[key]), key
+    assert meta["obs_version"] == OBS_VERSION and meta["step"] == 12
+    assert meta["network"] == {"channels": 8, "blocks": 1, "value_hidden": 16}
+    assert sorted(os.listdir(tmp_path)) == ["chaos.safetensors", "meta.json", "order.safetensors"]
+
+
+def test_loading_refuses_other_obs_version_and_missing_files(tmp_path: Path) -> None:
+    save_policy_dir(tmp_path, tiny_nets())
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    meta["obs_version"] = OBS_VERSION + 1
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="observation encoding version"):
+        load_policy_dir(tmp_path)
+    meta["obs_version"] = OBS_VERSION
+    meta["network"]["channels"] = 16
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="do not fit"):
+        load_policy_dir(tmp_path)
+    (tmp_path / "chaos.safetensors").unlink()
+    with pytest.raises(CheckpointError):
+        load_policy_dir(tmp_path)
+    with pytest.raises(CheckpointError, match="holds no policy"):
+        find_policy_dir(tmp_path / "nowhere")
+
+
+def test_atomic_write_replaces_and_leaves_no_temp_files(tmp_path: Path) -> None:
+    target = tmp_path / "f.bin"
+    atomic_write_bytes(target, b"one")
+    atomic_write_bytes(target, b"two")
+    assert target.read_bytes() == b"two" and os.listdir(tmp_path) == ["f.bin"]
+
+
+def test_policy_dir_is_an_agent_spec(tmp_path: Path) -> None:
+    save_policy_dir(tmp_path, tiny_nets())
+    agent = make(str(tmp_path))
+    assert agent.act(State()) in range(ACTIONS)
+    searching = run_dir_agent(tmp_path, sims=4, temp=1.0, seed=1)
+    assert searching.act(State()) in range(ACTIONS)

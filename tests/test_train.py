@@ -1,0 +1,237 @@
+"""Training end to end: smoke runs of both algorithms through the CLI, checkpoints, resume
+after SIGKILL, reproducibility, and the replay buffer / PPO helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from safetensors.torch import load_file
+
+from agents.network import PolicyValueNet
+from agents.neural import find_policy_dir
+from agents.registry import make
+from envs.encoding import OBS_VERSION, action_mask, encode_states
+from envs.rules import ACTIONS, State
+from train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from train.cli import main
+from train.config import load_config
+from train.ppo import gae, sample_rows
+from train.replay import ReplayBuffer
+from train.trainer import make_trainer
+
+torch.set_num_threads(1)  # the test machine is shared; more threads only contend
+
+REPO = Path(__file__).resolve().parent.parent
+SMOKE = str(REPO / "configs" / "smoke.yaml")
+
+
+def run_cli(*argv: str) -> int:
+    return main(["train", *argv])
+
+
+def assert_run_dir(run_dir: Path, algorithm: str, step: int) -> None:
+    assert (run_dir / "config.yaml").is_file()
+    assert list(run_dir.glob("events.out.tfevents*"))
+    latest = run_dir / "checkpoints" / "latest"
+    for name in ("order.safetensors", "chaos.safetensors", "meta.json", "trainer_state.pt"):
+        assert (latest / name).is_file(), name
+    meta = json.loads((latest / "meta.json").read_text())
+    assert meta["algorithm"] == algorithm and meta["step"] == step
+    assert meta["obs_version"] == OBS_VERSION and "git_commit" in meta
+    assert meta["config"]["algorithm"] == algorithm
+
+
+def play_one_game(agent_spec: str) -> str:
+    agent = make(agent_spec)
+    state = State()
+    while not state.is_terminal:
+        state = state.apply(agent.act(state))
+    return state.winner
+
+
+@pytest.mark.parametrize("algorithm", ["alphazero", "ppo"])
+def test_smoke_config_trains_end_to_end_and_the_run_is_an_agent(tmp_path: Path, algorithm: str, capsys) -> None:
+    run_dir = tmp_path / algorithm
+    assert run_cli(SMOKE, f"algorithm={algorithm}", "--run-dir", str(run_dir)) == 0
+    assert_run_dir(run_dir, algorithm, step=3)
+    out = capsys.readouterr().out
+    assert "eval/order_vs_random_winrate" in out
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    for tag in ("order/losses/policy", "chaos/losses/value", "charts/games_per_sec", "charts/SPS",
+                "eval/order_vs_random_winrate", "eval/chaos_vs_random_winrate"):
+        assert tag in tags, tag
+    assert "hyperparameters" in str(events.Tags())
+    assert play_one_game(str(run_dir)) in ("order", "chaos")
+    assert play_one_game(f"{run_dir}:sims=4,seed=1") in ("order", "chaos")
+
+
+def test_cli_refuses_bad_config_naming_the_key(tmp_path: Path, capsys) -> None:
+    assert run_cli(SMOKE, "optim.lrr=1", "--run-dir", str(tmp_path / "x")) == 2
+    assert "optim.lrr" in capsys.readouterr().err
+    assert run_cli(SMOKE, "mcts.simulations=-3", "--run-dir", str(tmp_path / "x")) == 2
+    assert "mcts.simulations" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_cli_refuses_to_overwrite_a_run(tmp_path: Path, capsys) -> None:
+    run_dir = tmp_path / "r"
+    args = (SMOKE, "run.iterations=1", "eval.enabled=false", "--run-dir", str(run_dir))
+    assert run_cli(*args) == 0
+    assert run_cli(*args) == 2
+    assert "--resume" in capsys.readouterr().err
+
+
+def _weights(run_dir: Path) -> dict[str, dict[str, torch.Tensor]]:
+    latest = find_policy_dir(run_dir)
+    return {role: load_file(str(latest / f"{role}.safetensors")) for role in ("order", "chaos")}
+
+
+def _train(run_dir: Path, *overrides: str) -> dict[str, dict[str, torch.Tensor]]:
+    config = load_config(SMOKE, ["eval.enabled=false", "run.iterations=2", *overrides])
+    make_trainer(config, run_dir).fit()
+    return _weights(run_dir)
+
+
+@pytest.mark.parametrize("algorithm", ["alphazero", "ppo"])
+def test_seeded_runs_are_reproducible(tmp_path: Path, algorithm: str) -> None:
+    a = _train(tmp_path / "a", f"algorithm={algorithm}")
+    b = _train(tmp_path / "b", f"algorithm={algorithm}")
+    c = _train(tmp_path / "c", f"algorithm={algorithm}", "seed=7")
+    for role in a:
+        for key in a[role]:
+            assert torch.equal(a[role][key], b[role][key]), (role, key)
+    assert any(not torch.equal(a["order"][k], c["order"][k]) for k in a["order"])
+
+
+def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    first = _train(run_dir)  # two iterations
+    config = load_config(SMOKE, ["eval.enabled=false", "run.iterations=3"])
+    trainer = make_trainer(config, run_dir, resume=True)
+    assert trainer.iteration == 2 and trainer.games_played == 2 * config.selfplay.games
+    assert len(trainer.replay["order"]) > 0
+    for role in first:
+        for key, value in trainer.nets[role].state_dict().items():
+            assert torch.equal(value.cpu(), first[role][key])
+    trainer.fit()
+    assert json.loads((find_policy_dir(run_dir) / "meta.json").read_text())["step"] == 3
+
+
+def test_resume_after_sigkill_loses_at_most_one_interval(tmp_path: Path) -> None:
+    run_dir = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "train", SMOKE, "run.iterations=200", "eval.enabled=false",
+           "--run-dir", str(run_dir)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and latest_checkpoint(run_dir) is None:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    checkpoint = latest_checkpoint(run_dir)
+    assert checkpoint is not None
+    _, meta, state = load_checkpoint(checkpoint)
+    step = meta["step"]
+    assert step >= 1 and state is not None and state["iteration"] == step
+    resumed = subprocess.run(
+        [sys.executable, "-m", "train", "train", "--resume", str(run_dir), f"run.iterations={step + 2}"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"from iteration {step}" in resumed.stdout + resumed.stderr
+    assert json.loads((find_policy_dir(run_dir) / "meta.json").read_text())["step"] == step + 2
+
+
+def test_checkpoints_are_pruned_and_latest_points_to_the_newest(tmp_path: Path) -> None:
+    nets = {role: PolicyValueNet(4, 0, 4) for role in ("order", "chaos")}
+    for step in (1, 2, 3, 4):
+        save_checkpoint(tmp_path, step, nets, {"algorithm": "test"}, {"iteration": step}, keep=2)
+    root = tmp_path / "checkpoints"
+    assert sorted(p.name for p in root.glob("step_*")) == ["step_0000003", "step_0000004"]
+    assert (root / "latest").resolve().name == "step_0000004"
+    (root / ".step_0000005.torn").mkdir()  # a crashed save's temp dir is never picked up
+    (root / ".step_0000005.torn" / "meta.json").write_text("{")
+    _, meta, state = load_checkpoint(latest_checkpoint(tmp_path))
+    assert meta["step"] == 4 and state == {"iteration": 4}
+    (root / "latest").unlink()  # without the link, the newest complete step is used
+    assert latest_checkpoint(tmp_path).name == "step_0000004"
+
+
+def _random_rows(n: int, seed: int) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    states = []
+    for _ in range(n):
+        s = State()
+        for _ in range(int(rng.integers(0, 12))):
+            nxt = s.apply(int(rng.choice(s.legal_actions())))
+            if nxt.is_terminal:
+                break
+            s = nxt
+        states.append(s)
+    masks = np.stack([action_mask(s) for s in states])
+    policies = rng.random((n, ACTIONS)).astype(np.float32) * masks
+    policies /= policies.sum(1, keepdims=True)
+    return encode_states(states), masks, policies, rng.choice([-1.0, 1.0], n).astype(np.float32)
+
+
+@settings(max_examples=15, deadline=None)
+@given(capacity=st.integers(1, 40), batches=st.lists(st.integers(1, 25), min_size=1, max_size=4), seed=st.integers(0, 99))
+def test_replay_keeps_the_newest_rows_and_augments_consistently(capacity: int, batches: list[int], seed: int) -> None:
+    buffer = ReplayBuffer(capacity)
+    added = []
+    for i, n in enumerate(batches):
+        rows = _random_rows(n, seed + i)
+        buffer.add(*rows)
+        added.extend(zip(*rows))
+    assert len(buffer) == min(capacity, len(added))
+    newest = {a[0].tobytes() for a in added[-len(buffer):]}
+    assert {p.tobytes() for p in buffer.planes[: len(buffer)]} == newest
+    planes, masks, policies, values = buffer.sample(16, np.random.default_rng(seed), augment=True)
+    empty = 1 - planes[:, 0] - planes[:, 1]  # an augmented image keeps the mask on its empty cells
+    assert np.array_equal(masks, np.repeat(empty.reshape(16, -1), 2, axis=1))
+    assert np.all(policies[masks == 0] == 0)
+    assert np.allclose(policies.sum(1), 1.0, atol=1e-5)
+    restored = ReplayBuffer(capacity)
+    restored.load_state_dict(buffer.state_dict())
+    again = restored.sample(16, np.random.default_rng(seed), augment=True)
+    assert all(np.array_equal(x, y) for x, y in zip(again, (planes, masks, policies, values)))
+
+
+def test_gae_with_terminal_reward_only() -> None:
+    values = np.array([0.5, -0.2, 0.1], np.float32)
+    rewards = np.array([0.0, 0.0, 1.0], np.float32)
+    adv = gae(rewards, values, gamma=1.0, lam=1.0)
+    assert np.allclose(adv + values, 1.0)  # lambda=1, gamma=1: returns are the final reward
+    adv0 = gae(rewards, values, gamma=1.0, lam=0.0)
+    assert np.allclose(adv0, [values[1] - values[0], values[2] - values[1], 1.0 - values[2]])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(0, 1), min_size=2, max_size=10), st.integers(0, 1000))
+def test_sample_rows_never_picks_zero_probability(weights: list[float], seed: int) -> None:
+    probs = np.array([weights, weights[::-1]], dtype=np.float64)
+    probs[:, 0] = 0.0
+    probs[:, -1] += 1e-3
+    picks = sample_rows(np.repeat(probs, 50, axis=0), np.random.default_rng(seed))
+    rows = np.repeat(probs, 50, axis=0)
+    assert np.all(rows[np.arange(len(picks)), picks] > 0)
