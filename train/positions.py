@@ -280,13 +280,14 @@ def make_positions(
             seen.add(key)
             result = solve(state, time_limit=time_limit, moves=True)
             stats.solver_seconds += result.seconds
-            if result.winner is None:
+            # a proven result whose move list ran out of time is as good as unproven here
+            if result.winner is None or not result.best_actions:
                 stats.unproven += 1
                 continue
             if result.winner != state.to_play:
                 stats.mover_lost += 1
                 continue
-            good = sorted(set(result.best_actions or []))
+            good = sorted(set(result.best_actions))
             if len(good) == len(state.legal_actions()):
                 stats.all_moves_win += 1
                 continue
