@@ -73,7 +73,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     if ":" in spec:
         head, tail = spec.rsplit(":", 1)
         if "=" in tail or tail == "":
-            name, params_text = head, tail
+            name, params_text = head.strip(), tail
     params: dict[str, str] = {}
     for item in filter(None, (p.strip() for p in params_text.split(","))):
         if "=" not in item:
