@@ -1,0 +1,440 @@
+"""Exact solver for Order and Chaos, and a player built on it.
+
+:func:`solve` proves the game-theoretic winner of a position with perfect play from both
+sides. The value is binary ("can Order force a five?"), so the search is a boolean AND/OR
+depth-first search; its hot loop is the numba kernel in :mod:`agents.solver_kernel`.
+What makes it fast, each idea measured in ``agents/solver_benchmark.py``:
+
+* bitboards with incremental per-window stone counts;
+* a transposition table keyed on the least of the 16 symmetry images (8 board symmetries
+  times swapping X and O), kept across calls within one :class:`Solver`;
+* forcing rules: Order with a four on the board wins; Chaos facing two threat cells (or
+  one cell threatened with both symbols) loses; a lone threat forces Chaos's reply; a
+  Chaos move that makes a four loses and is never searched; an Order move that makes
+  fours on two distinct cells wins; no live window left means Chaos wins;
+* dominance pruning, safe by a mimicry argument: (1) empty cells that lie in no live
+  window are interchangeable tempo moves, so one of them with one symbol stands for all;
+  (2) if every live window through a cell already holds X (and no O), then for Chaos O
+  there is at least as good as X -- any Chaos strategy that wins after X wins after O by
+  playing the same moves, since windows avoiding the cell are identical in both games and
+  windows through it are dead after O -- and by the same argument X is at least as good
+  as O for Order; the mirror holds for O-only cells. Cells with an empty live window
+  through them keep both symbols.
+* move ordering by the change in total "window danger" (fours first for Order, the most
+  dangerous windows broken first for Chaos) plus a history heuristic.
+
+A board that already holds a five is an Order win (0 nodes); a full board without one is
+a Chaos win. Node and time limits are checked inside the search and give ``winner=None``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.base import SeedLike, make_rng
+from agents import solver_kernel as K
+from envs.rules import (
+    ACTIONS,
+    CELLS,
+    CHAOS,
+    ORDER,
+    IllegalActionError,
+    State,
+    completes_five,
+    threat_pairs,
+)
+
+DEFAULT_TT_BITS = 21
+"""Default transposition table: 2**21 entries, about 44 MB."""
+AGENT_NODE_BUDGET = 20_000_000
+"""Node budget for the agent's extra work in lost positions when it has no time limit."""
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """The outcome of :func:`solve`.
+
+    ``winner`` is ``"order"`` or ``"chaos"`` (perfect play), or None when a time or node
+    limit was hit first. ``nodes`` counts search nodes, ``seconds`` is wall time.
+    ``best_actions`` (only with ``moves=True``): every legal action that keeps the mover's
+    result, ascending -- all legal actions if the mover is lost, ``[]`` on a finished
+    board; None without ``moves`` or when a limit stopped the search before every child
+    was solved (``winner`` may still be known then).
+    """
+
+    winner: str | None
+    nodes: int
+    seconds: float
+    best_actions: list[int] | None = None
+
+
+class _Budget:
+    """A node and time allowance shared by several kernel calls."""
+
+    def __init__(self, time_limit: float | None, node_limit: int | None) -> None:
+        self.deadline = 0.0 if time_limit is None else time.perf_counter() + time_limit
+        self.node_limit = node_limit
+        self.nodes = 0
+
+    def exhausted(self) -> bool:
+        """True when no nodes or time are left."""
+        if self.node_limit is not None and self.nodes >= self.node_limit:
+            return True
+        return self.deadline > 0.0 and time.perf_counter() >= self.deadline
+
+    def remaining_nodes(self) -> int:
+        """Nodes left for the next kernel call (0 means no limit, as the kernel reads it)."""
+        return 0 if self.node_limit is None else self.node_limit - self.nodes
+
+    def remaining_time(self) -> float | None:
+        """Seconds left, or None without a time limit."""
+        return None if self.deadline == 0.0 else max(0.0, self.deadline - time.perf_counter())
+
+
+def _check_limits(time_limit: float | None, node_limit: int | None) -> None:
+    if time_limit is not None and (
+        isinstance(time_limit, bool)
+        or not isinstance(time_limit, (int, float))
+        or not math.isfinite(time_limit)
+        or time_limit <= 0
+    ):
+        raise ValueError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
+    if node_limit is not None and (
+        isinstance(node_limit, bool) or not isinstance(node_limit, int) or node_limit <= 0
+    ):
+        raise ValueError(f"node_limit must be a positive int or None, got {node_limit!r}")
+
+
+def _check_state(state: object) -> State:
+    if not isinstance(state, State):
+        raise TypeError(
+            f"expected an envs.rules.State (e.g. parse_board('...')), got {type(state).__name__}"
+        )
+    if state.x & state.o:
+        raise ValueError("invalid State: a cell holds both X and O")
+    return state
+
+
+def _terminal_winner(state: State) -> str | None:
+    """The winner of a finished board, else None."""
+    return state.winner
+
+
+class Solver:
+    """An exact solver with its own transposition table, kept across calls.
+
+    ``tt_bits`` sizes the table (2**tt_bits entries of 21 bytes). ``tt_min_empty`` and
+    ``canon_min_empty`` are the fewest empty cells at which positions are stored in the
+    table and at which their key is made symmetry-canonical (below, probing costs more
+    than it saves). ``history`` turns the history move-ordering heuristic on.
+    """
+
+    def __init__(
+        self,
+        tt_bits: int = DEFAULT_TT_BITS,
+        *,
+        tt_min_empty: int = 5,
+        canon_min_empty: int = 5,
+        history: bool = True,
+    ) -> None:
+        if not isinstance(tt_bits, int) or not 4 <= tt_bits <= 30:
+            raise ValueError(f"tt_bits must be an int in 4..30, got {tt_bits!r}")
+        size = 1 << tt_bits
+        self.tt_x = np.zeros(size, dtype=np.int64)
+        self.tt_o = np.zeros(size, dtype=np.int64)
+        self.tt_v = np.zeros(size, dtype=np.int8)
+        self.tt_w = np.zeros(size, dtype=np.int32)
+        self.hist = np.zeros((2, ACTIONS), dtype=np.int64)
+        self._moves = np.zeros((CELLS + 1, ACTIONS), dtype=np.int64)
+        self._scores = np.zeros((CELLS + 1, ACTIONS), dtype=np.int64)
+        self._xc = np.zeros(K.NUM_WINDOWS, dtype=np.int64)
+        self._oc = np.zeros(K.NUM_WINDOWS, dtype=np.int64)
+        self.ctl = np.zeros(K.CTL_SIZE, dtype=np.int64)
+        self.ctl[K.TT_MIN] = tt_min_empty
+        self.ctl[K.CANON_MIN] = canon_min_empty
+        self.ctl[K.USE_HISTORY] = int(history)
+
+    def clear(self) -> None:
+        """Forget the transposition table and the history scores."""
+        self.tt_v[:] = 0
+        self.tt_w[:] = 0
+        self.hist[:] = 0
+
+    @property
+    def tt_entries(self) -> int:
+        """How many table slots hold a proven position."""
+        return int(np.count_nonzero(self.tt_v))
+
+    @property
+    def tt_capacity(self) -> int:
+        """How many slots the table has."""
+        return int(self.tt_v.shape[0])
+
+    # -- the kernel call -------------------------------------------------------------------
+    def _search(self, state: State, depth: int, budget: _Budget) -> int:
+        """Run the kernel on a position without a five: 1 Order, 0 Chaos, -1 limit hit."""
+        if budget.exhausted():
+            return K.ABORT
+        self.ctl[K.NODES] = 0
+        self.ctl[K.NODE_LIMIT] = budget.remaining_nodes()
+        self.ctl[K.ABORTED] = 0
+        K.window_counts(state.x, state.o, self._xc, self._oc)
+        r = K.search(
+            state.x, state.o, state.num_empty, depth, self._xc, self._oc,
+            self.tt_x, self.tt_o, self.tt_v, self.tt_w, self.hist,
+            self._moves, self._scores, self.ctl, budget.deadline,
+        )  # fmt: skip
+        budget.nodes += int(self.ctl[K.NODES])
+        return int(r)
+
+    def _winner(self, state: State, budget: _Budget) -> str | None:
+        done = _terminal_winner(state)
+        if done is not None:
+            return done
+        r = self._search(state, K.EXACT, budget)
+        return None if r == K.ABORT else (ORDER if r == K.ORDER_WINS else CHAOS)
+
+    def _child_winner(self, state: State, action: int, budget: _Budget) -> str | None:
+        child = state.apply_unchecked(action)
+        bits = child.x if action & 1 == 0 else child.o
+        if completes_five(bits, action >> 1):
+            return ORDER
+        return self._winner(child, budget)
+
+    # -- public ----------------------------------------------------------------------------
+    def solve(
+        self,
+        state: State,
+        *,
+        time_limit: float | None = None,
+        node_limit: int | None = None,
+        moves: bool = False,
+    ) -> SolveResult:
+        """Prove who wins ``state`` with perfect play; see :class:`SolveResult`."""
+        _check_state(state)
+        _check_limits(time_limit, node_limit)
+        start = time.perf_counter()
+        budget = _Budget(time_limit, node_limit)
+        winner = self._winner(state, budget)
+        best: list[int] | None = None
+        if moves and winner is not None:
+            best = self._keeping_actions(state, winner, budget)
+        return SolveResult(winner, budget.nodes, time.perf_counter() - start, best)
+
+    def _keeping_actions(self, state: State, winner: str, budget: _Budget) -> list[int] | None:
+        legal = state.legal_actions()
+        if winner != state.to_play:
+            return legal
+        kept: list[int] = []
+        for a in legal:
+            w = self._child_winner(state, a, budget)
+            if w is None:
+                return None
+            if w == winner:
+                kept.append(a)
+        return kept
+
+    def winning_children(
+        self, state: State, budget: _Budget
+    ) -> tuple[list[int], list[int], bool]:
+        """Split the legal actions into (keep the mover's win, lose it) and say whether
+        every child was solved before the budget ran out."""
+        mover = state.to_play
+        good: list[int] = []
+        bad: list[int] = []
+        for a in state.legal_actions():
+            w = self._child_winner(state, a, budget)
+            if w is None:
+                return good, bad, False
+            (good if w == mover else bad).append(a)
+        return good, bad, True
+
+    def order_wins_within(
+        self,
+        state: State,
+        plies: int,
+        *,
+        time_limit: float | None = None,
+        node_limit: int | None = None,
+    ) -> bool | None:
+        """Can Order complete a five within ``plies`` more moves (both sides counted)?
+
+        None when a limit was hit. A depth-limited search: it reads proven Chaos wins from
+        the table but stores nothing.
+        """
+        _check_state(state)
+        _check_limits(time_limit, node_limit)
+        return self._within(state, plies, _Budget(time_limit, node_limit))
+
+    def _within(self, state: State, plies: int, budget: _Budget) -> bool | None:
+        if state.has_five:
+            return True
+        if state.is_full or plies <= 0:
+            return False
+        r = self._search(state, min(plies, K.EXACT - 1), budget)
+        return None if r == K.ABORT else r == K.ORDER_WINS
+
+
+_DEFAULT_SOLVER: Solver | None = None
+
+
+def default_solver() -> Solver:
+    """The module-wide Solver behind :func:`solve` (created on first use)."""
+    global _DEFAULT_SOLVER
+    if _DEFAULT_SOLVER is None:
+        _DEFAULT_SOLVER = Solver()
+    return _DEFAULT_SOLVER
+
+
+def solve(
+    state: State,
+    *,
+    time_limit: float | None = None,
+    node_limit: int | None = None,
+    moves: bool = False,
+) -> SolveResult:
+    """Prove the game-theoretic winner of ``state`` with perfect play from both sides.
+
+    ``time_limit`` (seconds) and ``node_limit`` cap the search; hitting one gives
+    ``winner=None``. With ``moves=True`` the result also lists ``best_actions``: every
+    legal action that keeps the mover's result (all legal actions when the mover is lost).
+    Calls share one module-wide :class:`Solver`, so its transposition table carries over
+    (node counts of a repeated call are therefore smaller).
+    """
+    return default_solver().solve(state, time_limit=time_limit, node_limit=node_limit, moves=moves)
+
+
+def fallback_action(state: State) -> int:
+    """A sensible move without search: complete a five, block a lone four, else the
+    solver's own first-ordered move (most window danger created for Order, destroyed for
+    Chaos); any legal move if every move loses."""
+    _check_state(state)
+    legal = state.legal_actions()
+    if not legal:
+        raise IllegalActionError(f"the game is over ({state.winner} won); no move to choose")
+    threats = threat_pairs(state.x, state.o)
+    if threats:
+        cell, sym = threats[0]
+        return 2 * cell + (sym if state.to_play == ORDER else 1 - sym)
+    xc = np.zeros(K.NUM_WINDOWS, dtype=np.int64)
+    oc = np.zeros(K.NUM_WINDOWS, dtype=np.int64)
+    K.window_counts(state.x, state.o, xc, oc)
+    mv = np.zeros(ACTIONS, dtype=np.int64)
+    sc = np.zeros(ACTIONS, dtype=np.int64)
+    hist = np.zeros((2, ACTIONS), dtype=np.int64)
+    n = K.generate(state.x, state.o, state.num_empty, xc, oc, hist, False, True, mv, sc)
+    if n == K.DOUBLE_FOUR or n > 0:
+        return int(mv[0])
+    return legal[0]
+
+
+class SolverAgent:
+    """A player that never gives away a won game.
+
+    From a won position it plays uniformly (seeded) among the moves that keep the win.
+    From a lost position it plays to make the win hardest:
+
+    * lost Chaos delays the loss: for d = 1, 3, 5, ... it drops the moves after which
+      Order forces a five within d plies, and plays among the moves that survive longest;
+    * lost Order (the game can then only end on a full board) plays the move after which
+      Chaos has the fewest moves that keep its win, so a Chaos mistake is most likely.
+
+    ``time`` caps the seconds per move; when the proof does not finish in time it falls
+    back to :func:`fallback_action`. Without ``time`` the proof is exact and the extra work
+    in lost positions is capped at ``AGENT_NODE_BUDGET`` nodes. The transposition table is
+    kept across moves.
+    """
+
+    name = "solver"
+
+    def __init__(self, time: float | None = None, seed: SeedLike = None, *, solver: Solver | None = None) -> None:
+        _check_limits(time, None)
+        self.time_limit = time
+        self.rng = make_rng(seed)
+        self.solver = solver if solver is not None else Solver()
+        self.last_reason = ""
+        """How the last move was chosen: "win", "delay", "hardest", or "fallback"."""
+
+    def candidates(self, state: State) -> list[int]:
+        """The moves this agent considers equally good here (it plays one at random)."""
+        _check_state(state)
+        if state.is_terminal:
+            raise IllegalActionError(f"the game is over ({state.winner} won); no move to choose")
+        budget = _Budget(self.time_limit, None)
+        winner = self.solver._winner(state, budget)
+        if winner is None:
+            return self._fallback(state)
+        if winner == state.to_play:
+            good, _, _ = self.solver.winning_children(state, budget)
+            if good:  # a partial list under a time limit still holds proven winning moves
+                self.last_reason = "win"
+                return good
+            return self._fallback(state)
+        extra = budget if self.time_limit is not None else _Budget(None, AGENT_NODE_BUDGET)
+        choice = (
+            self._delay_loss(state, extra) if state.to_play == CHAOS else self._hardest(state, extra)
+        )
+        return choice if choice else self._fallback(state)
+
+    def _fallback(self, state: State) -> list[int]:
+        self.last_reason = "fallback"
+        return [fallback_action(state)]
+
+    def _delay_loss(self, state: State, budget: _Budget) -> list[int]:
+        """Lost Chaos: the moves after which Order needs the most plies to force a five."""
+        survivors = [a for a in state.legal_actions() if not self._makes_five(state, a)]
+        if not survivors:
+            return []
+        children = {a: state.apply_unchecked(a) for a in survivors}
+        plies = 1
+        while plies <= state.num_empty:
+            still: list[int] = []
+            for a in survivors:
+                r = self.solver._within(children[a], plies, budget)
+                if r is None:  # out of budget: those not yet beaten are the longest seen
+                    self.last_reason = "delay"
+                    return survivors
+                if not r:
+                    still.append(a)
+            if not still:
+                break
+            survivors = still
+            plies += 2
+        self.last_reason = "delay"
+        return survivors
+
+    @staticmethod
+    def _makes_five(state: State, action: int) -> bool:
+        child = state.apply_unchecked(action)
+        return completes_five(child.x if action & 1 == 0 else child.o, action >> 1)
+
+    def _hardest(self, state: State, budget: _Budget) -> list[int]:
+        """Lost Order: the moves after which Chaos has the fewest replies keeping its win."""
+        best: list[int] = []
+        best_count = ACTIONS + 1
+        for a in state.legal_actions():
+            good, _, complete = self.solver.winning_children(state.apply_unchecked(a), budget)
+            if not complete:
+                break
+            if len(good) < best_count:
+                best, best_count = [a], len(good)
+            elif len(good) == best_count:
+                best.append(a)
+        self.last_reason = "hardest"
+        return best
+
+    def act(self, state: State) -> int:
+        """Choose a move for the side to move (see the class docstring)."""
+        options = self.candidates(state)
+        return int(options[int(self.rng.integers(len(options)))])
+
+    def policy(self, state: State) -> np.ndarray:
+        """Uniform probabilities over :meth:`candidates` (the moves ``act`` picks from)."""
+        out = np.zeros(ACTIONS, dtype=np.float64)
+        options = self.candidates(state)
+        out[options] = 1.0 / len(options)
+        return out

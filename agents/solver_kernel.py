@@ -1,0 +1,436 @@
+"""The numba hot loop of the exact solver: a boolean AND/OR depth-first search.
+
+The question answered is binary -- "can Order force a five?" -- so the search is a plain
+AND/OR search (alpha-beta with the window (0, 1)) over bitboards with incremental window
+counts, a symmetry-canonical transposition table, and the game's forcing rules:
+
+* Order to move with a four on the board (a window holding four of one symbol and nothing
+  else) wins at once.
+* Chaos facing threats on two distinct cells, or one cell threatened with both symbols,
+  loses; a lone threat ``(c, s)`` forces Chaos to play the other symbol on ``c``.
+* A Chaos move that creates a four loses (Order completes it next), so it is skipped.
+* An Order move that creates fours on two distinct cells wins.
+* No live window left (every window holds both symbols) means Chaos wins.
+
+Pruning that is provably safe (see ``agents/solver.py`` for the arguments):
+
+* empty cells that lie in no live window are interchangeable tempo moves: only one of them,
+  with one symbol, is tried;
+* on a cell whose live windows all hold X (and no O), X dominates O for Order and O
+  dominates X for Chaos (and the mirror for O-only cells).
+
+Everything here works on raw ints and numpy arrays; ``agents/solver.py`` wraps it. The
+rules tables come from :mod:`envs.rules` and :mod:`envs.symmetry` (nothing is re-derived),
+and ``tests/test_solver.py`` checks the kernel against brute-force minimax on ``State``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import njit, objmode
+
+from envs.rules import CELL_WINDOWS, CELLS, NUM_WINDOWS, WINDOW_CELLS
+from envs.symmetry import CELL_PERM, NUM_BOARD_SYMMETRIES
+
+WIN_CELLS = np.array(WINDOW_CELLS, dtype=np.int64)
+"""(32, 5): the cells of each window."""
+MAX_CELL_WINDOWS = max(len(w) for w in CELL_WINDOWS)
+CELL_WIN = np.full((CELLS, MAX_CELL_WINDOWS), -1, dtype=np.int64)
+"""(36, 8): the windows through each cell, padded with -1."""
+CELL_NWIN = np.array([len(w) for w in CELL_WINDOWS], dtype=np.int64)
+"""(36,): how many windows pass through each cell."""
+for _c, _ws in enumerate(CELL_WINDOWS):
+    CELL_WIN[_c, : len(_ws)] = _ws
+
+SYM_BYTES = np.zeros((NUM_BOARD_SYMMETRIES, 5, 256), dtype=np.int64)
+"""``SYM_BYTES[t, k, v]``: image under board transform t of byte value v at byte k."""
+for _t in range(NUM_BOARD_SYMMETRIES):
+    for _k in range(5):
+        for _v in range(256):
+            _bits = 0
+            for _i in range(8):
+                if _v >> _i & 1 and 8 * _k + _i < CELLS:
+                    _bits |= 1 << CELL_PERM[_t][8 * _k + _i]
+            SYM_BYTES[_t, _k, _v] = _bits
+
+# Window "danger" weights by stone count (0..4) used for move ordering only.
+DANGER = np.array([1, 4, 16, 64, 256], dtype=np.int64)
+
+# Slots of the control array ``ctl`` shared between Python and the kernel.
+NODES, NODE_LIMIT, ABORTED, TT_MIN, CANON_MIN, TT_STORES, TT_HITS, USE_HISTORY = range(8)
+CTL_SIZE = 8
+
+ORDER_WINS, CHAOS_WINS, ABORT = 1, 0, -1
+EXACT = 1000
+"""A depth that never runs out: the search is exact."""
+TT_ORDER, TT_CHAOS = 1, 2
+FOUR_BONUS = 1 << 40
+DEAD_SCORE = -(1 << 50)
+DOUBLE_FOUR = -1
+
+
+@njit(cache=True)
+def window_counts(x: int, o: int, xc: np.ndarray, oc: np.ndarray) -> None:
+    """Fill ``xc``/``oc`` (32 each) with the X and O counts of every window."""
+    for w in range(NUM_WINDOWS):
+        a = 0
+        b = 0
+        for k in range(5):
+            c = WIN_CELLS[w, k]
+            a += (x >> c) & 1
+            b += (o >> c) & 1
+        xc[w] = a
+        oc[w] = b
+
+
+@njit(cache=True)
+def transform(bits: int, t: int) -> int:
+    """Board transform ``t`` (0..7) of a 36-bit bitboard (as envs.symmetry.transform_bits)."""
+    return (
+        SYM_BYTES[t, 0, bits & 255]
+        | SYM_BYTES[t, 1, (bits >> 8) & 255]
+        | SYM_BYTES[t, 2, (bits >> 16) & 255]
+        | SYM_BYTES[t, 3, (bits >> 24) & 255]
+        | SYM_BYTES[t, 4, (bits >> 32) & 255]
+    )
+
+
+@njit(cache=True)
+def canonical(x: int, o: int) -> tuple[int, int]:
+    """The lexicographically least ``(x', o')`` over the 16 symmetry images."""
+    bx = x
+    bo = o
+    if o < x:
+        bx, bo = o, x
+    for t in range(1, NUM_BOARD_SYMMETRIES):
+        tx = transform(x, t)
+        to = transform(o, t)
+        if tx < bx or (tx == bx and to < bo):
+            bx, bo = tx, to
+        if to < bx or (to == bx and tx < bo):
+            bx, bo = to, tx
+    return bx, bo
+
+
+@njit(cache=True)
+def _tt_index(kx: int, ko: int, mask: int) -> int:
+    h = kx * -7046029254386353131 + ko * -4417276706812531889
+    h ^= h >> 29
+    return (h & mask) & ~1
+
+
+@njit(cache=True)
+def _place(c: int, s: int, xc: np.ndarray, oc: np.ndarray, delta: int) -> None:
+    if s == 0:
+        for k in range(CELL_NWIN[c]):
+            xc[CELL_WIN[c, k]] += delta
+    else:
+        for k in range(CELL_NWIN[c]):
+            oc[CELL_WIN[c, k]] += delta
+
+
+@njit(cache=True)
+def _empty_cell(w: int, occ: int) -> int:
+    for k in range(5):
+        c = WIN_CELLS[w, k]
+        if not (occ >> c) & 1:
+            return c
+    return -1
+
+
+@njit(cache=True)
+def _check_limits(ctl: np.ndarray, deadline: float) -> bool:
+    if ctl[NODE_LIMIT] > 0 and ctl[NODES] > ctl[NODE_LIMIT]:
+        ctl[ABORTED] = 1
+        return True
+    if deadline > 0.0 and (ctl[NODES] & 4095) == 0:
+        with objmode(now="float64"):
+            now = time.perf_counter()
+        if now > deadline:
+            ctl[ABORTED] = 1
+            return True
+    return False
+
+
+@njit(cache=True)
+def _four_cell(w: int, c: int, occ: int) -> int:
+    """The empty cell of window ``w`` other than ``c`` (w holds three stones and c empty)."""
+    e = -1
+    for k in range(5):
+        cc = WIN_CELLS[w, k]
+        if cc != c and not (occ >> cc) & 1:
+            e = cc
+    return e
+
+
+@njit(cache=True)
+def generate(
+    x: int,
+    o: int,
+    nempty: int,
+    xc: np.ndarray,
+    oc: np.ndarray,
+    hist: np.ndarray,
+    use_history: bool,
+    stop_on_double_four: bool,
+    mv: np.ndarray,
+    sc: np.ndarray,
+) -> int:
+    """Write the moves worth searching into ``mv`` (best first, scores in ``sc``); return
+    how many, or DOUBLE_FOUR (with the move in ``mv[0]``) when ``stop_on_double_four`` and
+    Order has a move that makes fours on two distinct cells.
+
+    The position must hold no four (no threat). Skipped, all provably: every dead cell but
+    one (and its O twin), the dominated symbol on cells whose live windows all hold one
+    symbol, and (for Chaos) every move that creates a four. Chaos getting 0 back means
+    every move it has loses.
+    """
+    order_to_move = (nempty & 1) == 0
+    occ = x | o
+    n = 0
+    have_dead = False
+    empty = ((1 << CELLS) - 1) & ~occ
+    while empty:
+        low = empty & -empty
+        empty ^= low
+        c = 0
+        v = low
+        while v > 1:
+            v >>= 1
+            c += 1
+        nlive = 0
+        xonly = 0
+        oonly = 0
+        dx = 0  # change of total window danger if X goes on c
+        do = 0  # the same for O
+        x4cell = -1
+        o4cell = -1
+        x4split = False
+        o4split = False
+        for k in range(CELL_NWIN[c]):
+            w = CELL_WIN[c, k]
+            a = xc[w]
+            b = oc[w]
+            if a > 0 and b > 0:
+                continue
+            nlive += 1
+            if b == 0:
+                if a > 0:
+                    xonly += 1
+                    do -= DANGER[a]
+                dx += DANGER[a + 1] - DANGER[a]
+                if a == 3:
+                    e = _four_cell(w, c, occ)
+                    if x4cell < 0:
+                        x4cell = e
+                    elif x4cell != e:
+                        x4split = True
+            if a == 0:
+                if b > 0:
+                    oonly += 1
+                    dx -= DANGER[b]
+                do += DANGER[b + 1] - DANGER[b]
+                if b == 3:
+                    e = _four_cell(w, c, occ)
+                    if o4cell < 0:
+                        o4cell = e
+                    elif o4cell != e:
+                        o4split = True
+        if nlive == 0:
+            # A dead cell: all such cells are interchangeable tempo moves, symbol irrelevant.
+            if not have_dead:
+                have_dead = True
+                mv[n] = 2 * c
+                sc[n] = DEAD_SCORE
+                n += 1
+            continue
+        try_x = True
+        try_o = True
+        if order_to_move:
+            if xonly == nlive:
+                try_o = False
+            elif oonly == nlive:
+                try_x = False
+            if stop_on_double_four and (x4split or o4split):
+                mv[0] = 2 * c if x4split else 2 * c + 1
+                return DOUBLE_FOUR
+            if try_x:
+                mv[n] = 2 * c
+                sc[n] = dx + (FOUR_BONUS if x4cell >= 0 else 0) + (FOUR_BONUS if x4split else 0)
+                n += 1
+            if try_o:
+                mv[n] = 2 * c + 1
+                sc[n] = do + (FOUR_BONUS if o4cell >= 0 else 0) + (FOUR_BONUS if o4split else 0)
+                n += 1
+        else:
+            if xonly == nlive:
+                try_x = False
+            elif oonly == nlive:
+                try_o = False
+            if try_x and x4cell < 0:
+                mv[n] = 2 * c
+                sc[n] = -dx
+                n += 1
+            if try_o and o4cell < 0:
+                mv[n] = 2 * c + 1
+                sc[n] = -do
+                n += 1
+    if use_history:
+        side = 0 if order_to_move else 1
+        for i in range(n):
+            sc[i] += hist[side, mv[i]]
+    # Insertion sort, best first.
+    for i in range(1, n):
+        m = mv[i]
+        score = sc[i]
+        j = i - 1
+        while j >= 0 and sc[j] < score:
+            mv[j + 1] = mv[j]
+            sc[j + 1] = sc[j]
+            j -= 1
+        mv[j + 1] = m
+        sc[j + 1] = score
+    return n
+
+
+
+@njit(cache=True)
+def search(
+    x: int,
+    o: int,
+    nempty: int,
+    depth: int,
+    xc: np.ndarray,
+    oc: np.ndarray,
+    tt_x: np.ndarray,
+    tt_o: np.ndarray,
+    tt_v: np.ndarray,
+    tt_w: np.ndarray,
+    hist: np.ndarray,
+    moves: np.ndarray,
+    scores: np.ndarray,
+    ctl: np.ndarray,
+    deadline: float,
+) -> int:
+    """Does Order force a five within ``depth`` plies from ``(x, o)``?
+
+    The position must hold no five; ``xc``/``oc`` must be its window counts (they are
+    restored on return). ``depth >= EXACT`` asks for the exact game value. Returns 1
+    (Order wins), 0 (Chaos survives: wins, or holds past the horizon) or -1 when the node
+    or time limit in ``ctl``/``deadline`` was hit.
+    """
+    ctl[NODES] += 1
+    if _check_limits(ctl, deadline):
+        return ABORT
+    if depth <= 0 or nempty == 0:
+        return CHAOS_WINS
+    order_to_move = (nempty & 1) == 0
+    occ = x | o
+    live = 0
+    t_cell = -1
+    t_sym = -1
+    for w in range(NUM_WINDOWS):
+        a = xc[w]
+        b = oc[w]
+        if a > 0 and b > 0:
+            continue
+        live += 1
+        if a == 4 or b == 4:
+            if order_to_move:
+                return ORDER_WINS
+            cell = _empty_cell(w, occ)
+            sym = 0 if a == 4 else 1
+            if t_cell < 0:
+                t_cell = cell
+                t_sym = sym
+            elif t_cell != cell or t_sym != sym:
+                # Two threat cells, or one cell threatened with both symbols.
+                if depth >= 2 or nempty == 1:
+                    return ORDER_WINS
+                return CHAOS_WINS
+    if live == 0:
+        return CHAOS_WINS
+    if t_cell < 0 and nempty == 1:
+        return CHAOS_WINS  # Chaos fills the last cell and no symbol there makes a five
+    if t_cell >= 0:
+        # A lone threat: Chaos must put the other symbol on it.
+        s = 1 - t_sym
+        bit = 1 << t_cell
+        _place(t_cell, s, xc, oc, 1)
+        if s == 0:
+            r = search(x | bit, o, nempty - 1, depth - 1, xc, oc, tt_x, tt_o, tt_v, tt_w,
+                       hist, moves, scores, ctl, deadline)
+        else:
+            r = search(x, o | bit, nempty - 1, depth - 1, xc, oc, tt_x, tt_o, tt_v, tt_w,
+                       hist, moves, scores, ctl, deadline)
+        _place(t_cell, s, xc, oc, -1)
+        return r
+
+    exact = depth >= EXACT
+    use_tt = nempty >= ctl[TT_MIN]
+    idx = 0
+    kx = x
+    ko = o
+    if use_tt:
+        if nempty >= ctl[CANON_MIN]:
+            kx, ko = canonical(x, o)
+        mask = tt_x.shape[0] - 1
+        idx = _tt_index(kx, ko, mask)
+        for j in range(idx, idx + 2):
+            v = tt_v[j]
+            if v != 0 and tt_x[j] == kx and tt_o[j] == ko:
+                # An exact Chaos win also means Chaos survives any horizon; an exact Order
+                # win says nothing about how fast, so depth-limited searches ignore it.
+                if v == TT_CHAOS:
+                    ctl[TT_HITS] += 1
+                    return CHAOS_WINS
+                if exact:
+                    ctl[TT_HITS] += 1
+                    return ORDER_WINS
+
+    ply = CELLS - nempty
+    side = 0 if order_to_move else 1
+    n = generate(x, o, nempty, xc, oc, hist, ctl[USE_HISTORY] != 0, exact or depth >= 3,
+                 moves[ply], scores[ply])
+    if n == DOUBLE_FOUR:
+        return ORDER_WINS
+    if n == 0:
+        # Only Chaos can run out of moves here: every move it has creates a four.
+        if depth >= 2:
+            return ORDER_WINS
+        return CHAOS_WINS
+
+    start_nodes = ctl[NODES]
+    result = CHAOS_WINS if order_to_move else ORDER_WINS
+    for i in range(n):
+        m = moves[ply, i]
+        c = m >> 1
+        s = m & 1
+        bit = 1 << c
+        _place(c, s, xc, oc, 1)
+        if s == 0:
+            r = search(x | bit, o, nempty - 1, depth - 1, xc, oc, tt_x, tt_o, tt_v, tt_w,
+                       hist, moves, scores, ctl, deadline)
+        else:
+            r = search(x, o | bit, nempty - 1, depth - 1, xc, oc, tt_x, tt_o, tt_v, tt_w,
+                       hist, moves, scores, ctl, deadline)
+        _place(c, s, xc, oc, -1)
+        if r == ABORT:
+            return ABORT
+        if (order_to_move and r == ORDER_WINS) or (not order_to_move and r == CHAOS_WINS):
+            result = r
+            if ctl[USE_HISTORY]:
+                hist[side, m] += nempty * nempty
+            break
+
+    if use_tt and exact:
+        work = ctl[NODES] - start_nodes
+        j = idx if work >= tt_w[idx] else idx + 1
+        tt_x[j] = kx
+        tt_o[j] = ko
+        tt_v[j] = TT_ORDER if result == ORDER_WINS else TT_CHAOS
+        tt_w[j] = min(work, 2_000_000_000)
+        ctl[TT_STORES] += 1
+    return result
