@@ -18,6 +18,7 @@ from envs.rules import (
     CELL_WINDOWS,
     CELLS,
     WINDOWS,
+    O,
     X,
     State,
     legal_action_list,
@@ -109,11 +110,45 @@ def completes_a_five(x: int, o: int, action: int) -> bool:
     return any(bits & WINDOWS[i] == WINDOWS[i] for i in CELL_WINDOWS[cell])
 
 
-def is_unstoppable(threats: set[tuple[int, int]]) -> bool:
-    """True when Chaos cannot block every completion: two cells, or one cell completable
-    with either symbol."""
-    cells = {c for c, _ in threats}
-    return len(cells) >= 2 or len(threats) > len(cells)
+def double_threat_moves(x: int, o: int) -> list[int]:
+    """Actions that leave two completion cells at once (Chaos can block only one).
+
+    A stone of symbol ``s`` on an empty cell of a window holding three ``s`` and nothing
+    else makes the window's last empty cell a completion cell; the action is a double
+    threat when such windows give it two different completion cells. (A position that
+    already has a completion cell is not asked about: Order simply completes it.)
+    """
+    created: dict[int, set[int]] = {}
+    for m in WINDOWS:
+        for mine, theirs, sym in ((x, o, X), (o, x, O)):
+            if theirs & m == 0 and (mine & m).bit_count() == 3:
+                rest = m & ~mine
+                first = rest & -rest
+                c1, c2 = first.bit_length() - 1, (rest ^ first).bit_length() - 1
+                created.setdefault(2 * c1 + sym, set()).add(c2)
+                created.setdefault(2 * c2 + sym, set()).add(c1)
+    return sorted(a for a, cells in created.items() if len(cells) >= 2)
+
+
+def single_threat_followups(x: int, o: int) -> list[int]:
+    """Order actions that make one completion cell such that, after Chaos's only block
+    (the other symbol on that cell), Order has a double threat or a five."""
+    found = []
+    for a in legal_action_list(x, o):
+        threats = new_threat_cells(x, o, a)
+        if len(threats) != 1:
+            continue
+        (cell, sym), = threats
+        bit, placed = 1 << cell, 1 << (a >> 1)
+        nx, no = (x | placed, o) if a & 1 == X else (x, o | placed)
+        block = 2 * cell + (1 - sym)
+        if completes_a_five(nx, no, block):
+            found.append(a)  # the block itself completes a five: Chaos cannot answer
+            continue
+        bx, bo = (nx | bit, no) if sym == O else (nx, no | bit)
+        if threat_pairs(bx, bo) or double_threat_moves(bx, bo):
+            found.append(a)
+    return found
 
 
 class HeuristicAgent:
@@ -151,10 +186,8 @@ class HeuristicAgent:
         if wins:
             return sorted(2 * c + s for c, s in wins)
         deltas = danger_deltas(x, o)
-        forcing = [a for a in deltas if is_unstoppable(new_threat_cells(x, o, a))]
-        if forcing:
-            return forcing
-        return _argmax(deltas, list(deltas))
+        forcing = double_threat_moves(x, o) or single_threat_followups(x, o)
+        return _argmax(deltas, forcing or list(deltas))
 
     @staticmethod
     def _chaos_moves(x: int, o: int) -> list[int]:
@@ -173,13 +206,20 @@ class HeuristicAgent:
             if not left:
                 safe.append(a)
         if safe:
-            return _argmax({a: -deltas[a] for a in safe}, safe)
+            # Prefer moves that leave Order no double threat to play next.
+            quiet = [a for a in safe if not double_threat_moves(*_after(x, o, a))]
+            return _argmax({a: -deltas[a] for a in safe}, quiet or safe)
         # Lost against best play: leave Order as few completions as possible.
         def remaining(a: int) -> float:
             cell = a >> 1
             return -len({t for t in threats if t[0] != cell} | new_threat_cells(x, o, a))
 
         return _argmax({a: remaining(a) for a in non_suicide}, non_suicide)
+
+
+def _after(x: int, o: int, action: int) -> tuple[int, int]:
+    bit = 1 << (action >> 1)
+    return (x | bit, o) if action & 1 == X else (x, o | bit)
 
 
 def _argmax(scores: dict[int, float], candidates: list[int]) -> list[int]:
@@ -194,6 +234,7 @@ __all__ = [
     "danger_deltas",
     "new_threat_cells",
     "completes_a_five",
-    "is_unstoppable",
+    "double_threat_moves",
+    "single_threat_followups",
     "window_counts",
 ]

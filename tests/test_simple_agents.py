@@ -7,7 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.simple import HeuristicAgent, RandomAgent, completes_a_five, danger_deltas
+from agents.simple import (
+    HeuristicAgent,
+    RandomAgent,
+    completes_a_five,
+    danger_deltas,
+    double_threat_moves,
+    new_threat_cells,
+    single_threat_followups,
+)
 from envs.rules import State, parse_board
 
 WIN_IN_ONE = parse_board("XXXX.. OO.... " + "." * 24)  # Order to move: X on e1 (cell 4) wins
@@ -91,6 +99,28 @@ def test_heuristic_chaos_never_completes_an_avoidable_five(state: State) -> None
     )
     if can_leave_no_threat:
         assert not nxt.is_terminal and not nxt.threats()
+
+
+@settings(max_examples=60, deadline=None)
+@given(positions())
+def test_double_threat_moves_are_exactly_the_moves_leaving_two_completion_cells(state: State) -> None:
+    if state.threats():
+        return
+    expected = [
+        a for a in state.legal_actions() if len({c for c, _ in new_threat_cells(state.x, state.o, a)}) >= 2
+    ]
+    assert double_threat_moves(state.x, state.o) == expected
+    for a in single_threat_followups(state.x, state.o):
+        assert len(new_threat_cells(state.x, state.o, a)) == 1
+
+
+def test_single_threat_followup_is_found() -> None:
+    # X on b2 (action 14) fills b2-b5 below an empty b1: one completion cell. Chaos must put
+    # O on b1; row 2 then reads .XXX.. and X on e2 leaves a2 and f2 both open.
+    state = parse_board("...... ..XX.. .X.... .X.... .X.... OO...O")
+    assert state.to_play == "order"
+    assert single_threat_followups(state.x, state.o) == [14]
+    assert HeuristicAgent(seed=0).best_actions(state) == [14]
 
 
 def test_danger_deltas_cover_exactly_the_legal_actions() -> None:
