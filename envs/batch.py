@@ -70,6 +70,10 @@ def _every_counter(value: int) -> int:
 
 
 _PLUS_3, _PLUS_7, _HIGH_BITS = _every_counter(3), _every_counter(7), _every_counter(8)
+_BYTES_OF_ONES = 0x01010101  # an int32 whose four int8 bytes are all 1
+# Offset of each action's cell in a game's flat (3, 36) planes (the no-op maps anywhere:
+# its writes are redirected to the spare slot).
+_PLANE_OFFSET = np.array([(a & 1) * CELLS + (a >> 1) for a in range(ACTIONS + 2)], dtype=np.int64)
 
 _CELL_BIT = np.array([1 << c for c in range(CELLS)] + [0], dtype=np.int64)
 # _CELL_WINDOW_INC[c, w]: +1 on the counter of each window through cell c, in word w.
@@ -80,9 +84,10 @@ for _c, _windows in enumerate(CELL_WINDOWS):
             COUNTER_BITS * (_w % WINDOWS_PER_WORD)
         )
 _WINDOW_MASKS = np.array(WINDOWS, dtype=np.int64)
-_WINDOW_CELL_MATRIX = np.zeros((NUM_WINDOWS, CELLS), dtype=np.bool_)
-for _w, _cells in enumerate(WINDOW_CELLS):
-    _WINDOW_CELL_MATRIX[_w, list(_cells)] = True
+# _CELL_WINDOW_IDS[c]: the windows through cell c, padded with the index NUM_WINDOWS.
+_CELL_WINDOW_IDS = np.full((CELLS, max(map(len, CELL_WINDOWS))), NUM_WINDOWS, dtype=np.int64)
+for _c, _windows in enumerate(CELL_WINDOWS):
+    _CELL_WINDOW_IDS[_c, : len(_windows)] = _windows
 
 
 class ArrayBackend:
@@ -104,7 +109,7 @@ class ArrayBackend:
                 )
             self.lib: Any = np
             self.device = "cpu"
-            self.int8, self.int16, self.int64 = np.int8, np.int16, np.int64
+            self.int8, self.int16, self.int32, self.int64 = np.int8, np.int16, np.int32, np.int64
             self.bool_, self.float32 = np.bool_, np.float32
         else:
             import torch
@@ -114,7 +119,8 @@ class ArrayBackend:
                 self.device = torch.device(device)
             except RuntimeError as exc:
                 raise ValueError(f"bad torch device {device!r}: {exc}") from None
-            self.int8, self.int16, self.int64 = torch.int8, torch.int16, torch.int64
+            self.int8, self.int16, self.int32 = torch.int8, torch.int16, torch.int32
+            self.int64 = torch.int64
             self.bool_, self.float32 = torch.bool, torch.float32
 
     def asarray(self, data: Any, dtype: Any = None) -> Any:
@@ -247,7 +253,8 @@ class BatchGame:
         self._cell_window_inc = xp.asarray(_CELL_WINDOW_INC.T.reshape(-1))
         self._word_offsets = xp.asarray([[0], [CELLS + 1]], xp.int64)
         self._window_masks = xp.asarray(_WINDOW_MASKS)
-        self._window_cells = xp.asarray(_WINDOW_CELL_MATRIX)
+        self._cell_window_ids = xp.asarray(_CELL_WINDOW_IDS)
+        self._plane_offset = xp.asarray(_PLANE_OFFSET)
         self._counter_shift = xp.asarray(
             [COUNTER_BITS * (w % WINDOWS_PER_WORD) for w in range(NUM_WINDOWS)], xp.int64
         )
@@ -267,9 +274,13 @@ class BatchGame:
         # at the end: moves write through the flat views at ``row * row_size + column``
         # (faster than 2-D fancy indexing), and games that do not move write the spare.
         plane_size = 3 * CELLS
-        self._planes_1d = xp.zeros((self.n * plane_size + 1,), xp.int8)
+        self._planes_1d = xp.zeros((self.n * plane_size + 4,), xp.int8)
         self._planes = self._planes_1d[: self.n * plane_size].reshape(self.n, 3, CELLS)
         self._planes_spare = self.n * plane_size
+        # The to-move plane as nine int32 words per row (rows are 108 = 27 * 4 bytes), so
+        # refilling it writes 9 words instead of 36 bytes per game.
+        words = self._planes_1d.view(xp.int32)
+        self._to_move_words = words[: self.n * plane_size // 4].reshape(self.n, 27)[:, 18:]
         self._mask_1d = xp.zeros((self.n * ACTIONS + 2,), xp.int8)
         self._mask = self._mask_1d[: self.n * ACTIONS].reshape(self.n, ACTIONS)
         # Both mask entries of a cell as one int16, so a move clears them in one write.
@@ -430,7 +441,11 @@ class BatchGame:
         o = self.o[rows].reshape(-1)
         w = self._window_masks
         complete = ((x[:, None] & w) == w) | ((o[:, None] & w) == w)
-        return (complete[:, :, None] & self._window_cells[None]).any(1)
+        # Pad with a never-complete window 32, then ask per cell: is any window through it
+        # complete? (A (k, 36, 8) gather, much cheaper than a (k, 32, 36) product.)
+        padded = self.xp.zeros((complete.shape[0], NUM_WINDOWS + 1), self.xp.bool_)
+        padded[:, :NUM_WINDOWS] = complete
+        return padded[:, self._cell_window_ids].any(2)
 
     # -- the move ------------------------------------------------------------------------
     def step(self, actions: Any, active: Any = None) -> BatchStep:
@@ -505,13 +520,13 @@ class BatchGame:
         self.terminated |= ended
         self.last_action[:] = xp.lib.where(moved, a, self.last_action) if has_noop else a
 
-        plane_at = self._planes_base + symbol * CELLS + cell
+        plane_at = self._planes_base + self._plane_offset[a]
         pair_at = self._pairs_base + cell
         if has_noop:
             plane_at = xp.lib.where(moved, plane_at, self._planes_spare)
             pair_at = xp.lib.where(moved, pair_at, self._pairs_spare)
         self._planes_1d[plane_at] = 1
-        self._planes[:, 2] = xp.astype(to_play, xp.int8)[:, None]
+        self._to_move_words[:] = xp.astype(to_play * _BYTES_OF_ONES, xp.int32)[:, None]
         self._mask_pairs_1d[pair_at] = 0
         xp.zero_rows(self._mask, ended)
         return BatchStep(reward, ended, illegal)

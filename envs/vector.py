@@ -13,7 +13,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from envs.batch import NO_WINNER, ORDER_WINS, BatchGame
+from envs.batch import ORDER_WINS, BatchGame
 from envs.order_chaos import (
     GameCore,
     board_option,
@@ -91,6 +91,8 @@ class OrderChaosVectorEnv(VectorEnv):
         self._rules_check = GameCore(end_when_decided)
         self._start_boards: list[State] | None = None
         self._needs_reset = self.game.xp.zeros((self.num_envs,), self.game.xp.bool_)
+        # Order's reward for winner -1 (none yet), 0 (Order) and 1 (Chaos).
+        self._order_reward_by_winner = self.game.xp.asarray([0.0, 1.0, -1.0], self.game.xp.float32)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -144,11 +146,12 @@ class OrderChaosVectorEnv(VectorEnv):
         """Info arrays (see the class docstring) after a step with these results."""
         game, xp = self.game, self.game.xp
         winner = xp.copy(game.winner)
-        order_reward = xp.astype(xp.lib.where(winner == ORDER_WINS, 1, -1), xp.float32)
-        order_reward = xp.lib.where(winner == NO_WINNER, 0.0, order_reward)
-        rewards = xp.zeros((self.num_envs, 2), xp.float32)
-        rewards[:, 0] = order_reward
-        rewards[:, 1] = -order_reward
+        order_reward = self._order_reward_by_winner[xp.astype(winner, xp.int64) + 1]
+        # Built word-major and returned as an (N, 2) view: numpy is slow at filling or
+        # gathering rows of length 2.
+        rewards = xp.zeros((2, self.num_envs), xp.float32)
+        rewards[0] = order_reward
+        rewards[1] = -order_reward
         winning_line = xp.zeros((self.num_envs, CELLS), xp.bool_)
         order_won = xp.nonzero(ended & (winner == ORDER_WINS))
         if order_won.shape[0]:
@@ -156,7 +159,7 @@ class OrderChaosVectorEnv(VectorEnv):
         return {
             "to_play": xp.astype(game.to_play, xp.int8),
             "winner": winner,
-            "rewards": rewards,
+            "rewards": rewards.T,
             "decided": game.decided,
             "winning_line": winning_line,
             "illegal": illegal if illegal is not None else xp.zeros((self.num_envs,), xp.bool_),
