@@ -106,7 +106,8 @@ def run(quick: bool = False) -> dict:
         if figures is None:
             print(f"{name:<48} {'(open_spiel not installed)':>38}")
             continue
-        ratio = f"{figures['sims_per_cpu_s'] / reference['sims_per_cpu_s']:.1f}x" if reference else "-"
+        comparable = reference is not None and "free evaluator" not in name  # no rollouts there
+        ratio = f"{figures['sims_per_cpu_s'] / reference['sims_per_cpu_s']:.1f}x" if comparable else "-"
         print(f"{name:<48} {figures['sims_per_cpu_s']:>11,.0f} {figures['sims_per_wall_s']:>12,.0f} {ratio:>13}")
     print("(OpenSpiel plays mnk, a different game: a throughput reference, not a like-for-like match)")
     return {"simulations": sims, "repeats": repeats, "rows": rows}
