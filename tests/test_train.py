@@ -235,3 +235,16 @@ def test_sample_rows_never_picks_zero_probability(weights: list[float], seed: in
     picks = sample_rows(np.repeat(probs, 50, axis=0), np.random.default_rng(seed))
     rows = np.repeat(probs, 50, axis=0)
     assert np.all(rows[np.arange(len(picks)), picks] > 0)
+
+
+def test_export_copies_the_latest_policy(tmp_path: Path) -> None:
+    from train.export import main as export_main
+
+    weights = _train(tmp_path / "run")
+    dest = tmp_path / "pretrained"
+    assert export_main([str(tmp_path / "run"), "--dest", str(dest)]) == 0
+    assert sorted(p.name for p in dest.iterdir()) == ["chaos.safetensors", "meta.json", "order.safetensors"]
+    exported = load_file(str(dest / "order.safetensors"))
+    assert all(torch.equal(exported[k], weights["order"][k]) for k in exported)
+    assert play_one_game(str(dest)) in ("order", "chaos")
+    assert export_main([str(tmp_path / "nothing-here"), "--dest", str(dest)]) == 2

@@ -135,6 +135,33 @@ def play_selfplay_games(
     return logs
 
 
+def play_heuristic_games(n_games: int, openings: int, rng: np.random.Generator) -> list[GameLog]:
+    """``n_games`` games of the heuristic agent against itself, each after ``openings``
+    uniformly random plies that do not end the game. The heuristic's positions are logged
+    with its move as a one-hot policy."""
+    from agents.registry import make
+
+    logs = []
+    for _ in range(n_games):
+        agent = make("heuristic", seed=int(rng.integers(2**31)))
+        state, log = State(), GameLog()
+        for _ in range(openings):
+            quiet = [a for a in state.legal_actions() if not state.apply_unchecked(a).is_terminal]
+            if not quiet:
+                break
+            state = state.apply_unchecked(int(rng.choice(quiet)))
+        while not state.is_terminal:
+            action = agent.act(state)
+            target = np.zeros(ACTIONS, np.float32)
+            target[action] = 1.0
+            log.states.append(state)
+            log.policies.append(target)
+            state = state.apply(action)
+        log.winner, log.length = state.winner, state.num_stones
+        logs.append(log)
+    return logs
+
+
 class AlphaZeroTrainer(Trainer):
     """PUCT self-play + replay + policy/value regression, one network per role."""
 
@@ -178,11 +205,30 @@ class AlphaZeroTrainer(Trainer):
             opponents=self._opponents(cfg.selfplay.games),
         )
         play_seconds = time.perf_counter() - started
+        stats = self.store(logs)
+        self.games_played += len(logs)
+        order_wins = sum(log.winner == "order" for log in logs)
+        return {
+            **stats,
+            "charts/games_per_sec": len(logs) / play_seconds,
+            "charts/SPS": sum(log.length for log in logs) / play_seconds,
+            "charts/selfplay_order_winrate": order_wins / len(logs),
+            "charts/mean_game_length": float(np.mean([log.length for log in logs])),
+            "charts/games_played": float(self.games_played),
+        }
+
+    def store(self, logs: list[GameLog]) -> dict[str, float]:
+        """Turn game logs into training rows (solver targets where configured) and add them
+        to the replay buffer of the role that moved."""
+        cfg = self.config
+        started = time.perf_counter()
         states = [s for log in logs for s in log.states]
-        policies = np.stack([p for log in logs for p in log.policies]) if states else np.zeros((0, ACTIONS), np.float32)
-        values = np.concatenate([value_targets(log) for log in logs]) if states else np.zeros(0, np.float32)
+        if not states:
+            return {}
+        policies = np.stack([p for log in logs for p in log.policies])
+        values = np.concatenate([value_targets(log) for log in logs])
         solved = 0
-        if cfg.selfplay.solver_depth and states:
+        if cfg.selfplay.solver_depth:
             late = [i for i, s in enumerate(states) if s.num_empty <= cfg.selfplay.solver_depth]
             exact = solver_targets(
                 [states[i] for i in late], cfg.selfplay.solver_node_limit, cfg.selfplay.solver_policy
@@ -193,34 +239,38 @@ class AlphaZeroTrainer(Trainer):
                 policies[late[j]] = 0.0
                 policies[late[j], winning] = 1.0 / len(winning)
             solved = len(exact.values)
-        if states:
-            planes = encode_states(states)
-            masks = np.stack([action_mask(s) for s in states])
-            roles = np.array([s.to_play_index for s in states])
-            for index, role in enumerate(AGENTS):
-                rows = roles == index
-                self.replay[role].add(planes[rows], masks[rows], policies[rows], values[rows])
-        self.games_played += len(logs)
-        order_wins = sum(log.winner == "order" for log in logs)
-        return {
-            "charts/games_per_sec": len(logs) / play_seconds,
-            "charts/SPS": sum(log.length for log in logs) / play_seconds,
-            "charts/selfplay_order_winrate": order_wins / len(logs),
-            "charts/mean_game_length": float(np.mean([log.length for log in logs])),
-            "charts/solver_values": float(solved),
-            "charts/games_played": float(self.games_played),
-        }
+        planes = encode_states(states)
+        masks = np.stack([action_mask(s) for s in states])
+        roles = np.array([s.to_play_index for s in states])
+        for index, role in enumerate(AGENTS):
+            rows = roles == index
+            self.replay[role].add(planes[rows], masks[rows], policies[rows], values[rows])
+        return {"charts/solver_values": float(solved), "charts/store_seconds": time.perf_counter() - started}
 
-    def train_role(self, role: str) -> dict[str, float]:
-        """``optim.updates_per_iteration`` gradient steps of ``role``'s network."""
+    def warm_up(self) -> dict[str, float]:
+        """Fill the replay buffers from heuristic games and pre-train both networks."""
+        cfg = self.config.selfplay
+        started = time.perf_counter()
+        logs = play_heuristic_games(cfg.warmup_games, cfg.warmup_openings, self.rng)
+        stats = self.store(logs)
+        metrics = {"charts/warmup_positions": float(sum(len(log.states) for log in logs)), **stats}
+        for role in AGENTS:
+            metrics.update(self.train_role(role, cfg.warmup_updates))
+        metrics["charts/warmup_seconds"] = time.perf_counter() - started
+        return metrics
+
+    def train_role(self, role: str, updates: int | None = None) -> dict[str, float]:
+        """``updates`` (default ``optim.updates_per_iteration``) gradient steps of ``role``'s
+        network on its replay buffer; nothing until it holds ``replay.min_positions`` rows."""
         cfg = self.config
+        updates = cfg.optim.updates_per_iteration if updates is None else updates
         buffer = self.replay[role]
-        if len(buffer) < cfg.replay.min_positions:
+        if len(buffer) < cfg.replay.min_positions or updates == 0:
             return {}
         net, opt = self.nets[role], self.optimizers[role]
         net.train()
         totals = np.zeros(3)
-        for _ in range(cfg.optim.updates_per_iteration):
+        for _ in range(updates):
             planes, masks, targets, values = buffer.sample(cfg.optim.batch_size, self.rng, cfg.replay.augment)
             x = torch.from_numpy(planes).to(self.device)
             m = torch.from_numpy(masks).to(self.device).bool()
@@ -239,7 +289,7 @@ class AlphaZeroTrainer(Trainer):
             with torch.no_grad():
                 entropy = -(logp.exp() * logp).sum(1).mean()
             totals += (policy_loss.item(), value_loss.item(), entropy.item())
-        policy_loss, value_loss, entropy = totals / cfg.optim.updates_per_iteration
+        policy_loss, value_loss, entropy = totals / updates
         return {
             f"{role}/losses/policy": policy_loss,
             f"{role}/losses/value": value_loss,
@@ -248,8 +298,11 @@ class AlphaZeroTrainer(Trainer):
         }
 
     def train_iteration(self) -> dict[str, float]:
-        """Self-play one batch, then train both networks."""
-        metrics = self.generate()
+        """Self-play one batch, then train both networks (after the warm-up, first time)."""
+        metrics: dict[str, float] = {}
+        if self.iteration == 0 and self.config.selfplay.warmup_games:
+            metrics.update(self.warm_up())
+        metrics.update(self.generate())
         started = time.perf_counter()
         for role in AGENTS:
             metrics.update(self.train_role(role))

@@ -92,6 +92,16 @@ class SelfPlayConfig:
     solver_node_limit: int = _field(
         20000, "node budget of each solver call; unknown results keep the game outcome", min=1
     )
+    warmup_games: int = _field(
+        0,
+        "before self-play, games of the heuristic agent against itself (after a short random "
+        "opening) whose moves fill the replay buffers as one-hot policy targets (0: off)",
+        min=0,
+    )
+    warmup_updates: int = _field(
+        0, "gradient steps per role on the warm-up positions before self-play starts", min=0
+    )
+    warmup_openings: int = _field(4, "random opening plies of each warm-up game", min=0, max=30)
     solver_policy: bool = _field(
         True,
         "where the solver proves the mover wins, the policy target becomes uniform over the "
