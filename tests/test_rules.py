@@ -1,0 +1,277 @@
+"""The rules engine (envs/rules.py): scripted games, a brute-force re-implementation on
+random games, and bad input."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envs.rules import (
+    ACTIONS,
+    CELLS,
+    FULL,
+    WINDOWS,
+    BoardStringError,
+    IllegalActionError,
+    State,
+    action_name,
+    cell_name,
+    legal_action_list,
+    parse_board,
+    parse_cell,
+    render_ascii,
+    threat_pairs,
+)
+
+FULL_BOARD_NO_FIVE = "XXOXXO" "OOXOOX" "XXOXXO" "OOXOOX" "XXOXXO" "OOXOOX"
+
+# ---------------------------------------------------------------------------------------
+# An independent, naive checker on a 6x6 grid of characters.
+# ---------------------------------------------------------------------------------------
+
+
+def naive_lines() -> list[list[tuple[int, int]]]:
+    """Every run of five cells along a row, column or diagonal, as (row, col) pairs."""
+    lines = []
+    for r in range(6):
+        for c in range(6):
+            for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+                cells = [(r + i * dr, c + i * dc) for i in range(5)]
+                if all(0 <= rr < 6 and 0 <= cc < 6 for rr, cc in cells):
+                    lines.append(cells)
+    return lines
+
+
+NAIVE_LINES = naive_lines()
+
+
+def naive_facts(board: str) -> dict:
+    """Winner, terminal, winning cells, decided, threats and legal actions, by brute force."""
+    grid = [list(board[r * 6 : r * 6 + 6]) for r in range(6)]
+    winning: set[int] = set()
+    threats: set[tuple[int, int]] = set()
+    decided = True
+    for line in NAIVE_LINES:
+        chars = [grid[r][c] for r, c in line]
+        if chars.count("X") == 5 or chars.count("O") == 5:
+            winning.update(r * 6 + c for r, c in line)
+        if not ("X" in chars and "O" in chars):
+            decided = False
+        for sym, index in (("X", 0), ("O", 1)):
+            if chars.count(sym) == 4 and chars.count(".") == 1:
+                r, c = line[chars.index(".")]
+                threats.add((r * 6 + c, index))
+    full = "." not in board
+    winner = "order" if winning else ("chaos" if full else None)
+    terminal = winner is not None
+    legal = [] if terminal else [2 * i + s for i, ch in enumerate(board) if ch == "." for s in (0, 1)]
+    return {
+        "winner": winner,
+        "terminal": terminal,
+        "winning_line": tuple(sorted(winning)),
+        "decided": decided,
+        "threats": sorted(threats),
+        "legal": legal,
+    }
+
+
+def place(board: str, action: int) -> str:
+    """The board string with the stone of ``action`` placed (test-side, independent)."""
+    cell = action // 2
+    return board[:cell] + "XO"[action % 2] + board[cell + 1 :]
+
+
+def play_script(moves: list[str], start: str = "." * 36) -> State:
+    """Play moves like ``"c3 X"`` and check the board string after every move."""
+    state, expected = parse_board(start), start
+    for move in moves:
+        cell_text, symbol = move.split()
+        action = 2 * parse_cell(cell_text) + "XO".index(symbol)
+        state = state.apply(action)
+        expected = place(expected, action)
+        assert state.to_string() == expected, move
+    return state
+
+
+# ---------------------------------------------------------------------------------------
+# Scripted games.
+# ---------------------------------------------------------------------------------------
+
+
+def test_row_five_by_order() -> None:
+    state = play_script(["a1 X", "a6 O", "b1 X", "f6 O", "c1 X", "c4 O", "d1 X", "d4 X"])
+    assert state.winner is None and not state.is_terminal
+    assert state.threats() == [(4, 0)]  # e1 completes the X row
+    state = play_script(["e1 X"], state.to_string())
+    assert state.to_string() == "XXXXX." "......" "......" "..OX.." "......" "O....O"
+    assert state.winner == "order" and state.is_terminal and state.has_five
+    assert state.winning_line == (0, 1, 2, 3, 4)
+    assert state.rewards() == {"order": 1, "chaos": -1}
+    assert state.legal_actions() == [] and not any(state.legal_mask())
+
+
+def test_chaos_completing_a_five_loses() -> None:
+    moves = ["b1 O", "a1 X", "b2 O", "a2 X", "b3 O", "a3 X", "b4 O", "f6 X", "e6 X"]
+    state = play_script(moves)
+    assert state.to_play == "chaos" and state.num_stones == 9
+    state = play_script(["b5 O"], state.to_string())  # Chaos places the fifth O
+    assert state.winner == "order"
+    assert state.winning_line == (1, 7, 13, 19, 25)
+    assert state.rewards()["chaos"] == -1
+
+
+def test_six_in_a_row_counts_and_shows_six_cells() -> None:
+    start = "XX.XXX" + "OO.OOX" + "." * 24  # no five yet: the gap at c1
+    state = parse_board(start)
+    assert state.winner is None and state.to_play == "order"
+    state = play_script(["c1 X"], start)
+    assert state.winner == "order"
+    assert state.winning_line == (0, 1, 2, 3, 4, 5)  # both windows of the six
+
+
+def test_diagonal_and_anti_diagonal_fives() -> None:
+    diagonal = play_script(["a1 O", "f1 X", "b2 O", "f2 X", "c3 O", "f3 X", "d4 O", "a6 X", "e5 O"])
+    assert diagonal.winning_line == (0, 7, 14, 21, 28)
+    anti = play_script(["f2 X", "a1 O", "e3 X", "b1 O", "d4 X", "c1 O", "c5 X", "a3 O", "b6 X"])
+    assert anti.winning_line == (11, 16, 21, 26, 31)
+    assert anti.winner == "order"
+
+
+def test_full_board_is_a_chaos_win_and_decided_comes_first() -> None:
+    state, expected = State(), "." * 36
+    decided_at = None
+    for cell, ch in enumerate(FULL_BOARD_NO_FIVE):
+        action = 2 * cell + "XO".index(ch)
+        assert not state.is_terminal
+        state = state.apply(action)
+        expected = place(expected, action)
+        assert state.to_string() == expected
+        assert state.decided == naive_facts(expected)["decided"]
+        if state.decided and decided_at is None:
+            decided_at = state.num_stones
+        if decided_at is not None:
+            assert state.decided  # once decided, always decided
+    assert state.winner == "chaos" and state.is_full and state.is_terminal
+    assert state.rewards() == {"order": -1, "chaos": 1}
+    assert state.to_play == "order"  # 36 stones: Chaos made the last move
+    assert decided_at is not None and decided_at < CELLS
+
+
+# ---------------------------------------------------------------------------------------
+# Brute force agreement on random games.
+# ---------------------------------------------------------------------------------------
+
+
+@st.composite
+def random_positions(draw: st.DrawFn) -> State:
+    """A position reached by random legal play, from the empty board."""
+    picks = draw(st.lists(st.integers(0, 10**6), max_size=CELLS))
+    state = State()
+    for pick in picks:
+        legal = state.legal_actions()
+        if not legal:
+            break
+        state = state.apply(legal[pick % len(legal)])
+    return state
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_positions())
+def test_rules_agree_with_brute_force(state: State) -> None:
+    facts = naive_facts(state.to_string())
+    assert state.winner == facts["winner"]
+    assert state.is_terminal == facts["terminal"]
+    assert state.winning_line == facts["winning_line"]
+    assert state.decided == facts["decided"]
+    assert state.threats() == facts["threats"]
+    assert threat_pairs(state.x, state.o) == facts["threats"]
+    assert state.legal_actions() == facts["legal"]
+    assert [a for a, ok in enumerate(state.legal_mask()) if ok] == facts["legal"]
+    if not state.is_terminal:
+        assert legal_action_list(state.x, state.o) == facts["legal"]
+    assert parse_board(state.to_string()) == state
+    assert state.to_play == ("order", "chaos")[state.to_string().count(".") % 2 == 1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(random_positions(), st.integers(0, ACTIONS - 1))
+def test_apply_never_changes_the_original(state: State, pick: int) -> None:
+    legal = state.legal_actions()
+    if not legal:
+        return
+    before = (state.x, state.o)
+    action = legal[pick % len(legal)]
+    after = state.apply(action)
+    assert (state.x, state.o) == before
+    assert after == state.apply_unchecked(action)
+    assert after.to_string() == place(state.to_string(), action)
+
+
+def test_window_tables() -> None:
+    assert len(WINDOWS) == 32 and len(set(WINDOWS)) == 32
+    assert all(m.bit_count() == 5 and m & ~FULL == 0 for m in WINDOWS)
+    assert sorted(WINDOWS) == sorted(sum(1 << (r * 6 + c) for r, c in line) for line in NAIVE_LINES)
+
+
+# ---------------------------------------------------------------------------------------
+# Bad input.
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("length", [0, 35, 37])
+def test_board_of_wrong_length_names_the_length(length: int) -> None:
+    with pytest.raises(BoardStringError, match=f"found {length}"):
+        parse_board("." * length)
+
+
+def test_board_bad_character_names_character_and_position() -> None:
+    with pytest.raises(BoardStringError, match=r"bad character 'x' at position 3"):
+        parse_board("...x" + "." * 32)
+    with pytest.raises(BoardStringError, match="must be a str"):
+        parse_board(None)  # type: ignore[arg-type]
+
+
+def test_board_ignores_whitespace_and_slashes() -> None:
+    text = "XX.... / ...... / ...... / ...... / ...... / .....O"
+    assert parse_board(text) == parse_board("XX" + "." * 33 + "O")
+
+
+@pytest.mark.parametrize(
+    "action, message",
+    [
+        (-1, "outside 0..71"),
+        (72, "outside 0..71"),
+        (2.0, "must be an integer"),
+        ("4", "must be an integer"),
+        (None, "must be an integer"),
+        (True, "must be an integer"),
+        (0, "already holds X"),
+        (1, "already holds X"),
+    ],
+)
+def test_illegal_actions_raise_clear_errors(action: object, message: str) -> None:
+    state = State().apply(0)  # X on a1
+    with pytest.raises(IllegalActionError, match=message):
+        state.apply(action)  # type: ignore[arg-type]
+    assert issubclass(IllegalActionError, ValueError)
+
+
+def test_no_action_after_the_end() -> None:
+    state = parse_board(FULL_BOARD_NO_FIVE)
+    with pytest.raises(IllegalActionError, match="game is over"):
+        state.apply(0)
+    five = parse_board("XXXXX." + "." * 30)
+    with pytest.raises(IllegalActionError, match="game is over"):
+        five.apply(10)
+
+
+def test_names_and_rendering() -> None:
+    assert cell_name(0) == "a1" and cell_name(35) == "f6" and parse_cell("C3") == 14
+    assert action_name(29) == "c3 O"
+    with pytest.raises(ValueError, match="column a-f and a row 1-6"):
+        parse_cell("z9")
+    text = render_ascii(parse_board("XXXXX." + "." * 30), last_action=8)
+    assert "[X]" in text and "game over: order wins" in text and "last move e1 X" in text
+    text = render_ascii(State().apply(15), last_action=15)
+    assert "(O)" in text and "chaos to move" in text
