@@ -471,6 +471,7 @@ class MCTS:
         roots = np.array([arena.add_root() for _ in states], dtype=np.int64)
         streams = np.array([[splitmix64(np.uint64(s))] for s in seeds], dtype=np.uint64)
         noise_rngs = [np.random.default_rng(int(s)) if add_noise else None for s in seeds]
+        _load_kernels()  # so that compiling or loading them never eats into time_limit
         start = time.perf_counter()
         if isinstance(self.evaluator, RolloutEvaluator):
             done = self._run_compiled(arena, roots, states, streams, noise_rngs, budget, start)
@@ -574,6 +575,28 @@ class MCTS:
             state, visits, q, action_proven, value, proven, best_action, simulations,
             out_of_memory, state.legal_actions(),
         )
+
+
+_KERNELS_LOADED = False
+
+
+def _load_kernels() -> None:
+    """Run every search kernel once on a throwaway tree (first call in a process only)."""
+    global _KERNELS_LOADED
+    if _KERNELS_LOADED:
+        return
+    arena = _Arena(4 * ACTIONS, 4 * ACTIONS)
+    roots = np.array([arena.add_root()], dtype=np.int64)
+    stream = seed_stream(0)
+    zero = np.zeros(1, dtype=np.int64)
+    _simulate_with_rollouts(arena.nodes, arena.size, 0, zero[0], zero[0], 1, 1.0, False, 1, stream, CELL_MASKS, CELL_MASK_COUNT)
+    leaves, xs, os_ = _select_many(arena.nodes, roots, zero, zero, 1.0, True)
+    priors = np.zeros((1, ACTIONS), dtype=np.float32)
+    _expand_and_backup_many(
+        arena.nodes, arena.size, zero, leaves, xs, os_, priors, np.zeros(1), stream[None, :],
+        CELL_MASKS, CELL_MASK_COUNT,
+    )
+    _KERNELS_LOADED = True
 
 
 class MCTSAgent:
