@@ -603,7 +603,9 @@ class MCTSAgent:
     """The registry's ``mcts`` player: UCT with one random playout per leaf and
     MCTS-Solver backups. Plays the most visited move, or a proven win at once.
 
-    ``time`` (seconds per move), when given, replaces the ``sims`` budget.
+    ``time`` (seconds per move), when given, replaces the ``sims`` budget. Every expansion
+    stores all children, so a search holds about 65 nodes per simulation and stops at the
+    ``MCTS`` node cap (4M nodes, ~110 MB, about 60k simulations) even if time remains.
     """
 
     name = "mcts"
