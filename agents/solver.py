@@ -130,7 +130,8 @@ class Solver:
     ``tt_bits`` sizes the table (2**tt_bits entries of 21 bytes). ``tt_min_empty`` and
     ``canon_min_empty`` are the fewest empty cells at which positions are stored in the
     table and at which their key is made symmetry-canonical (below, probing costs more
-    than it saves). ``history`` turns the history move-ordering heuristic on.
+    than it saves). ``history`` turns the history move-ordering heuristic on, ``pairing``
+the static pairing-strategy test for Chaos wins (both exist to measure their effect).
     """
 
     def __init__(
@@ -140,6 +141,7 @@ class Solver:
         tt_min_empty: int = 5,
         canon_min_empty: int = 5,
         history: bool = True,
+        pairing: bool = True,
     ) -> None:
         if not isinstance(tt_bits, int) or not 4 <= tt_bits <= 30:
             raise ValueError(f"tt_bits must be an int in 4..30, got {tt_bits!r}")
@@ -157,6 +159,7 @@ class Solver:
         self.ctl[K.TT_MIN] = tt_min_empty
         self.ctl[K.CANON_MIN] = canon_min_empty
         self.ctl[K.USE_HISTORY] = int(history)
+        self.ctl[K.USE_PAIRING] = int(pairing)
 
     def clear(self) -> None:
         """Forget the transposition table and the history scores."""

@@ -55,12 +55,21 @@ for _t in range(NUM_BOARD_SYMMETRIES):
                     _bits |= 1 << CELL_PERM[_t][8 * _k + _i]
             SYM_BYTES[_t, _k, _v] = _bits
 
+PAIR_WINDOWS = np.zeros((CELLS, CELLS), dtype=np.int64)
+"""``PAIR_WINDOWS[a, b]``: bit set of the windows that contain both cells a and b."""
+for _w, _cells in enumerate(WINDOW_CELLS):
+    for _a in _cells:
+        for _b in _cells:
+            if _a != _b:
+                PAIR_WINDOWS[_a, _b] |= 1 << _w
+
 # Window "danger" weights by stone count (0..4) used for move ordering only.
 DANGER = np.array([1, 4, 16, 64, 256], dtype=np.int64)
 
 # Slots of the control array ``ctl`` shared between Python and the kernel.
-NODES, NODE_LIMIT, ABORTED, TT_MIN, CANON_MIN, TT_STORES, TT_HITS, USE_HISTORY = range(8)
-CTL_SIZE = 8
+(NODES, NODE_LIMIT, ABORTED, TT_MIN, CANON_MIN, TT_STORES, TT_HITS, USE_HISTORY,
+ USE_PAIRING) = range(9)
+CTL_SIZE = 9
 
 ORDER_WINS, CHAOS_WINS, ABORT = 1, 0, -1
 EXACT = 1000
@@ -122,6 +131,19 @@ def _tt_index(kx: int, ko: int, mask: int) -> int:
 
 
 @njit(cache=True)
+def _tt_store(
+    tt_x: np.ndarray, tt_o: np.ndarray, tt_v: np.ndarray, tt_w: np.ndarray,
+    idx: int, kx: int, ko: int, result: int, work: int,
+) -> None:
+    # Two slots per bucket: the first keeps the costliest proof, the second always replaces.
+    j = idx if work >= tt_w[idx] else idx + 1
+    tt_x[j] = kx
+    tt_o[j] = ko
+    tt_v[j] = TT_ORDER if result == ORDER_WINS else TT_CHAOS
+    tt_w[j] = min(work, 2_000_000_000)
+
+
+@njit(cache=True)
 def _place(c: int, s: int, xc: np.ndarray, oc: np.ndarray, delta: int) -> None:
     if s == 0:
         for k in range(CELL_NWIN[c]):
@@ -138,6 +160,60 @@ def _empty_cell(w: int, occ: int) -> int:
         if not (occ >> c) & 1:
             return c
     return -1
+
+
+@njit(cache=True)
+def _popcount32(v: int) -> int:
+    v = v - ((v >> 1) & 0x55555555)
+    v = (v & 0x33333333) + ((v >> 2) & 0x33333333)
+    v = (v + (v >> 4)) & 0x0F0F0F0F
+    return ((v * 0x01010101) & 0xFFFFFFFF) >> 24
+
+
+@njit(cache=True)
+def pairing_exists(x: int, o: int, xc: np.ndarray, oc: np.ndarray) -> bool:
+    """Greedy search for a Chaos pairing strategy: disjoint pairs of empty cells such that
+    every live window contains one pair. If one exists, Chaos wins whoever is to move.
+
+    Why: whenever Order plays in a pair, Chaos answers on the partner cell with the other
+    symbol, which kills every window holding that pair; otherwise Chaos plays an unpaired
+    cell (the parity of the board always leaves one: with Order to move the number of
+    empty cells, and so of unpaired ones, is even). Each live window keeps two empty
+    cells until it dies, so no four (hence no five) can ever appear. A False answer
+    proves nothing: the greedy choice (most constrained window first, the pair covering
+    most windows) can miss a pairing.
+    """
+    occ = x | o
+    free = ((1 << CELLS) - 1) & ~occ
+    uncovered = 0
+    for w in range(NUM_WINDOWS):
+        if xc[w] == 0 or oc[w] == 0:
+            uncovered |= 1 << w
+    for need in range(2, 6):
+        for w in range(NUM_WINDOWS):
+            if not (uncovered >> w) & 1 or 5 - xc[w] - oc[w] != need:
+                continue
+            best = -1
+            best_a = -1
+            best_b = -1
+            for i in range(5):
+                a = WIN_CELLS[w, i]
+                if not (free >> a) & 1:
+                    continue
+                for j in range(i + 1, 5):
+                    b = WIN_CELLS[w, j]
+                    if not (free >> b) & 1:
+                        continue
+                    score = _popcount32(PAIR_WINDOWS[a, b] & uncovered)
+                    if score > best:
+                        best = score
+                        best_a = a
+                        best_b = b
+            if best < 0:
+                return False
+            free &= ~((1 << best_a) | (1 << best_b))
+            uncovered &= ~PAIR_WINDOWS[best_a, best_b]
+    return True
 
 
 @njit(cache=True)
@@ -390,6 +466,13 @@ def search(
                     ctl[TT_HITS] += 1
                     return ORDER_WINS
 
+    if ctl[USE_PAIRING] and pairing_exists(x, o, xc, oc):
+        result = CHAOS_WINS
+        if use_tt and exact:
+            _tt_store(tt_x, tt_o, tt_v, tt_w, idx, kx, ko, result, 1)
+            ctl[TT_STORES] += 1
+        return result
+
     ply = CELLS - nempty
     side = 0 if order_to_move else 1
     n = generate(x, o, nempty, xc, oc, hist, ctl[USE_HISTORY] != 0, exact or depth >= 3,
@@ -426,11 +509,6 @@ def search(
             break
 
     if use_tt and exact:
-        work = ctl[NODES] - start_nodes
-        j = idx if work >= tt_w[idx] else idx + 1
-        tt_x[j] = kx
-        tt_o[j] = ko
-        tt_v[j] = TT_ORDER if result == ORDER_WINS else TT_CHAOS
-        tt_w[j] = min(work, 2_000_000_000)
+        _tt_store(tt_x, tt_o, tt_v, tt_w, idx, kx, ko, result, ctl[NODES] - start_nodes)
         ctl[TT_STORES] += 1
     return result
