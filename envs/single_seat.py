@@ -7,22 +7,15 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-from gymnasium import spaces
 
-from envs.order_chaos import (
-    GameCore,
-    check_illegal_action_mode,
-    check_render_mode,
-    observation_space,
-    render_with,
-)
-from envs.rules import ACTIONS, AGENTS, IllegalActionError, State
+from envs.order_chaos import OrderChaosEnv
+from envs.rules import AGENTS, IllegalActionError, State
 
 Opponent = Callable[[State], int] | Any
 """A callable ``f(state) -> action`` or any object with ``act(state) -> action``."""
 
 
-class SingleSeatEnv(gymnasium.Env):
+class SingleSeatEnv(OrderChaosEnv):
     """Order and Chaos from one seat: the learner plays ``role`` (``"order"`` or
     ``"chaos"``); after each learner move the ``opponent`` replies at once.
 
@@ -38,8 +31,6 @@ class SingleSeatEnv(gymnasium.Env):
     naming the opponent. ``illegal_action`` (``"raise"``/``"lose"``) applies to the
     learner's actions; ``end_when_decided`` and ``render_mode`` are as in the single env.
     """
-
-    metadata = {"render_modes": ["human", "ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -62,18 +53,9 @@ class SingleSeatEnv(gymnasium.Env):
                 f"opponent must be a callable f(state) -> action or have an act(state) "
                 f"method, got {type(opponent).__name__}"
             )
+        super().__init__(render_mode, illegal_action, end_when_decided)
         self.role = role
         self.opponent = opponent
-        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
-        self.illegal_action = check_illegal_action_mode(illegal_action)
-        self.action_space = spaces.Discrete(ACTIONS)
-        self.observation_space = observation_space()
-        self.core = GameCore(end_when_decided)
-
-    @property
-    def state(self) -> State:
-        """The current position."""
-        return self.core.state
 
     def _info(self, opponent_action: int | None) -> dict[str, Any]:
         info = self.core.info()
@@ -103,7 +85,7 @@ class SingleSeatEnv(gymnasium.Env):
         """Start a game (``options={"board": ...}`` as in the single env); the opponent
         moves first when it is to move there. A start position where the opponent's
         reply ends the game is rejected."""
-        super().reset(seed=seed)
+        gymnasium.Env.reset(self, seed=seed)  # seeding only: the start differs from the base env
         self.core.start(options)
         reply = self._opponent_moves()
         if self.core.terminated:
@@ -123,7 +105,3 @@ class SingleSeatEnv(gymnasium.Env):
         if self.render_mode == "human":
             self.render()
         return core.observation(), self._learner_reward(), core.terminated, False, self._info(reply)
-
-    def render(self) -> str | np.ndarray | None:
-        """Render per ``render_mode`` (``"human"`` prints the ASCII board)."""
-        return render_with(self, self.core)

@@ -7,6 +7,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from test_rules import random_positions as positions
+
 from envs.encoding import action_mask, encode_state
 from envs.rules import ACTIONS, CELLS, State
 from envs.symmetry import (
@@ -24,19 +26,6 @@ from envs.symmetry import (
 )
 
 symmetries = st.integers(0, NUM_SYMMETRIES - 1)
-
-
-@st.composite
-def positions(draw: st.DrawFn) -> State:
-    """A position reached by random legal play."""
-    picks = draw(st.lists(st.integers(0, 10**6), max_size=CELLS))
-    state = State()
-    for pick in picks:
-        legal = state.legal_actions()
-        if not legal:
-            break
-        state = state.apply(legal[pick % len(legal)])
-    return state
 
 
 def test_action_perms_are_16_distinct_permutations() -> None:
