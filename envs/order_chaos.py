@@ -172,7 +172,7 @@ class GameCore:
         # The rules build the precise message (type, range or occupied cell).
         return State(self.x, self.o).check_action(action)
 
-    def play(self, action: Any) -> int:
+    def play(self, action: Any) -> float:
         """Play ``action`` and return the reward for the mover; an illegal action raises
         IllegalActionError (see :meth:`check`) and changes nothing."""
         if (
@@ -200,18 +200,18 @@ class GameCore:
         self._mask_pairs[cell] = 0
         mover_is_order = (self.num_stones & 1) == 1  # odd count now: Order just moved
         if completes_five(mine, cell):
-            return self._finish(ORDER, "five", 1 if mover_is_order else -1)
+            return self._finish(ORDER, "five", 1.0 if mover_is_order else -1.0)
         if self.num_stones == CELLS:
-            return self._finish(CHAOS, "full", -1 if mover_is_order else 1)
+            return self._finish(CHAOS, "full", -1.0 if mover_is_order else 1.0)
         if self.end_when_decided and self.touched_x & self.touched_o == _ALL_WINDOWS:
-            return self._finish(CHAOS, "decided", -1 if mover_is_order else 1)
-        return 0
+            return self._finish(CHAOS, "decided", -1.0 if mover_is_order else 1.0)
+        return 0.0
 
-    def forfeit(self, reason: str) -> int:
+    def forfeit(self, reason: str) -> float:
         """End the game as a loss for the side to move (an illegal action); reward -1."""
-        return self._finish(AGENTS[1 - (self.num_stones & 1)], f"illegal action: {reason}", -1)
+        return self._finish(AGENTS[1 - (self.num_stones & 1)], f"illegal action: {reason}", -1.0)
 
-    def _finish(self, winner: str, reason: str, reward: int) -> int:
+    def _finish(self, winner: str, reason: str, reward: float) -> float:
         self.terminated = True
         self.winner = winner
         self.end_reason = reason
@@ -230,13 +230,22 @@ class GameCore:
 
     def info(self) -> dict[str, Any]:
         """The info dict shared by the envs (see :class:`OrderChaosEnv`)."""
-        over = self.terminated
+        if not self.terminated:  # the hot path: a literal, no calls
+            return {
+                "to_play": AGENTS[self.num_stones & 1],
+                "winner": None,
+                "winning_line": (),
+                "rewards": {ORDER: 0, CHAOS: 0},
+                "decided": self.touched_x & self.touched_o == _ALL_WINDOWS,
+                "last_action": self.last_action,
+                "end_reason": None,
+            }
         return {
             "to_play": AGENTS[self.num_stones & 1],
             "winner": self.winner,
-            "winning_line": self.winning_line() if over else (),
-            "rewards": self.rewards() if over else {ORDER: 0, CHAOS: 0},
-            "decided": self.touched_x & self.touched_o == _ALL_WINDOWS,
+            "winning_line": self.winning_line(),
+            "rewards": self.rewards(),
+            "decided": self.decided,
             "last_action": self.last_action,
             "end_reason": self.end_reason,
         }
@@ -247,7 +256,7 @@ class GameCore:
         board = board_option(options, strict)
         self.load(State() if board is None else playable_position(self, board))
 
-    def step(self, action: Any, illegal_action: str) -> int:
+    def step(self, action: Any, illegal_action: str) -> float:
         """Play ``action``, or under ``illegal_action="lose"`` forfeit on an illegal one
         (a move after the end always raises); the reward for the mover."""
         try:
@@ -423,10 +432,15 @@ class OrderChaosEnv(gymnasium.Env):
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         """Play ``action`` for the side to move; see the class docstring."""
         core = self.core
-        reward = core.step(action, self.illegal_action)
+        try:
+            reward = core.play(action)
+        except IllegalActionError:
+            # Off the hot path: raise again, or forfeit in "lose" mode.
+            reward = core.step(action, self.illegal_action)
         if self.render_mode == "human":
             self.render()
-        return core.observation(), float(reward), core.terminated, False, core.info()
+        observation = {"observation": core.obs.copy(), "action_mask": core.mask.copy()}
+        return observation, reward, core.terminated, False, core.info()
 
     def render(self) -> str | np.ndarray | None:
         """Render per ``render_mode`` (None, with a warning, when no mode was chosen)."""
