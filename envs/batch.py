@@ -39,7 +39,6 @@ from envs.rules import (
     CELL_WINDOWS,
     CELLS,
     NUM_WINDOWS,
-    WINDOW_CELLS,
     WINDOWS,
     BoardStringError,
     IllegalActionError,

@@ -14,6 +14,7 @@ plain numpy bitboard step (:class:`PlainNumpyBitboards`) that builds no observat
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Callable
 from typing import Any
@@ -235,12 +236,10 @@ def run(quick: bool = False) -> dict[str, Any]:
     for n in vector_sizes:
         runners[f"vector env numpy N={n}"] = vector_runner(n)
     runners["plain numpy bitboards N=4096 (no obs)"] = plain_numpy_runner(4096)
-    try:
-        import torch  # noqa: F401
-
+    if importlib.util.find_spec("torch") is not None:
         for n in torch_sizes:
             runners[f"vector env torch-cpu N={n}"] = vector_runner(n, "torch")
-    except ImportError:
+    else:
         notes.append("torch backend skipped: torch is not installed")
 
     best: dict[str, float] = dict.fromkeys(runners, 0.0)
