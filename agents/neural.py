@@ -73,13 +73,15 @@ class NetworkEvaluator:
                     continue
                 net = self.nets[role]
                 was_training = net.training
-                net.eval()
+                if was_training:  # toggling modes walks every submodule; skip when not needed
+                    net.eval()
                 x = torch.from_numpy(planes[rows]).to(self.device)
                 m = torch.from_numpy(masks[rows]).to(self.device)
                 logits, v = net(x)
                 priors[rows] = masked_log_softmax(logits.float(), m).exp().cpu().numpy()
                 values[rows] = v.float().cpu().numpy()
-                net.train(was_training)
+                if was_training:
+                    net.train()
         self.positions_evaluated += n
         return priors, values
 

@@ -114,11 +114,19 @@ def play_selfplay_games(
         moves: dict[int, int] = {}
         temp = temperature if ply < temperature_moves else 0.0
         for g, result in zip(by_network, results):
-            # visit distribution; for a proven win, uniform over the proven winning moves
-            policy = np.asarray(result.policy(1.0), dtype=np.float32)
+            # visit distribution; for a proven win, uniform over the proven winning moves; a
+            # proven loss stops the search early, so its few visits carry no policy signal and
+            # the row trains the value only (an all-zero policy target adds no policy loss)
+            if result.proven == "loss":
+                policy = np.zeros(ACTIONS, np.float32)
+            else:
+                policy = np.asarray(result.policy(1.0), dtype=np.float32)
             logs[g].states.append(states[g])
             logs[g].policies.append(policy)
-            moves[g] = int(result.best_action) if temp == 0 else sample_from(policy.astype(np.float64), temp, rng)
+            if temp == 0 or result.proven is not None:
+                moves[g] = int(result.best_action)
+            else:
+                moves[g] = sample_from(policy.astype(np.float64), temp, rng)
         for g in active:
             if g not in moves:
                 moves[g] = opponents[g][1].act(states[g])
@@ -191,6 +199,8 @@ class AlphaZeroTrainer(Trainer):
     def generate(self) -> dict[str, float]:
         """Play one batch of self-play games into the replay buffers; returns statistics."""
         cfg = self.config
+        for net in self.nets.values():
+            net.eval()
         started = time.perf_counter()
         logs = play_selfplay_games(
             self.evaluator,

@@ -101,8 +101,21 @@ def selfplay_throughput(
     }
 
 
-def run(quick: bool = False) -> dict[str, Any]:
-    """Measure and print; returns the figures. ``quick`` uses tiny budgets (seconds)."""
+def run(quick: bool = False, threads: int = 1) -> dict[str, Any]:
+    """Measure and print; returns the figures. ``quick`` uses tiny budgets (seconds).
+
+    ``threads`` torch CPU threads (default 1, as the training configs use: on a shared
+    machine more intra-op threads mostly spin against other processes).
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return _measure(quick)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _measure(quick: bool) -> dict[str, Any]:
     batch_sizes = [1, 64, 256] if quick else [1, 16, 64, 256, 1024]
     nets = [(32, 4)] if quick else [(32, 4), (64, 6)]
     min_seconds = 0.1 if quick else 1.0
