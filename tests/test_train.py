@@ -23,6 +23,7 @@ from agents.neural import find_policy_dir
 from agents.registry import make
 from envs.encoding import OBS_VERSION, action_mask, encode_states
 from envs.rules import ACTIONS, State
+from train.benchmark import random_positions
 from train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from train.cli import main
 from train.config import load_config
@@ -154,7 +155,7 @@ def test_resume_after_sigkill_loses_at_most_one_interval(tmp_path: Path) -> None
     step = meta["step"]
     assert step >= 1 and state is not None and state["iteration"] == step
     resumed = subprocess.run(
-        [sys.executable, "-m", "train", "train", "--resume", str(run_dir), f"run.iterations={step + 2}"],
+        [sys.executable, "-m", "train", "--resume", str(run_dir), f"run.iterations={step + 2}"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
     )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -179,15 +180,7 @@ def test_checkpoints_are_pruned_and_latest_points_to_the_newest(tmp_path: Path) 
 
 def _random_rows(n: int, seed: int) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)
-    states = []
-    for _ in range(n):
-        s = State()
-        for _ in range(int(rng.integers(0, 12))):
-            nxt = s.apply(int(rng.choice(s.legal_actions())))
-            if nxt.is_terminal:
-                break
-            s = nxt
-        states.append(s)
+    states = random_positions(n, seed)
     masks = np.stack([action_mask(s) for s in states])
     policies = rng.random((n, ACTIONS)).astype(np.float32) * masks
     policies /= policies.sum(1, keepdims=True)

@@ -7,6 +7,7 @@ from train.cli import COMMANDS, main
 
 if __name__ == "__main__":
     argv = sys.argv[1:]
-    if not argv or argv[0] not in COMMANDS and not argv[0].startswith("-"):
+    train_flags = ("--resume", "--run-dir", "--help-config")  # `python -m train --resume RUN`
+    if not argv or argv[0] not in COMMANDS and (not argv[0].startswith("-") or argv[0].split("=")[0] in train_flags):
         argv = ["train", *argv]
     sys.exit(main(argv))

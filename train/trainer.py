@@ -275,6 +275,7 @@ class Trainer:
     def progress_fields(self, metrics: dict[str, float]) -> dict[str, float]:
         """What the progress bar shows after an iteration."""
         shown = {
+            "min": self.elapsed / 60.0,
             "games/s": metrics.get("charts/games_per_sec", 0.0),
             "Lp_o": metrics.get("order/losses/policy", float("nan")),
             "Lv_o": metrics.get("order/losses/value", float("nan")),

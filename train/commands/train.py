@@ -70,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         if args.resume:
+            if args.run_dir and Path(args.run_dir) != Path(args.resume):
+                print("error: --run-dir cannot be combined with --resume (the run continues "
+                      "in its own directory)", file=sys.stderr)
+                return 2
             run_dir = Path(args.resume)
             saved = run_dir / "config.yaml"
             if not saved.is_file():
