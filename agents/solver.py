@@ -131,7 +131,9 @@ class Solver:
     ``canon_min_empty`` are the fewest empty cells at which positions are stored in the
     table and at which their key is made symmetry-canonical (below, probing costs more
     than it saves). ``history`` turns the history move-ordering heuristic on, ``pairing``
-the static pairing-strategy test for Chaos wins (both exist to measure their effect).
+the static pairing-strategy test for Chaos wins, ``vcf_depth`` the longest run of
+consecutive fours tried before the full search at Order nodes (0: off); these switches
+exist to measure each idea.
     """
 
     def __init__(
@@ -140,8 +142,9 @@ the static pairing-strategy test for Chaos wins (both exist to measure their eff
         *,
         tt_min_empty: int = 5,
         canon_min_empty: int = 5,
-        history: bool = True,
+        history: bool = False,
         pairing: bool = True,
+        vcf_depth: int = 6,
     ) -> None:
         if not isinstance(tt_bits, int) or not 4 <= tt_bits <= 30:
             raise ValueError(f"tt_bits must be an int in 4..30, got {tt_bits!r}")
@@ -160,6 +163,7 @@ the static pairing-strategy test for Chaos wins (both exist to measure their eff
         self.ctl[K.CANON_MIN] = canon_min_empty
         self.ctl[K.USE_HISTORY] = int(history)
         self.ctl[K.USE_PAIRING] = int(pairing)
+        self.ctl[K.VCF_DEPTH] = vcf_depth
 
     def clear(self) -> None:
         """Forget the transposition table and the history scores."""

@@ -68,8 +68,8 @@ DANGER = np.array([1, 4, 16, 64, 256], dtype=np.int64)
 
 # Slots of the control array ``ctl`` shared between Python and the kernel.
 (NODES, NODE_LIMIT, ABORTED, TT_MIN, CANON_MIN, TT_STORES, TT_HITS, USE_HISTORY,
- USE_PAIRING) = range(9)
-CTL_SIZE = 9
+ USE_PAIRING, VCF_DEPTH) = range(10)
+CTL_SIZE = 10
 
 ORDER_WINS, CHAOS_WINS, ABORT = 1, 0, -1
 EXACT = 1000
@@ -214,6 +214,78 @@ def pairing_exists(x: int, o: int, xc: np.ndarray, oc: np.ndarray) -> bool:
             free &= ~((1 << best_a) | (1 << best_b))
             uncovered &= ~PAIR_WINDOWS[best_a, best_b]
     return True
+
+
+@njit(cache=True)
+def _four_target(c: int, s: int, occ: int, xc: np.ndarray, oc: np.ndarray) -> int:
+    """Where Order's symbol ``s`` on empty cell ``c`` makes fours: -1 none, -2 two distinct
+    cells (a won double four), else the one cell Chaos must block."""
+    target = -1
+    for k in range(CELL_NWIN[c]):
+        w = CELL_WIN[c, k]
+        mine = xc[w] if s == 0 else oc[w]
+        theirs = oc[w] if s == 0 else xc[w]
+        if mine == 3 and theirs == 0:
+            e = _four_cell(w, c, occ)
+            if target < 0:
+                target = e
+            elif target != e:
+                return -2
+    return target
+
+
+@njit(cache=True)
+def vcf(x: int, o: int, nempty: int, xc: np.ndarray, oc: np.ndarray, ctl: np.ndarray,
+        deadline: float, fours_left: int) -> int:
+    """Victory by continuous fours: can Order (to move, no four on the board) win using
+    only moves that make a four, each answered by Chaos's forced block? Tries at most
+    ``fours_left`` fours in a row. 1 yes, 0 not found this way (proves nothing), -1 limit.
+    """
+    if fours_left <= 0 or nempty < 2:
+        return 0
+    occ = x | o
+    empty = ((1 << CELLS) - 1) & ~occ
+    while empty:
+        low = empty & -empty
+        empty ^= low
+        c = 0
+        v = low
+        while v > 1:
+            v >>= 1
+            c += 1
+        for s in range(2):
+            e = _four_target(c, s, occ, xc, oc)
+            if e == -1:
+                continue
+            if e == -2:
+                return ORDER_WINS
+            ctl[NODES] += 2
+            if _check_limits(ctl, deadline):
+                return ABORT
+            # Order puts s on c; Chaos must put the other symbol on e.
+            _place(c, s, xc, oc, 1)
+            _place(e, 1 - s, xc, oc, 1)
+            nx = x | (1 << c) if s == 0 else x
+            no = o | (1 << c) if s == 1 else o
+            if s == 0:
+                no |= 1 << e
+            else:
+                nx |= 1 << e
+            r = 0
+            if nempty - 2 > 0:
+                # Chaos's block may itself leave a four, which Order completes at once.
+                for k in range(CELL_NWIN[e]):
+                    w = CELL_WIN[e, k]
+                    if (xc[w] == 4 and oc[w] == 0) or (oc[w] == 4 and xc[w] == 0):
+                        r = ORDER_WINS
+                        break
+                if r == 0:
+                    r = vcf(nx, no, nempty - 2, xc, oc, ctl, deadline, fours_left - 1)
+            _place(e, 1 - s, xc, oc, -1)
+            _place(c, s, xc, oc, -1)
+            if r != 0:
+                return r
+    return 0
 
 
 @njit(cache=True)
@@ -444,7 +516,7 @@ def search(
         _place(t_cell, s, xc, oc, -1)
         return r
 
-    exact = depth >= EXACT
+    exact = depth >= nempty  # the game ends within nempty plies anyway
     use_tt = nempty >= ctl[TT_MIN]
     idx = 0
     kx = x
@@ -458,7 +530,7 @@ def search(
             v = tt_v[j]
             if v != 0 and tt_x[j] == kx and tt_o[j] == ko:
                 # An exact Chaos win also means Chaos survives any horizon; an exact Order
-                # win says nothing about how fast, so depth-limited searches ignore it.
+                # win says nothing about how fast, so shallower searches ignore it.
                 if v == TT_CHAOS:
                     ctl[TT_HITS] += 1
                     return CHAOS_WINS
@@ -472,6 +544,16 @@ def search(
             _tt_store(tt_x, tt_o, tt_v, tt_w, idx, kx, ko, result, 1)
             ctl[TT_STORES] += 1
         return result
+
+    if order_to_move and ctl[VCF_DEPTH] > 0 and (exact or depth >= 2 * ctl[VCF_DEPTH] + 1):
+        r = vcf(x, o, nempty, xc, oc, ctl, deadline, ctl[VCF_DEPTH])
+        if r == ABORT:
+            return ABORT
+        if r == ORDER_WINS:
+            if use_tt and exact:
+                _tt_store(tt_x, tt_o, tt_v, tt_w, idx, kx, ko, r, 1)
+                ctl[TT_STORES] += 1
+            return r
 
     ply = CELLS - nempty
     side = 0 if order_to_move else 1

@@ -193,3 +193,134 @@ def test_dead_cells_and_dominated_symbols_keep_the_value() -> None:
         edits = {int(c): "." for c in rng.choice(CELLS, size=int(rng.integers(3, 9)), replace=False)}
         state = from_pattern(edits)
         assert fresh_solver().solve(state).winner == brute_force(state)
+
+
+# -- limits and bad input ----------------------------------------------------------------------
+
+HARD = parse_board("O............OX..X...X.O....X......O")  # needs millions of nodes
+
+
+def test_node_limit_gives_unknown() -> None:
+    result = fresh_solver().solve(HARD, node_limit=500, moves=True)
+    assert result.winner is None and result.best_actions is None
+    assert 500 <= result.nodes <= 600
+
+
+def test_time_limit_gives_unknown() -> None:
+    result = fresh_solver().solve(HARD, time_limit=0.05)
+    assert result.winner is None and result.seconds < 1.0
+
+
+def test_bad_arguments_are_refused_with_clear_errors() -> None:
+    with pytest.raises(TypeError, match="State"):
+        solve("XXXX")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="time_limit"):
+        solve(State(), time_limit=-1)
+    with pytest.raises(ValueError, match="node_limit"):
+        solve(State(), node_limit=0)
+    with pytest.raises(ValueError, match="both X and O"):
+        solve(State(1, 1))
+
+
+# -- the agent ----------------------------------------------------------------------------------
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10**9), st.integers(2, 8))
+def test_agent_keeps_a_won_result(seed: int, empties: int) -> None:
+    state = random_position(seed, empties)
+    agent = SolverAgent(seed=seed, solver=fresh_solver())
+    action = agent.act(state)
+    assert action in state.legal_actions()
+    policy = agent.policy(state)
+    assert policy.sum() == pytest.approx(1.0) and policy[action] > 0
+    assert all(policy[a] == 0 for a in range(72) if a not in state.legal_actions())
+    mover = state.to_play
+    if brute_force(state) == mover:
+        assert agent.last_reason == "win"
+        assert brute_force(state.apply(action)) == mover
+
+
+def test_lost_chaos_delays_the_loss() -> None:
+    """A lost Chaos picks a move after which Order needs the most plies to force a five."""
+    checked = 0
+    for seed in range(300):
+        state = random_position(seed, 7)
+        if state.to_play != CHAOS or fresh_solver().solve(state).winner != ORDER:
+            continue
+        agent = SolverAgent(seed=0, solver=fresh_solver())
+        action = agent.act(state)
+        assert agent.last_reason == "delay"
+        longest = max(_plies_to_five(state.apply(a)) for a in state.legal_actions())
+        assert _plies_to_five(state.apply(action)) == longest
+        checked += 1
+        if checked == 5:
+            break
+    assert checked >= 3
+
+
+def _plies_to_five(state: State) -> int:
+    """Fewest plies in which Order forces a five (0 if one stands); 99 if it cannot."""
+    for d in range(0, state.num_empty + 1):
+        if Solver(tt_bits=12).order_wins_within(state, d):
+            return d
+    return 99
+
+
+def test_lost_order_and_time_outs_still_give_legal_moves() -> None:
+    for seed in range(60):
+        state = random_position(seed, 6)
+        if state.to_play == ORDER and brute_force(state) == CHAOS:
+            agent = SolverAgent(seed=1, solver=fresh_solver())
+            assert agent.act(state) in state.legal_actions()
+            assert agent.last_reason == "hardest"
+            break
+    else:
+        pytest.fail("no lost Order position found")
+    agent = SolverAgent(time=0.05, seed=0)
+    assert agent.act(HARD) in HARD.legal_actions()
+    assert agent.last_reason == "fallback"
+
+
+def test_fallback_action_completes_and_blocks_fours() -> None:
+    four = parse_board("XXXX.. O.O... ...... ...... ...... ......")
+    assert fallback_action(four) == 2 * 4  # e1 X
+    blocked = parse_board("XXXX.. OO.O.. ...... ...... ...... ......")
+    assert fallback_action(blocked) == 2 * 4 + 1  # e1 O
+
+
+def test_registry_builds_the_solver_agent() -> None:
+    from agents.registry import make
+
+    agent = make("solver:time=2", seed=3)
+    assert isinstance(agent, SolverAgent) and agent.time_limit == 2.0
+    assert isinstance(make("solver"), SolverAgent)
+
+
+# -- the CLI ----------------------------------------------------------------------------------------
+
+SMALL = "XXOOXX OOXXOO XXOOXX OOXXOO XXOOXX OOXX.."  # Order to move, decided: Chaos wins
+
+
+def test_cli_text_and_moves(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", SMALL, "--moves"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert "winner: chaos" in out and "order to move" in out and "e6 X, e6 O, f6 X, f6 O" in out
+
+
+def test_cli_json_and_five(capsys: pytest.CaptureFixture[str]) -> None:
+    five = "XXXXX. OOOO.. ...... ...... ...... ......"
+    assert main(["solve", "--json", "--moves", SMALL, five]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert lines[0]["winner"] == "chaos" and lines[0]["to_move"] == "order"
+    assert lines[0]["best_actions"] == [68, 69, 70, 71]
+    assert set(lines[0]) == {"board", "to_move", "winner", "nodes", "seconds", "best_actions"}
+    assert lines[1]["winner"] == "order" and lines[1]["best_actions"] == []
+
+
+def test_cli_malformed_board(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["solve", "--json", "XXZ" + "." * 33, "." * 35, SMALL])
+    captured = capsys.readouterr()
+    assert status == 2
+    assert "bad character 'Z' at position 2" in captured.err and "found 35" in captured.err
+    assert len(captured.out.strip().splitlines()) == 1  # the good board is still solved
