@@ -132,8 +132,8 @@ class Solver:
     table and at which their key is made symmetry-canonical (below, probing costs more
     than it saves). ``history`` turns the history move-ordering heuristic on, ``pairing``
 the static pairing-strategy test for Chaos wins, ``vcf_depth`` the longest run of
-consecutive fours tried before the full search at Order nodes (0: off); these switches
-exist to measure each idea.
+consecutive fours tried before the full search at Order nodes (0: off), ``pruning`` the
+dead-cell and dominated-symbol pruning; these switches exist to measure each idea.
     """
 
     def __init__(
@@ -144,7 +144,8 @@ exist to measure each idea.
         canon_min_empty: int = 5,
         history: bool = False,
         pairing: bool = True,
-        vcf_depth: int = 6,
+        vcf_depth: int = 0,
+        pruning: bool = True,
     ) -> None:
         if not isinstance(tt_bits, int) or not 4 <= tt_bits <= 30:
             raise ValueError(f"tt_bits must be an int in 4..30, got {tt_bits!r}")
@@ -164,6 +165,7 @@ exist to measure each idea.
         self.ctl[K.USE_HISTORY] = int(history)
         self.ctl[K.USE_PAIRING] = int(pairing)
         self.ctl[K.VCF_DEPTH] = vcf_depth
+        self.ctl[K.USE_PRUNING] = int(pruning)
 
     def clear(self) -> None:
         """Forget the transposition table and the history scores."""

@@ -68,8 +68,8 @@ DANGER = np.array([1, 4, 16, 64, 256], dtype=np.int64)
 
 # Slots of the control array ``ctl`` shared between Python and the kernel.
 (NODES, NODE_LIMIT, ABORTED, TT_MIN, CANON_MIN, TT_STORES, TT_HITS, USE_HISTORY,
- USE_PAIRING, VCF_DEPTH) = range(10)
-CTL_SIZE = 10
+ USE_PAIRING, VCF_DEPTH, USE_PRUNING) = range(11)
+CTL_SIZE = 11
 
 ORDER_WINS, CHAOS_WINS, ABORT = 1, 0, -1
 EXACT = 1000
@@ -325,15 +325,16 @@ def generate(
     stop_on_double_four: bool,
     mv: np.ndarray,
     sc: np.ndarray,
+    prune: bool = True,
 ) -> int:
     """Write the moves worth searching into ``mv`` (best first, scores in ``sc``); return
     how many, or DOUBLE_FOUR (with the move in ``mv[0]``) when ``stop_on_double_four`` and
     Order has a move that makes fours on two distinct cells.
 
-    The position must hold no four (no threat). Skipped, all provably: every dead cell but
-    one (and its O twin), the dominated symbol on cells whose live windows all hold one
-    symbol, and (for Chaos) every move that creates a four. Chaos getting 0 back means
-    every move it has loses.
+    The position must hold no four (no threat). Skipped, all provably: with ``prune``,
+    every dead cell but one (and its O twin) and the dominated symbol on cells whose live
+    windows all hold one symbol; always, every Chaos move that creates a four. Chaos
+    getting 0 back means every move it has loses.
     """
     order_to_move = (nempty & 1) == 0
     occ = x | o
@@ -386,7 +387,7 @@ def generate(
                         o4cell = e
                     elif o4cell != e:
                         o4split = True
-        if nlive == 0:
+        if nlive == 0 and prune:
             # A dead cell: all such cells are interchangeable tempo moves, symbol irrelevant.
             if not have_dead:
                 have_dead = True
@@ -396,10 +397,11 @@ def generate(
             continue
         try_x = True
         try_o = True
+        dominated = prune and nlive > 0
         if order_to_move:
-            if xonly == nlive:
+            if dominated and xonly == nlive:
                 try_o = False
-            elif oonly == nlive:
+            elif dominated and oonly == nlive:
                 try_x = False
             if stop_on_double_four and (x4split or o4split):
                 mv[0] = 2 * c if x4split else 2 * c + 1
@@ -413,9 +415,9 @@ def generate(
                 sc[n] = do + (FOUR_BONUS if o4cell >= 0 else 0) + (FOUR_BONUS if o4split else 0)
                 n += 1
         else:
-            if xonly == nlive:
+            if dominated and xonly == nlive:
                 try_x = False
-            elif oonly == nlive:
+            elif dominated and oonly == nlive:
                 try_o = False
             if try_x and x4cell < 0:
                 mv[n] = 2 * c
@@ -558,7 +560,7 @@ def search(
     ply = CELLS - nempty
     side = 0 if order_to_move else 1
     n = generate(x, o, nempty, xc, oc, hist, ctl[USE_HISTORY] != 0, exact or depth >= 3,
-                 moves[ply], scores[ply])
+                 moves[ply], scores[ply], ctl[USE_PRUNING] != 0)
     if n == DOUBLE_FOUR:
         return ORDER_WINS
     if n == 0:

@@ -1,0 +1,312 @@
+"""Solver benchmark (part of ``orderchaos bench search``).
+
+Measured on the same seeded positions (reached by epsilon-heuristic play, so they look like
+real games), each with a fresh transposition table:
+
+* the project solver (:mod:`agents.solver`, numba kernel);
+* its peer: a straightforward pure-Python alpha-beta with a transposition table (plain
+  position key) and the four / double-threat rules -- :func:`baseline_solve` below -- capped
+  by a time limit per position (how many it finished is reported);
+* optionally the same numba kernel run as plain Python (``NUMBA_DISABLE_JIT=1`` in a child
+  process) on a few easier positions, to show what the JIT itself buys;
+* the reach: the fewest stones on the board at which the solver proves typical positions
+  within a time cap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from envs.rules import (
+    CELL_WINDOW_MASKS,
+    CHAOS,
+    ORDER,
+    State,
+    completes_five,
+    legal_action_list,
+    parse_board,
+    threat_pairs,
+)
+
+ABORTED = None
+
+
+def sensible_positions(count: int, empties: int, seed: int, epsilon: float = 0.15) -> list[State]:
+    """``count`` distinct undecided positions with ``empties`` empty cells, from seeded
+    heuristic-vs-heuristic play with a random move at chance ``epsilon``."""
+    from agents.simple import HeuristicAgent
+
+    rng = np.random.default_rng(seed)
+    heuristic = HeuristicAgent(seed=rng)
+    found: list[State] = []
+    seen: set[State] = set()
+    attempts = 0
+    while len(found) < count:
+        attempts += 1
+        if attempts > 50 * count:
+            raise RuntimeError(f"could not reach {count} undecided positions at {empties} empties")
+        state = State()
+        while state.num_empty > empties and not state.is_terminal:
+            if rng.random() < epsilon:
+                legal = state.legal_actions()
+                action = legal[int(rng.integers(len(legal)))]
+            else:
+                action = heuristic.act(state)
+            state = state.apply(action)
+        if state.is_terminal or state.decided or state in seen:
+            continue
+        seen.add(state)
+        found.append(state)
+    return found
+
+
+# -- the peer: a straightforward pure-Python alpha-beta ------------------------------------------
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _makes_four(x: int, o: int, action: int) -> bool:
+    cell, sym = action >> 1, action & 1
+    mine, theirs = (x, o) if sym == 0 else (o, x)
+    mine |= 1 << cell
+    return any(
+        m & theirs == 0 and (m & mine).bit_count() == 4 for m in CELL_WINDOW_MASKS[cell]
+    )
+
+
+def baseline_solve(state: State, time_limit: float | None = None) -> tuple[str | None, int]:
+    """Straightforward exact solver in pure Python: depth-first boolean alpha-beta with a
+    transposition table keyed on the plain position, Order winning at once with a four,
+    Chaos forced to block a lone four (and lost against two), all moves otherwise.
+
+    Returns (winner or None on timeout, nodes).
+    """
+    table: dict[tuple[int, int], bool] = {}
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    nodes = 0
+
+    def order_wins(x: int, o: int) -> bool:
+        nonlocal nodes
+        nodes += 1
+        if deadline is not None and nodes & 1023 == 0 and time.perf_counter() > deadline:
+            raise _Timeout
+        occupied = x | o
+        empties = 36 - occupied.bit_count()
+        if empties == 0:
+            return False
+        key = (x, o)
+        if key in table:
+            return table[key]
+        order_to_move = empties % 2 == 0
+        threats = threat_pairs(x, o)
+        if order_to_move:
+            if threats:
+                return True
+            # Moves that make a four first: they force Chaos's reply.
+            actions = sorted(legal_action_list(x, o), key=lambda a: not _makes_four(x, o, a))
+        else:
+            if len(threats) > 1:
+                return True  # two cells, or one cell wanted by both symbols
+            if threats:
+                cell, sym = threats[0]
+                actions = [2 * cell + 1 - sym]
+            else:
+                actions = legal_action_list(x, o)
+        result = not order_to_move
+        for a in actions:
+            bit = 1 << (a >> 1)
+            nx, no = (x | bit, o) if a & 1 == 0 else (x, o | bit)
+            if completes_five(nx if a & 1 == 0 else no, a >> 1):
+                child = True
+            else:
+                child = order_wins(nx, no)
+            if child == order_to_move:
+                result = child
+                break
+        table[key] = result
+        return result
+
+    if state.has_five:
+        return ORDER, 0
+    try:
+        return (ORDER if order_wins(state.x, state.o) else CHAOS), nodes
+    except _Timeout:
+        return ABORTED, nodes
+
+# -- measurements ----------------------------------------------------------------------------------
+
+
+def _solver_times(
+    positions: list[State], options: dict, cap: float, tt_bits: int = 20
+) -> list[tuple[str | None, int, float]]:
+    """(winner, nodes, seconds) per position, each with a fresh Solver built from ``options``."""
+    from agents.solver import Solver
+
+    out = []
+    for state in positions:
+        result = Solver(tt_bits=tt_bits, **options).solve(state, time_limit=cap)
+        out.append((result.winner, result.nodes, result.seconds))
+    return out
+
+
+def _baseline_times(positions: list[State], cap: float) -> list[tuple[str | None, int, float]]:
+    out = []
+    for state in positions:
+        start = time.perf_counter()
+        winner, nodes = baseline_solve(state, time_limit=cap)
+        out.append((winner, nodes, time.perf_counter() - start))
+    return out
+
+
+_PURE_PYTHON_SCRIPT = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+from agents.solver import Solver
+from envs.rules import parse_board
+cap = float(sys.argv[1])
+rows = []
+for board in sys.argv[2:]:
+    r = Solver(tt_bits=16).solve(parse_board(board), time_limit=cap)
+    rows.append([r.winner, r.nodes, r.seconds])
+print(json.dumps(rows))
+"""
+
+
+def _pure_python_times(positions: list[State], cap: float) -> list[tuple[str | None, int, float]]:
+    """The same kernel run as plain Python (NUMBA_DISABLE_JIT=1) in a child process."""
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
+    boards = [s.to_string() for s in positions]
+    done = subprocess.run(
+        [sys.executable, "-c", _PURE_PYTHON_SCRIPT, str(cap), *boards],
+        env=env, capture_output=True, text=True, check=True,
+        timeout=60 + cap * len(boards) * 2,
+    )  # fmt: skip
+    return [tuple(row) for row in json.loads(done.stdout)]
+
+
+def _median_seconds(rows: list[tuple[str | None, int, float]]) -> float:
+    return statistics.median(r[2] for r in rows)
+
+
+def _rate(rows: list[tuple[str | None, int, float]]) -> float:
+    seconds = sum(r[2] for r in rows)
+    return sum(r[1] for r in rows) / seconds if seconds > 0 else float("nan")
+
+
+ABLATIONS: dict[str, dict] = {
+    "default": {},
+    "no pairing test": {"pairing": False},
+    "no dead-cell/dominance pruning": {"pruning": False},
+    "TT without symmetry": {"canon_min_empty": 37},
+    "no TT": {"tt_min_empty": 37},
+    "+ history heuristic": {"history": True},
+    "+ VCF pre-search (6 fours)": {"vcf_depth": 6},
+}
+
+
+def _reach(cap: float, per_level: int, seed: int, quick: bool) -> tuple[int | None, list[dict]]:
+    """Probe decreasing stone counts; the fewest stones at which at least half of the
+    positions were proven within ``cap`` seconds each."""
+    levels = [14, 12, 10] if quick else [14, 12, 10, 8, 6, 4, 2, 0]
+    best: int | None = None
+    rows = []
+    for stones in levels:
+        empties = 36 - stones
+        positions = [State()] if stones == 0 else sensible_positions(per_level, empties, seed)
+        results = _solver_times(positions, {}, cap, tt_bits=22)
+        proven = sum(r[0] is not None for r in results)
+        rows.append({"stones": stones, "positions": len(positions), "proven": proven,
+                     "median_s": _median_seconds(results), "nodes_per_s": _rate(results)})
+        print(f"  reach: {stones:2d} stones  proven {proven}/{len(positions)}  "
+              f"median {rows[-1]['median_s']:.3f}s  {rows[-1]['nodes_per_s'] / 1e6:.2f} M nodes/s",
+              flush=True)
+        if 2 * proven < len(positions):
+            break
+        best = stones
+    return best, rows
+
+
+def run(quick: bool = False) -> dict:
+    """Measure the solver against the pure-Python baseline, its own ideas one by one, and
+    how far it reaches; print tables and return the figures."""
+    seed = 2024
+    per_count = 4 if quick else 10
+    base_cap = 0.5 if quick else 10.0
+    solver_cap = 5.0 if quick else 60.0
+    positions = [s for e in (20, 21, 22) for s in sensible_positions(per_count, e, seed + e)]
+    _solver_times(positions[:1], {}, solver_cap)  # compile / load the numba kernel first
+
+    ours = _solver_times(positions, {}, solver_cap)
+    base = _baseline_times(positions, base_cap)
+    agree = all(b[0] is None or b[0] == s[0] for s, b in zip(ours, base))
+    finished = sum(b[0] is not None for b in base)
+    ours_median, base_median = _median_seconds(ours), _median_seconds(base)
+    capped = 2 * finished <= len(base)  # the baseline median is then a lower bound
+    ratio = base_median / ours_median if ours_median > 0 else float("inf")
+    print(f"\nExact solver on {len(positions)} positions with 20-22 empty cells "
+          f"(seeded epsilon-heuristic play)")
+    print(f"{'solver':<34}{'median s':>12}{'max s':>10}{'nodes/s':>12}{'finished':>10}")
+    for name, rows in (("numba kernel (agents.solver)", ours),
+                       (f"pure-Python alpha-beta + TT (cap {base_cap:g}s)", base)):
+        print(f"{name:<34}{_median_seconds(rows):>12.5f}{max(r[2] for r in rows):>10.3f}"
+              f"{_rate(rows):>12.0f}{sum(r[0] is not None for r in rows):>7}/{len(rows)}")
+    print(f"median speed-up over the baseline: {'>=' if capped else ''}{ratio:.0f}x"
+          f"{' (baseline median hit its cap)' if capped else ''}; values agree: {agree}")
+
+    figures: dict = {
+        "positions": len(positions),
+        "solver_median_s": ours_median,
+        "solver_max_s": max(r[2] for r in ours),
+        "solver_nodes_per_s": _rate(ours),
+        "baseline_median_s": base_median,
+        "baseline_finished": finished,
+        "baseline_cap_s": base_cap,
+        "speedup_median": ratio,
+        "speedup_is_lower_bound": capped,
+        "values_agree": agree,
+    }
+
+    # The JIT itself: the same kernel as plain Python, on easier positions.
+    jit_positions = sensible_positions(2 if quick else 4, 14, seed)
+    py_cap = 2.0 if quick else 20.0
+    jit = _solver_times(jit_positions, {"pairing": False}, py_cap)
+    plain = _pure_python_times(jit_positions, py_cap) if not quick else []
+    if plain:
+        print(f"same kernel without the pairing test, 14 empties: numba {_rate(jit):,.0f} nodes/s, "
+              f"pure Python (NUMBA_DISABLE_JIT) {_rate(plain):,.0f} nodes/s -> "
+              f"{_rate(jit) / _rate(plain):.0f}x")
+        figures["numba_nodes_per_s"] = _rate(jit)
+        figures["pure_python_nodes_per_s"] = _rate(plain)
+
+    # Each idea, switched off (or on) alone, on harder positions.
+    hard = sensible_positions(3 if quick else 6, 26, seed + 26)
+    ab_cap = 1.0 if quick else 10.0
+    print(f"\nAblation on {len(hard)} positions with 26 empty cells (cap {ab_cap:g}s each)")
+    print(f"{'variant':<34}{'total s':>10}{'nodes':>14}{'proven':>8}")
+    figures["ablation"] = {}
+    for name, options in ABLATIONS.items():
+        rows = _solver_times(hard, options, ab_cap)
+        total = sum(r[2] for r in rows)
+        nodes = sum(r[1] for r in rows)
+        proven = sum(r[0] is not None for r in rows)
+        print(f"{name:<34}{total:>10.3f}{nodes:>14,}{proven:>5}/{len(rows)}", flush=True)
+        figures["ablation"][name] = {"total_s": total, "nodes": nodes, "proven": proven}
+
+    print(f"\nReach: fewest stones at which typical positions are proven within {solver_cap:g}s")
+    reach, rows = _reach(solver_cap, 2 if quick else 3, seed, quick)
+    figures["reach_fewest_stones"] = reach
+    figures["reach"] = rows
+    return figures
+
+
+if __name__ == "__main__":
+    run(quick="--quick" in sys.argv)
