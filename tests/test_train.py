@@ -241,3 +241,48 @@ def test_export_copies_the_latest_policy(tmp_path: Path) -> None:
     assert all(torch.equal(exported[k], weights["order"][k]) for k in exported)
     assert play_one_game(str(dest)) in ("order", "chaos")
     assert export_main([str(tmp_path / "nothing-here"), "--dest", str(dest)]) == 2
+
+
+def test_selfplay_logs_only_network_moves_with_legal_policies() -> None:
+    from train.alphazero import play_selfplay_games
+
+    torch.manual_seed(0)
+    nets = {role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")}
+    from agents.neural import NetworkEvaluator
+
+    logs = play_selfplay_games(
+        NetworkEvaluator(nets), 3, simulations=4, c_puct=1.5, dirichlet_alpha=0.3,
+        dirichlet_fraction=0.25, temperature=1.0, temperature_moves=4,
+        rng=np.random.default_rng(0), opponents={0: (0, make("heuristic", seed=1))},
+    )
+    assert all(log.winner in ("order", "chaos") for log in logs)
+    assert logs[0].states and all(s.to_play == "chaos" for s in logs[0].states)
+    assert any(s.to_play == "order" for s in logs[1].states)
+    for log in logs:
+        assert len(log.states) == len(log.policies)
+        for state, policy in zip(log.states, log.policies):
+            assert np.all(policy[action_mask(state) == 0] == 0)
+            assert policy.sum() == pytest.approx(1.0, abs=1e-5) or policy.sum() == 0.0
+
+
+def test_value_and_solver_targets() -> None:
+    from train.alphazero import GameLog, solver_targets, value_targets
+
+    start = State()
+    log = GameLog(states=[start, start.apply(0)], policies=[], winner="chaos")
+    assert value_targets(log).tolist() == [-1.0, 1.0]
+    from agents.solver import solve
+
+    late = [s for s in random_positions(60, seed=3) if s.num_empty <= 14][:6]
+    assert late
+    exact = solver_targets(late, node_limit=50_000, moves=True)
+    for i, state in enumerate(late):
+        result = solve(state, node_limit=50_000, moves=True)
+        if result.winner is None:
+            assert i not in exact.values
+            continue
+        assert exact.values[i] == (1.0 if result.winner == state.to_play else -1.0)
+        if exact.values[i] == 1.0 and result.best_actions:
+            assert exact.winning_moves[i] == list(result.best_actions)
+        else:
+            assert i not in exact.winning_moves
