@@ -28,6 +28,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -186,6 +187,10 @@ def play_game(order_agent: Agent, chaos_agent: Agent, opening: Sequence[int] = (
     return GameRecord(actions, winner, len(actions), len(opening))
 
 
+class WorkerCrashError(RuntimeError):
+    """A worker process died mid-match; the message says how to find out why."""
+
+
 @dataclass(frozen=True)
 class GameTask:
     """Everything a worker needs to play one game: picklable specs and seeds only."""
@@ -237,6 +242,11 @@ def run_tasks(
             for record in pool.map(_play_task, tasks, chunksize=chunk):
                 yield record
                 bar.update(1)
+    except BrokenProcessPool:
+        raise WorkerCrashError(
+            "a worker process died while playing (a crash inside an agent, e.g. in compiled "
+            "code, or out of memory); rerun with workers=1 to see where"
+        ) from None
     finally:
         bar.close()
 

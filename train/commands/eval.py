@@ -36,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Play the match and print the figures."""
     from agents.registry import SpecError
-    from train.evaluate import play_match, save_games
+    from train.evaluate import WorkerCrashError, play_match, save_games
 
     try:
         result = play_match(
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.json and sys.stderr.isatty(),
             keep_games=bool(args.save_games),
         )
-    except (SpecError, ValueError) as exc:
+    except (SpecError, ValueError, WorkerCrashError) as exc:
         print(f"orderchaos eval: {exc}", file=sys.stderr)
         return 2
     if args.save_games:

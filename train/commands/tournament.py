@@ -30,6 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Play the round robin, print the table, write the files."""
     from agents.registry import SpecError
+    from train.evaluate import WorkerCrashError
     from train.tournament import run_tournament, write_outputs
 
     try:
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             prior_sd=args.prior_sd,
             anchor=args.anchor,
         )
-    except (SpecError, ValueError) as exc:
+    except (SpecError, ValueError, WorkerCrashError) as exc:
         print(f"orderchaos tournament: {exc}", file=sys.stderr)
         return 2
     print(result.table())
