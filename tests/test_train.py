@@ -265,24 +265,65 @@ def test_selfplay_logs_only_network_moves_with_legal_policies() -> None:
             assert policy.sum() == pytest.approx(1.0, abs=1e-5) or policy.sum() == 0.0
 
 
+def _endgames(n: int, empties: int, seed: int) -> list[State]:
+    """Non-terminal positions with ``empties`` empty cells, from random play."""
+    rng = np.random.default_rng(seed)
+    out: list[State] = []
+    while len(out) < n:
+        state = State()
+        while state.num_empty > empties:
+            nxt = state.apply(int(rng.choice(state.legal_actions())))
+            if nxt.is_terminal:
+                break
+            state = nxt
+        if state.num_empty == empties and not state.is_terminal:
+            out.append(state)
+    return out
+
+
+def _mover_wins(state: State) -> bool:
+    """Brute-force minimax: does the player to move win with best play?"""
+    if state.is_terminal:
+        return False  # the previous mover's result stands: it just won
+    return any(not _mover_wins_after(state.apply(a), state.to_play) for a in state.legal_actions())
+
+
+def _mover_wins_after(child: State, mover: str) -> bool:
+    if child.is_terminal:
+        return child.winner != mover
+    return _mover_wins(child)
+
+
 def test_value_and_solver_targets() -> None:
-    from train.alphazero import GameLog, solver_targets, value_targets
+    from train.alphazero import GameLog, value_targets
+    from train.solver_targets import solver_targets
 
     start = State()
     log = GameLog(states=[start, start.apply(0)], policies=[], winner="chaos")
     assert value_targets(log).tolist() == [-1.0, 1.0]
-    from agents.solver import solve
-
-    late = [s for s in random_positions(60, seed=3) if s.num_empty <= 14][:6]
-    assert late
-    exact = solver_targets(late, node_limit=50_000, moves=True)
-    for i, state in enumerate(late):
-        result = solve(state, node_limit=50_000, moves=True)
-        if result.winner is None:
-            assert i not in exact.values
-            continue
-        assert exact.values[i] == (1.0 if result.winner == state.to_play else -1.0)
-        if exact.values[i] == 1.0 and result.best_actions:
-            assert exact.winning_moves[i] == list(result.best_actions)
+    positions = _endgames(6, empties=4, seed=3)
+    exact = solver_targets(positions, node_limit=100_000, moves=True)
+    for i, state in enumerate(positions):
+        wins = _mover_wins(state)
+        assert exact.values[i] == (1.0 if wins else -1.0)
+        if wins:
+            winning = [a for a in state.legal_actions() if not _mover_wins_after(state.apply(a), state.to_play)]
+            assert sorted(exact.winning_moves[i]) == winning
         else:
             assert i not in exact.winning_moves
+
+
+def test_solver_worker_matches_in_process_targets_and_survives_a_dead_worker() -> None:
+    from train.solver_targets import SolverWorker, solver_targets
+
+    late = _endgames(4, empties=5, seed=4)
+    worker = SolverWorker()
+    try:
+        assert worker.targets(late, 20_000, True) == solver_targets(late, 20_000, True)
+        os.kill(next(iter(worker._pool._processes)), signal.SIGKILL)  # a crashed solver
+        with pytest.warns(UserWarning, match="solver worker died"):
+            assert worker.targets(late, 20_000, True).values == {}
+        assert worker.failures == 1
+        assert worker.targets(late, 20_000, True) == solver_targets(late, 20_000, True)
+    finally:
+        worker.close()

@@ -28,6 +28,7 @@ from agents.neural import NetworkEvaluator, sample_from
 from envs.encoding import action_mask, encode_states
 from envs.rules import ACTIONS, AGENTS, State
 from train.replay import ReplayBuffer
+from train.solver_targets import SolverTargets, SolverWorker, solver_targets
 from train.trainer import Trainer
 
 
@@ -39,34 +40,6 @@ class GameLog:
     policies: list[np.ndarray] = field(default_factory=list)
     winner: str | None = None
     length: int = 0
-
-
-@dataclass
-class SolverTargets:
-    """Exact results for some positions, keyed by list index: the value from the mover's
-    view, and (for proven wins, when asked) the proven winning moves."""
-
-    values: dict[int, float] = field(default_factory=dict)
-    winning_moves: dict[int, list[int]] = field(default_factory=dict)
-
-
-def solver_targets(states: list[State], node_limit: int, moves: bool) -> SolverTargets:
-    """Solve each state within ``node_limit`` nodes (``agents.solver.solve``); unproven ones
-    are left out. Empty when the solver module is not installed."""
-    out = SolverTargets()
-    try:
-        from agents.solver import solve
-    except ImportError:
-        return out
-    for i, state in enumerate(states):
-        result = solve(state, node_limit=node_limit, moves=moves)
-        if result.winner is None:
-            continue
-        wins = result.winner == state.to_play
-        out.values[i] = 1.0 if wins else -1.0
-        if wins and result.best_actions:
-            out.winning_moves[i] = list(result.best_actions)
-    return out
 
 
 def value_targets(log: GameLog) -> np.ndarray:
@@ -127,6 +100,12 @@ def play_selfplay_games(
                 moves[g] = int(result.best_action)
             else:
                 moves[g] = sample_from(policy.astype(np.float64), temp, rng)
+        lost = [g for g, result in zip(by_network, results) if result.proven == "loss"]
+        if lost:  # every move loses against best play: take the network's favourite, which
+            # resists fallible opponents better than an arbitrary (maybe suicidal) move
+            priors, _ = evaluator.evaluate([states[g] for g in lost])
+            for g, prior in zip(lost, priors):
+                moves[g] = int(np.argmax(prior))
         for g in active:
             if g not in moves:
                 moves[g] = opponents[g][1].act(states[g])
@@ -179,6 +158,11 @@ class AlphaZeroTrainer(Trainer):
         super().__init__(config, run_dir)
         self.replay = {role: ReplayBuffer(config.replay.capacity) for role in AGENTS}
         self.evaluator = NetworkEvaluator(self.nets, device=self.device)
+        self.solver = SolverWorker()
+
+    def close(self) -> None:
+        """Stop the solver worker."""
+        self.solver.close()
 
     def extra_state(self) -> dict[str, Any]:
         """The replay buffers."""
@@ -216,6 +200,9 @@ class AlphaZeroTrainer(Trainer):
         )
         play_seconds = time.perf_counter() - started
         stats = self.store(logs)
+        if cfg.selfplay.imitation_games:
+            imitation = play_heuristic_games(cfg.selfplay.imitation_games, cfg.selfplay.warmup_openings, self.rng)
+            stats["charts/imitation_solver_values"] = self.store(imitation).get("charts/solver_values", 0.0)
         self.games_played += len(logs)
         order_wins = sum(log.winner == "order" for log in logs)
         return {
@@ -240,9 +227,8 @@ class AlphaZeroTrainer(Trainer):
         solved = 0
         if cfg.selfplay.solver_depth:
             late = [i for i, s in enumerate(states) if s.num_empty <= cfg.selfplay.solver_depth]
-            exact = solver_targets(
-                [states[i] for i in late], cfg.selfplay.solver_node_limit, cfg.selfplay.solver_policy
-            )
+            solve = self.solver.targets if cfg.selfplay.solver_process else solver_targets
+            exact = solve([states[i] for i in late], cfg.selfplay.solver_node_limit, cfg.selfplay.solver_policy)
             for j, v in exact.values.items():
                 values[late[j]] = v
             for j, winning in exact.winning_moves.items():

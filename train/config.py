@@ -101,7 +101,20 @@ class SelfPlayConfig:
     warmup_updates: int = _field(
         0, "gradient steps per role on the warm-up positions before self-play starts", min=0
     )
-    warmup_openings: int = _field(4, "random opening plies of each warm-up game", min=0, max=30)
+    warmup_openings: int = _field(
+        4, "random opening plies of each warm-up and imitation game", min=0, max=30
+    )
+    imitation_games: int = _field(
+        0,
+        "heuristic self-games added to the replay buffers every iteration, like the warm-up "
+        "games, to keep anchoring the policies (0: off)",
+        min=0,
+    )
+    solver_process: bool = _field(
+        True,
+        "run the solver in a separate worker process, so that a crash in it costs one "
+        "batch of solver targets instead of the run",
+    )
     solver_policy: bool = _field(
         True,
         "where the solver proves the mover wins, the policy target becomes uniform over the "

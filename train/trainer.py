@@ -173,6 +173,9 @@ class Trainer:
         self.last_eval = dict(state.get("last_eval", {}))
         self.load_extra_state(state["extra"])
 
+    def close(self) -> None:
+        """Release algorithm resources such as worker processes (override)."""
+
     def extra_state(self) -> dict[str, Any]:
         """Algorithm-specific resumable state (override)."""
         return {}
@@ -262,6 +265,7 @@ class Trainer:
             logger.message(f"finished at iteration {self.iteration} ({self.elapsed / 60:.1f} min)")
         finally:
             logger.close()
+            self.close()
         return self.last_eval
 
     def _evaluate_and_log(self, logger: RunLogger) -> None:

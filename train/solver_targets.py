@@ -1,0 +1,79 @@
+"""Exact solver targets for training positions, optionally computed in a worker process.
+
+For positions late in a game the exact solver (``agents.solver.solve``) gives the true
+value and, for a position the mover wins, the set of winning moves. :class:`SolverWorker`
+runs the solver in one persistent spawned process (this module imports no torch, so the
+worker starts fast): if the compiled solver crashes, the run loses that batch of targets
+with a warning instead of dying.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+
+from envs.rules import State
+
+
+@dataclass
+class SolverTargets:
+    """Exact results for some positions, keyed by list index: the value from the mover's
+    view, and (for proven wins, when asked) the proven winning moves."""
+
+    values: dict[int, float] = field(default_factory=dict)
+    winning_moves: dict[int, list[int]] = field(default_factory=dict)
+
+
+def solver_targets(states: list[State], node_limit: int, moves: bool) -> SolverTargets:
+    """Solve each state within ``node_limit`` nodes (``agents.solver.solve``); unproven ones
+    are left out. Empty when the solver module is not installed."""
+    out = SolverTargets()
+    try:
+        from agents.solver import solve
+    except ImportError:
+        return out
+    for i, state in enumerate(states):
+        result = solve(state, node_limit=node_limit, moves=moves)
+        if result.winner is None:
+            continue
+        wins = result.winner == state.to_play
+        out.values[i] = 1.0 if wins else -1.0
+        if wins and result.best_actions:
+            out.winning_moves[i] = list(result.best_actions)
+    return out
+
+
+class SolverWorker:
+    """Computes :func:`solver_targets` in one persistent worker process, so that a crash of
+    the compiled solver loses one batch of targets (with a warning), never the run."""
+
+    def __init__(self) -> None:
+        self._pool: ProcessPoolExecutor | None = None
+        self.failures = 0
+
+    def targets(self, states: list[State], node_limit: int, moves: bool) -> SolverTargets:
+        """Like :func:`solver_targets`, in the worker; empty targets if the worker died."""
+        if not states:
+            return SolverTargets()
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        try:
+            return self._pool.submit(solver_targets, list(states), node_limit, moves).result()
+        except BrokenProcessPool:
+            self.failures += 1
+            self.close()
+            warnings.warn(
+                f"the solver worker died (failure {self.failures}); this batch of "
+                f"{len(states)} positions keeps its game-outcome targets",
+                stacklevel=2,
+            )
+            return SolverTargets()
+
+    def close(self) -> None:
+        """Stop the worker process (a later call starts a new one)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
