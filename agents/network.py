@@ -122,6 +122,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o644)  # mkstemp creates 0600; these are ordinary files
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
