@@ -59,11 +59,13 @@ def play_selfplay_games(
     temperature_moves: int,
     rng: np.random.Generator,
     opponents: dict[int, tuple[int, Agent]] | None = None,
+    target_temperature: float = 1.0,
 ) -> list[GameLog]:
     """Play ``n_games`` games in lockstep with batched PUCT search for every network move.
 
     ``opponents`` maps a game index to ``(seat, agent)``: in that game the agent plays seat
-    0 (Order) or 1 (Chaos) and only the network's positions are logged.
+    0 (Order) or 1 (Chaos) and only the network's positions are logged. Logged policies are
+    the search's ``policy(target_temperature)``.
     """
     from agents.mcts import MCTS
 
@@ -91,15 +93,15 @@ def play_selfplay_games(
             # proven loss stops the search early, so its few visits carry no policy signal and
             # the row trains the value only (an all-zero policy target adds no policy loss)
             if result.proven == "loss":
-                policy = np.zeros(ACTIONS, np.float32)
+                target = np.zeros(ACTIONS, np.float32)
             else:
-                policy = np.asarray(result.policy(1.0), dtype=np.float32)
+                target = np.asarray(result.policy(target_temperature), dtype=np.float32)
             logs[g].states.append(states[g])
-            logs[g].policies.append(policy)
+            logs[g].policies.append(target)
             if temp == 0 or result.proven is not None:
                 moves[g] = int(result.best_action)
             else:
-                moves[g] = sample_from(policy.astype(np.float64), temp, rng)
+                moves[g] = sample_from(np.asarray(result.policy(1.0), dtype=np.float64), temp, rng)
         lost = [g for g, result in zip(by_network, results) if result.proven == "loss"]
         if lost:  # every move loses against best play: take the network's favourite, which
             # resists fallible opponents better than an arbitrary (maybe suicidal) move
@@ -197,11 +199,16 @@ class AlphaZeroTrainer(Trainer):
             temperature_moves=cfg.selfplay.temperature_moves,
             rng=self.rng,
             opponents=self._opponents(cfg.selfplay.games),
+            target_temperature=cfg.selfplay.target_temperature,
         )
         play_seconds = time.perf_counter() - started
         stats = self.store(logs)
         if cfg.selfplay.imitation_games:
             imitation = play_heuristic_games(cfg.selfplay.imitation_games, cfg.selfplay.warmup_openings, self.rng)
+            for log in imitation:
+                keep = [i for i, s in enumerate(log.states) if s.to_play in cfg.selfplay.imitation_roles]
+                log.states = [log.states[i] for i in keep]
+                log.policies = [log.policies[i] for i in keep]
             stats["charts/imitation_solver_values"] = self.store(imitation).get("charts/solver_values", 0.0)
         self.games_played += len(logs)
         order_wins = sum(log.winner == "order" for log in logs)

@@ -110,6 +110,17 @@ class SelfPlayConfig:
         "games, to keep anchoring the policies (0: off)",
         min=0,
     )
+    imitation_roles: list[str] = _field(
+        ["order", "chaos"],
+        "whose positions from the imitation games are trained on",
+        choices=["order", "chaos"],
+    )
+    target_temperature: float = _field(
+        1.0,
+        "policy targets are search visits ** (1 / this), normalised: 1 keeps the visit "
+        "distribution, lower values sharpen it towards the search's chosen move (0: one-hot)",
+        min=0,
+    )
     solver_process: bool = _field(
         True,
         "run the solver in a separate worker process, so that a crash in it costs one "
@@ -305,7 +316,10 @@ def _check_rules(key: str, value: Any, rules: dict[str, Any]) -> None:
     if hi is not None and value > hi:
         raise ConfigError(f"config key {key!r} must be <= {hi}, got {value!r}")
     choices = rules.get("choices")
-    if choices is not None and value not in choices:
+    if choices is not None and isinstance(value, list):
+        for item in value:
+            _check_rules(key, item, {"choices": choices})
+    elif choices is not None and value not in choices:
         raise ConfigError(
             f"config key {key!r} must be one of {', '.join(choices)}, got {value!r}"
         )
