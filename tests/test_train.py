@@ -243,7 +243,8 @@ def test_export_copies_the_latest_policy(tmp_path: Path) -> None:
     assert export_main([str(tmp_path / "nothing-here"), "--dest", str(dest)]) == 2
 
 
-def test_selfplay_logs_only_network_moves_with_legal_policies() -> None:
+@pytest.mark.parametrize("target_temperature", [1.0, 0.0])
+def test_selfplay_logs_only_network_moves_with_legal_policies(target_temperature: float) -> None:
     from train.alphazero import play_selfplay_games
 
     torch.manual_seed(0)
@@ -254,6 +255,7 @@ def test_selfplay_logs_only_network_moves_with_legal_policies() -> None:
         NetworkEvaluator(nets), 3, simulations=4, c_puct=1.5, dirichlet_alpha=0.3,
         dirichlet_fraction=0.25, temperature=1.0, temperature_moves=4,
         rng=np.random.default_rng(0), opponents={0: (0, make("heuristic", seed=1))},
+        target_temperature=target_temperature,
     )
     assert all(log.winner in ("order", "chaos") for log in logs)
     assert logs[0].states and all(s.to_play == "chaos" for s in logs[0].states)
@@ -263,6 +265,9 @@ def test_selfplay_logs_only_network_moves_with_legal_policies() -> None:
         for state, policy in zip(log.states, log.policies):
             assert np.all(policy[action_mask(state) == 0] == 0)
             assert policy.sum() == pytest.approx(1.0, abs=1e-5) or policy.sum() == 0.0
+            if target_temperature == 0 and policy.sum() > 0:  # one-hot, or uniform over proven wins
+                support = policy[policy > 0]
+                assert np.allclose(support, support[0])
 
 
 def _endgames(n: int, empties: int, seed: int) -> list[State]:
