@@ -8,6 +8,9 @@ What makes it fast, each idea measured in ``agents/solver_benchmark.py``:
 * bitboards with incremental per-window stone counts;
 * a transposition table keyed on the least of the 16 symmetry images (8 board symmetries
   times swapping X and O), kept across calls within one :class:`Solver`;
+* a static test for Chaos wins by a pairing strategy: disjoint pairs of empty cells such
+  that every live window holds one pair (Chaos answers in the partner cell with the other
+  symbol), found by a small budgeted backtracking search -- the biggest single gain;
 * forcing rules: Order with a four on the board wins; Chaos facing two threat cells (or
   one cell threatened with both symbols) loses; a lone threat forces Chaos's reply; a
   Chaos move that makes a four loses and is never searched; an Order move that makes
@@ -131,7 +134,8 @@ class Solver:
     ``canon_min_empty`` are the fewest empty cells at which positions are stored in the
     table and at which their key is made symmetry-canonical (below, probing costs more
     than it saves). ``history`` turns the history move-ordering heuristic on, ``pairing``
-the static pairing-strategy test for Chaos wins, ``vcf_depth`` the longest run of
+the static pairing-strategy test for Chaos wins (False: off, True or 1: greedy only,
+    n > 1: backtracking over at most n pair choices), ``vcf_depth`` the longest run of
 consecutive fours tried before the full search at Order nodes (0: off), ``pruning`` the
 dead-cell and dominated-symbol pruning; these switches exist to measure each idea.
     """
@@ -143,7 +147,7 @@ dead-cell and dominated-symbol pruning; these switches exist to measure each ide
         tt_min_empty: int = 5,
         canon_min_empty: int = 5,
         history: bool = False,
-        pairing: bool = True,
+        pairing: bool | int = 200,
         vcf_depth: int = 0,
         pruning: bool = True,
     ) -> None:

@@ -205,6 +205,7 @@ def _rate(rows: list[tuple[str | None, int, float]]) -> float:
 ABLATIONS: dict[str, dict] = {
     "default": {},
     "no pairing test": {"pairing": False},
+    "greedy pairing only (no backtracking)": {"pairing": 1},
     "no dead-cell/dominance pruning": {"pruning": False},
     "TT without symmetry": {"canon_min_empty": 37},
     "no TT": {"tt_min_empty": 37},
@@ -239,7 +240,7 @@ def run(quick: bool = False) -> dict:
     """Measure the solver against the pure-Python baseline, its own ideas one by one, and
     how far it reaches; print tables and return the figures."""
     seed = 2024
-    per_count = 4 if quick else 10
+    per_count = 4 if quick else 6
     base_cap = 0.5 if quick else 10.0
     solver_cap = 5.0 if quick else 60.0
     positions = [s for e in (20, 21, 22) for s in sensible_positions(per_count, e, seed + e)]
@@ -308,5 +309,44 @@ def run(quick: bool = False) -> dict:
     return figures
 
 
+def probe_opening(first_action: int, cap: float, total: float, tt_bits: int = 25) -> dict:
+    """The moonshot probe: after Order's ``first_action`` on the empty board, try to prove
+    every Chaos reply (one per symmetry class) an Order win, ``cap`` seconds each and
+    ``total`` seconds in all, with one shared transposition table. If every reply is
+    proven, the empty board is a proven Order win."""
+    from agents.solver import Solver
+    from envs.rules import action_name
+    from envs.symmetry import canonical_key
+
+    solver = Solver(tt_bits=tt_bits)
+    start = time.perf_counter()
+    root = State().apply(first_action)
+    classes: dict[int, int] = {}
+    for a in root.legal_actions():
+        child = root.apply(a)
+        classes.setdefault(canonical_key(child.x, child.o), a)
+    rows = []
+    for a in classes.values():
+        if time.perf_counter() - start > total:
+            rows.append({"reply": action_name(a), "winner": None, "nodes": 0, "seconds": 0.0})
+            continue
+        r = solver.solve(root.apply(a), time_limit=cap)
+        rows.append({"reply": action_name(a), "winner": r.winner, "nodes": r.nodes,
+                     "seconds": r.seconds, "tt_entries": solver.tt_entries})
+        print(f"  {action_name(first_action)} then {action_name(a)}: {r.winner}  "
+              f"{r.nodes:,} nodes  {r.seconds:.1f}s  TT {solver.tt_entries:,}", flush=True)
+    proven = sum(row["winner"] == "order" for row in rows)
+    return {"first": action_name(first_action), "replies": len(rows), "proven_order": proven,
+            "chaos": sum(row["winner"] == "chaos" for row in rows),
+            "seconds": time.perf_counter() - start, "tt_capacity": solver.tt_capacity,
+            "rows": rows}
+
+
 if __name__ == "__main__":
-    run(quick="--quick" in sys.argv)
+    if "--moonshot" in sys.argv:  # python -m agents.solver_benchmark --moonshot [CAP TOTAL]
+        rest = [float(v) for v in sys.argv[sys.argv.index("--moonshot") + 1:]]
+        cap, total = (rest + [90.0, 1200.0][len(rest):])[:2]
+        summary = probe_opening(2 * 14, cap, total)  # c3 X, the solver's own first choice
+        print({k: v for k, v in summary.items() if k != "rows"})
+    else:
+        run(quick="--quick" in sys.argv)

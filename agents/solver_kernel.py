@@ -78,6 +78,7 @@ TT_ORDER, TT_CHAOS = 1, 2
 FOUR_BONUS = 1 << 40
 DEAD_SCORE = -(1 << 50)
 DOUBLE_FOUR = -1
+SPLIT_FOUR = -2
 
 
 @njit(cache=True)
@@ -213,25 +214,43 @@ def pairing_exists(x: int, o: int, xc: np.ndarray, oc: np.ndarray) -> bool:
                 return False
             free &= ~((1 << best_a) | (1 << best_b))
             uncovered &= ~PAIR_WINDOWS[best_a, best_b]
-    return True
+    return uncovered == 0  # a live window with fewer than two empty cells cannot be paired
 
 
 @njit(cache=True)
-def _four_target(c: int, s: int, occ: int, xc: np.ndarray, oc: np.ndarray) -> int:
-    """Where Order's symbol ``s`` on empty cell ``c`` makes fours: -1 none, -2 two distinct
-    cells (a won double four), else the one cell Chaos must block."""
-    target = -1
+def _cell_effect(
+    c: int, mine: np.ndarray, theirs: np.ndarray, occ: int
+) -> tuple[int, int, int, int, int]:
+    """What a symbol on empty cell ``c`` does, given the window counts of that symbol
+    (``mine``) and of the other (``theirs``). Returns (live windows through c, those holding
+    only this symbol, danger added to this symbol's windows, danger of the other symbol's
+    windows killed, four): four is -1 if no four is made, SPLIT_FOUR if fours with two
+    distinct gaps are made (a won double four), else the one gap Chaos must block."""
+    nlive = 0
+    only = 0
+    gain = 0
+    killed = 0
+    four = -1
     for k in range(CELL_NWIN[c]):
         w = CELL_WIN[c, k]
-        mine = xc[w] if s == 0 else oc[w]
-        theirs = oc[w] if s == 0 else xc[w]
-        if mine == 3 and theirs == 0:
+        a = mine[w]
+        b = theirs[w]
+        if a > 0 and b > 0:
+            continue
+        nlive += 1
+        if b > 0:
+            killed += DANGER[b]
+            continue
+        if a > 0:
+            only += 1
+        gain += DANGER[a + 1] - DANGER[a]
+        if a == 3:
             e = _four_cell(w, c, occ)
-            if target < 0:
-                target = e
-            elif target != e:
-                return -2
-    return target
+            if four == -1:
+                four = e
+            elif four != e:
+                four = SPLIT_FOUR
+    return nlive, only, gain, killed, four
 
 
 @njit(cache=True)
@@ -254,10 +273,10 @@ def vcf(x: int, o: int, nempty: int, xc: np.ndarray, oc: np.ndarray, ctl: np.nda
             v >>= 1
             c += 1
         for s in range(2):
-            e = _four_target(c, s, occ, xc, oc)
+            e = _cell_effect(c, xc, oc, occ)[4] if s == 0 else _cell_effect(c, oc, xc, occ)[4]
             if e == -1:
                 continue
-            if e == -2:
+            if e == SPLIT_FOUR:
                 return ORDER_WINS
             ctl[NODES] += 2
             if _check_limits(ctl, deadline):
@@ -286,6 +305,78 @@ def vcf(x: int, o: int, nempty: int, xc: np.ndarray, oc: np.ndarray, ctl: np.nda
             if r != 0:
                 return r
     return 0
+
+
+@njit(cache=True)
+def _pairing_search(free: int, uncovered: int, budget: np.ndarray) -> bool:
+    """Backtracking form of the pairing test: cover every window in ``uncovered`` with a
+    pair of cells from ``free`` (pairs disjoint). ``budget[0]`` caps the pair choices."""
+    if uncovered == 0:
+        return True
+    # The uncovered window with the fewest free cells is the most constrained.
+    best_w = -1
+    best_count = 6
+    rest = uncovered
+    while rest:
+        low = rest & -rest
+        rest ^= low
+        w = 0
+        v = low
+        while v > 1:
+            v >>= 1
+            w += 1
+        count = 0
+        for k in range(5):
+            count += (free >> WIN_CELLS[w, k]) & 1
+        if count < 2:
+            return False
+        if count < best_count:
+            best_count = count
+            best_w = w
+    pairs_a = np.empty(10, dtype=np.int64)
+    pairs_b = np.empty(10, dtype=np.int64)
+    gains = np.empty(10, dtype=np.int64)
+    n = 0
+    for i in range(5):
+        a = WIN_CELLS[best_w, i]
+        if not (free >> a) & 1:
+            continue
+        for j in range(i + 1, 5):
+            b = WIN_CELLS[best_w, j]
+            if (free >> b) & 1:
+                gain = _popcount32(PAIR_WINDOWS[a, b] & uncovered)
+                k = n
+                while k > 0 and gains[k - 1] < gain:
+                    pairs_a[k] = pairs_a[k - 1]
+                    pairs_b[k] = pairs_b[k - 1]
+                    gains[k] = gains[k - 1]
+                    k -= 1
+                pairs_a[k] = a
+                pairs_b[k] = b
+                gains[k] = gain
+                n += 1
+    for i in range(n):
+        budget[0] -= 1
+        if budget[0] < 0:
+            return False
+        a = pairs_a[i]
+        b = pairs_b[i]
+        if _pairing_search(free & ~((1 << a) | (1 << b)), uncovered & ~PAIR_WINDOWS[a, b], budget):
+            return True
+    return False
+
+
+@njit(cache=True)
+def pairing_exists_bt(x: int, o: int, xc: np.ndarray, oc: np.ndarray, steps: int) -> bool:
+    """:func:`pairing_exists` with backtracking over at most ``steps`` pair choices."""
+    free = ((1 << CELLS) - 1) & ~(x | o)
+    uncovered = 0
+    for w in range(NUM_WINDOWS):
+        if xc[w] == 0 or oc[w] == 0:
+            uncovered |= 1 << w
+    budget = np.empty(1, dtype=np.int64)
+    budget[0] = steps
+    return _pairing_search(free, uncovered, budget)
 
 
 @njit(cache=True)
@@ -349,44 +440,14 @@ def generate(
         while v > 1:
             v >>= 1
             c += 1
-        nlive = 0
-        xonly = 0
-        oonly = 0
-        dx = 0  # change of total window danger if X goes on c
-        do = 0  # the same for O
-        x4cell = -1
-        o4cell = -1
-        x4split = False
-        o4split = False
-        for k in range(CELL_NWIN[c]):
-            w = CELL_WIN[c, k]
-            a = xc[w]
-            b = oc[w]
-            if a > 0 and b > 0:
-                continue
-            nlive += 1
-            if b == 0:
-                if a > 0:
-                    xonly += 1
-                    do -= DANGER[a]
-                dx += DANGER[a + 1] - DANGER[a]
-                if a == 3:
-                    e = _four_cell(w, c, occ)
-                    if x4cell < 0:
-                        x4cell = e
-                    elif x4cell != e:
-                        x4split = True
-            if a == 0:
-                if b > 0:
-                    oonly += 1
-                    dx -= DANGER[b]
-                do += DANGER[b + 1] - DANGER[b]
-                if b == 3:
-                    e = _four_cell(w, c, occ)
-                    if o4cell < 0:
-                        o4cell = e
-                    elif o4cell != e:
-                        o4split = True
+        nlive, xonly, x_gain, o_killed, x4 = _cell_effect(c, xc, oc, occ)
+        _, oonly, o_gain, x_killed, o4 = _cell_effect(c, oc, xc, occ)
+        dx = x_gain - o_killed  # change of total window danger if X goes on c
+        do = o_gain - x_killed  # the same for O
+        makes_x4 = x4 >= 0 or x4 == SPLIT_FOUR
+        makes_o4 = o4 >= 0 or o4 == SPLIT_FOUR
+        x_double = x4 == SPLIT_FOUR
+        o_double = o4 == SPLIT_FOUR
         if nlive == 0 and prune:
             # A dead cell: all such cells are interchangeable tempo moves, symbol irrelevant.
             if not have_dead:
@@ -403,27 +464,27 @@ def generate(
                 try_o = False
             elif dominated and oonly == nlive:
                 try_x = False
-            if stop_on_double_four and (x4split or o4split):
-                mv[0] = 2 * c if x4split else 2 * c + 1
+            if stop_on_double_four and (x_double or o_double):
+                mv[0] = 2 * c if x_double else 2 * c + 1
                 return DOUBLE_FOUR
             if try_x:
                 mv[n] = 2 * c
-                sc[n] = dx + (FOUR_BONUS if x4cell >= 0 else 0) + (FOUR_BONUS if x4split else 0)
+                sc[n] = dx + (FOUR_BONUS if makes_x4 else 0) + (FOUR_BONUS if x_double else 0)
                 n += 1
             if try_o:
                 mv[n] = 2 * c + 1
-                sc[n] = do + (FOUR_BONUS if o4cell >= 0 else 0) + (FOUR_BONUS if o4split else 0)
+                sc[n] = do + (FOUR_BONUS if makes_o4 else 0) + (FOUR_BONUS if o_double else 0)
                 n += 1
         else:
             if dominated and xonly == nlive:
                 try_x = False
             elif dominated and oonly == nlive:
                 try_o = False
-            if try_x and x4cell < 0:
+            if try_x and not makes_x4:
                 mv[n] = 2 * c
                 sc[n] = -dx
                 n += 1
-            if try_o and o4cell < 0:
+            if try_o and not makes_o4:
                 mv[n] = 2 * c + 1
                 sc[n] = -do
                 n += 1
@@ -509,12 +570,8 @@ def search(
         s = 1 - t_sym
         bit = 1 << t_cell
         _place(t_cell, s, xc, oc, 1)
-        if s == 0:
-            r = search(x | bit, o, nempty - 1, depth - 1, xc, oc, tt_x, tt_o, tt_v, tt_w,
-                       hist, moves, scores, ctl, deadline)
-        else:
-            r = search(x, o | bit, nempty - 1, depth - 1, xc, oc, tt_x, tt_o, tt_v, tt_w,
-                       hist, moves, scores, ctl, deadline)
+        r = search(x | bit if s == 0 else x, o | bit if s == 1 else o, nempty - 1, depth - 1,
+                   xc, oc, tt_x, tt_o, tt_v, tt_w, hist, moves, scores, ctl, deadline)
         _place(t_cell, s, xc, oc, -1)
         return r
 
@@ -540,7 +597,11 @@ def search(
                     ctl[TT_HITS] += 1
                     return ORDER_WINS
 
-    if ctl[USE_PAIRING] and pairing_exists(x, o, xc, oc):
+    if ctl[USE_PAIRING] and (
+        pairing_exists(x, o, xc, oc)
+        if ctl[USE_PAIRING] == 1
+        else pairing_exists_bt(x, o, xc, oc, ctl[USE_PAIRING])
+    ):
         result = CHAOS_WINS
         if use_tt and exact:
             _tt_store(tt_x, tt_o, tt_v, tt_w, idx, kx, ko, result, 1)
@@ -577,12 +638,8 @@ def search(
         s = m & 1
         bit = 1 << c
         _place(c, s, xc, oc, 1)
-        if s == 0:
-            r = search(x | bit, o, nempty - 1, depth - 1, xc, oc, tt_x, tt_o, tt_v, tt_w,
-                       hist, moves, scores, ctl, deadline)
-        else:
-            r = search(x, o | bit, nempty - 1, depth - 1, xc, oc, tt_x, tt_o, tt_v, tt_w,
-                       hist, moves, scores, ctl, deadline)
+        r = search(x | bit if s == 0 else x, o | bit if s == 1 else o, nempty - 1, depth - 1,
+                   xc, oc, tt_x, tt_o, tt_v, tt_w, hist, moves, scores, ctl, deadline)
         _place(c, s, xc, oc, -1)
         if r == ABORT:
             return ABORT
@@ -596,3 +653,4 @@ def search(
         _tt_store(tt_x, tt_o, tt_v, tt_w, idx, kx, ko, result, ctl[NODES] - start_nodes)
         ctl[TT_STORES] += 1
     return result
+
