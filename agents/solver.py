@@ -122,11 +122,6 @@ def _check_state(state: object) -> State:
     return state
 
 
-def _terminal_winner(state: State) -> str | None:
-    """The winner of a finished board, else None."""
-    return state.winner
-
-
 class Solver:
     """An exact solver with its own transposition table, kept across calls.
 
@@ -205,7 +200,7 @@ dead-cell and dominated-symbol pruning; these switches exist to measure each ide
         return int(r)
 
     def _winner(self, state: State, budget: _Budget) -> str | None:
-        done = _terminal_winner(state)
+        done = state.winner
         if done is not None:
             return done
         r = self._search(state, K.EXACT, budget)
