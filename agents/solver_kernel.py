@@ -125,6 +125,16 @@ def canonical(x: int, o: int) -> tuple[int, int]:
 
 
 @njit(cache=True)
+def _bit_index(single_bit: int) -> int:
+    """The index of the one set bit of ``single_bit``."""
+    i = 0
+    while single_bit > 1:
+        single_bit >>= 1
+        i += 1
+    return i
+
+
+@njit(cache=True)
 def _tt_index(kx: int, ko: int, mask: int) -> int:
     h = kx * -7046029254386353131 + ko * -4417276706812531889
     h ^= h >> 29
@@ -267,11 +277,7 @@ def vcf(x: int, o: int, nempty: int, xc: np.ndarray, oc: np.ndarray, ctl: np.nda
     while empty:
         low = empty & -empty
         empty ^= low
-        c = 0
-        v = low
-        while v > 1:
-            v >>= 1
-            c += 1
+        c = _bit_index(low)
         for s in range(2):
             e = _cell_effect(c, xc, oc, occ)[4] if s == 0 else _cell_effect(c, oc, xc, occ)[4]
             if e == -1:
@@ -320,11 +326,7 @@ def _pairing_search(free: int, uncovered: int, budget: np.ndarray) -> bool:
     while rest:
         low = rest & -rest
         rest ^= low
-        w = 0
-        v = low
-        while v > 1:
-            v >>= 1
-            w += 1
+        w = _bit_index(low)
         count = 0
         for k in range(5):
             count += (free >> WIN_CELLS[w, k]) & 1
@@ -435,11 +437,7 @@ def generate(
     while empty:
         low = empty & -empty
         empty ^= low
-        c = 0
-        v = low
-        while v > 1:
-            v >>= 1
-            c += 1
+        c = _bit_index(low)
         nlive, xonly, x_gain, o_killed, x4 = _cell_effect(c, xc, oc, occ)
         _, oonly, o_gain, x_killed, o4 = _cell_effect(c, oc, xc, occ)
         dx = x_gain - o_killed  # change of total window danger if X goes on c
