@@ -21,7 +21,8 @@ COMMANDS: dict[str, str] = {
     "solve": "prove the game-theoretic winner of board positions",
     "play": "play against any agent in the terminal",
     "replay": "show saved games move by move",
-    "bench": "benchmarks: env throughput, search speed",
+    "bench": "benchmarks: env throughput, search speed, training throughput",
+    "demo": "a short train-then-evaluate demo on the default config",
 }
 
 
