@@ -217,6 +217,26 @@ class HeuristicAgent:
         return _argmax({a: remaining(a) for a in non_suicide}, non_suicide)
 
 
+def epsilon_heuristic_position(
+    target_empties: int, rng: np.random.Generator, epsilon: float
+) -> State | None:
+    """Play heuristic against heuristic, with a uniformly random legal move at chance
+    ``epsilon``, until ``target_empties`` cells are empty: a position reached by sensible
+    play. None if the game ends first. All randomness comes from ``rng``."""
+    heuristic = HeuristicAgent(seed=rng)
+    state = State()
+    while state.num_empty > target_empties:
+        if state.is_terminal:
+            return None
+        if rng.random() < epsilon:
+            legal = state.legal_actions()
+            action = legal[int(rng.integers(len(legal)))]
+        else:
+            action = heuristic.act(state)
+        state = state.apply(action)
+    return None if state.is_terminal else state
+
+
 def _after(x: int, o: int, action: int) -> tuple[int, int]:
     bit = 1 << (action >> 1)
     return (x | bit, o) if action & 1 == X else (x, o | bit)

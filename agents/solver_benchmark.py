@@ -40,10 +40,9 @@ ABORTED = None
 def sensible_positions(count: int, empties: int, seed: int, epsilon: float = 0.15) -> list[State]:
     """``count`` distinct undecided positions with ``empties`` empty cells, from seeded
     heuristic-vs-heuristic play with a random move at chance ``epsilon``."""
-    from agents.simple import HeuristicAgent
+    from agents.simple import epsilon_heuristic_position
 
     rng = np.random.default_rng(seed)
-    heuristic = HeuristicAgent(seed=rng)
     found: list[State] = []
     seen: set[State] = set()
     attempts = 0
@@ -51,15 +50,8 @@ def sensible_positions(count: int, empties: int, seed: int, epsilon: float = 0.1
         attempts += 1
         if attempts > 50 * count:
             raise RuntimeError(f"could not reach {count} undecided positions at {empties} empties")
-        state = State()
-        while state.num_empty > empties and not state.is_terminal:
-            if rng.random() < epsilon:
-                legal = state.legal_actions()
-                action = legal[int(rng.integers(len(legal)))]
-            else:
-                action = heuristic.act(state)
-            state = state.apply(action)
-        if state.is_terminal or state.decided or state in seen:
+        state = epsilon_heuristic_position(empties, rng, epsilon)
+        if state is None or state.decided or state in seen:
             continue
         seen.add(state)
         found.append(state)

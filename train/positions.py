@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.base import Agent
+from agents.simple import epsilon_heuristic_position
 from envs.rules import (
     ACTIONS,
     AGENTS,
@@ -216,25 +217,6 @@ class MakeStats:
         return dict(self.__dict__)
 
 
-def sensible_position(target_empties: int, rng: np.random.Generator, epsilon: float) -> State | None:
-    """Play heuristic-vs-heuristic (a random move with chance ``epsilon``) until
-    ``target_empties`` cells are empty; None if the game ends first."""
-    from agents.simple import HeuristicAgent
-
-    heuristic = HeuristicAgent(seed=rng)
-    state = State()
-    while state.num_empty > target_empties:
-        if state.is_terminal:
-            return None
-        if rng.random() < epsilon:
-            legal = state.legal_actions()
-            action = legal[int(rng.integers(len(legal)))]
-        else:
-            action = heuristic.act(state)
-        state = state.apply(action)
-    return None if state.is_terminal else state
-
-
 def make_positions(
     n: int,
     empties: tuple[int, int] = (12, 18),
@@ -269,7 +251,7 @@ def make_positions(
     try:
         while len(found) < n and stats.attempts < 200 * n:
             stats.attempts += 1
-            state = sensible_position(int(rng.integers(lo, hi + 1)), rng, epsilon)
+            state = epsilon_heuristic_position(int(rng.integers(lo, hi + 1)), rng, epsilon)
             if state is None:
                 stats.ended_early += 1
                 continue
