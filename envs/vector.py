@@ -155,7 +155,8 @@ class OrderChaosVectorEnv(VectorEnv):
         winning_line = xp.zeros((self.num_envs, CELLS), xp.bool_)
         order_won = xp.nonzero(ended & (winner == ORDER_WINS))
         if order_won.shape[0]:
-            winning_line[order_won] = game.winning_lines(order_won)
+            # These games just ended, so their five runs through their last move.
+            winning_line[order_won] = game.last_move_lines(order_won)
         return {
             "to_play": xp.astype(game.to_play, xp.int8),
             "winner": winner,

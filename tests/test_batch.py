@@ -55,6 +55,7 @@ def test_batch_agrees_with_scalar_rules(backend: str, seed: int, end_when_decide
         actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
         result = game.step(actions, active)
         rewards, terminated = as_numpy(result.reward), as_numpy(result.terminated)
+        last_move_lines = as_numpy(game.last_move_lines())
         for i in range(n):
             if over[i]:
                 assert rewards[i] == 0 and not terminated[i]
@@ -67,6 +68,7 @@ def test_batch_agrees_with_scalar_rules(backend: str, seed: int, end_when_decide
                 winner = states[i].winner or "chaos"
                 assert rewards[i] == (1 if winner == mover else -1)
                 assert as_numpy(game.winner)[i] == WINNER_INDEX[winner]
+                assert tuple(np.flatnonzero(last_move_lines[i])) == states[i].winning_line
                 over[i] = True
             else:
                 assert rewards[i] == 0 and as_numpy(game.winner)[i] == -1
