@@ -71,11 +71,6 @@ def touched_windows(bits: int) -> int:
     return sum(1 << w for w, m in enumerate(WINDOWS) if bits & m)
 
 
-def is_decided(state: State) -> bool:
-    """True when every window holds both symbols, so no five is possible any more."""
-    return touched_windows(state.x) & touched_windows(state.o) == _ALL_WINDOWS
-
-
 class GameCore:
     """One game with its observation planes and mask kept up to date move by move.
 
@@ -139,7 +134,7 @@ class GameCore:
 
     def is_over_at(self, state: State) -> bool:
         """Whether ``state`` already counts as finished under this core's options."""
-        return state.is_terminal or (self.end_when_decided and is_decided(state))
+        return state.is_terminal or (self.end_when_decided and state.decided)
 
     def load(self, state: State) -> None:
         """Set the position (finished positions are loaded as finished games)."""
