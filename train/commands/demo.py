@@ -14,8 +14,6 @@ from pathlib import Path
 
 DEMO_OVERRIDES = (
     "selfplay.games=64",
-    "selfplay.warmup_games=600",
-    "selfplay.warmup_updates=300",
     "mcts.simulations=32",
     "run.checkpoint_interval=2",
     "eval.interval=0",
@@ -30,6 +28,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--minutes", type=float, default=3.0, help="training minutes (default 3)")
     parser.add_argument("--games", type=int, default=50, help="evaluation games per row (default 50)")
     parser.add_argument("--seed", type=int, default=0, help="seed of training and evaluation")
+    parser.add_argument(
+        "--warmup-games", type=int, default=600,
+        help="heuristic self-games imitated before self-play (default 600; 0: none)",
+    )
     parser.add_argument("--run-dir", metavar="DIR", help="where the run is written (default runs/demo-<time>)")
 
 
@@ -39,9 +41,15 @@ def run(args: argparse.Namespace) -> int:
     from train.evaluate import play_match
     from train.trainer import make_trainer
 
-    if args.minutes <= 0 or args.games <= 0:
-        raise SystemExit("error: --minutes and --games must be positive")
-    overrides = [*DEMO_OVERRIDES, f"run.time_limit_minutes={args.minutes}", f"seed={args.seed}"]
+    if args.minutes <= 0 or args.games <= 0 or args.warmup_games < 0:
+        raise SystemExit("error: --minutes and --games must be positive, --warmup-games >= 0")
+    overrides = [
+        *DEMO_OVERRIDES,
+        f"run.time_limit_minutes={args.minutes}",
+        f"seed={args.seed}",
+        f"selfplay.warmup_games={args.warmup_games}",
+        f"selfplay.warmup_updates={args.warmup_games // 2}",
+    ]
     config = load_config(None, overrides)
     run_dir = Path(args.run_dir or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
     print(f"training for {args.minutes:g} minutes into {run_dir} ...", flush=True)

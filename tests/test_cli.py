@@ -1,0 +1,50 @@
+"""Smoke runs of the CLI commands not covered elsewhere: help, demo, bench search/train."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from train.cli import COMMANDS, main
+
+
+def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for name in COMMANDS:
+        assert name in out
+
+
+def test_unknown_command_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["fly"])
+    assert exc.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_demo_trains_then_evaluates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = tmp_path / "demo"
+    code = main(["demo", "--minutes", "0.02", "--games", "2", "--warmup-games", "8",
+                 "--run-dir", str(run_dir)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "trained Order vs heuristic Chaos" in out and "heuristic Order vs trained Chaos" in out
+    assert (run_dir / "config.yaml").is_file()
+    assert any((run_dir / "checkpoints").iterdir())
+
+
+def test_demo_refuses_bad_sizes() -> None:
+    with pytest.raises(SystemExit, match="--minutes and --games must be positive"):
+        main(["demo", "--minutes", "0"])
+
+
+@pytest.mark.parametrize("target", ["search", "train"])
+def test_bench_quick_writes_figures(target: str, tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    assert main(["bench", target, "--quick", "--json", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    assert figures and all(isinstance(v, dict) and v for v in figures.values())
