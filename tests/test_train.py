@@ -332,3 +332,40 @@ def test_solver_worker_matches_in_process_targets_and_survives_a_dead_worker() -
         assert worker.targets(late, 20_000, True) == solver_targets(late, 20_000, True)
     finally:
         worker.close()
+
+
+WORKER_SCRIPT = """
+import sys, time
+from envs.rules import State
+from train.solver_targets import SolverWorker
+worker = SolverWorker()
+worker.targets([State().apply(0)], node_limit=10, moves=False)
+print(*worker._pool._processes, flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/status") as fh:  # a zombie is as good as gone
+        return "zombie" not in fh.read()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc")
+def test_solver_worker_exits_when_its_trainer_is_killed() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", WORKER_SCRIPT], stdout=subprocess.PIPE, text=True)
+    try:
+        worker_pid = int(proc.stdout.readline().split()[0])
+        assert _alive(worker_pid)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while _alive(worker_pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(worker_pid), "the solver worker outlived its killed parent"
+    finally:
+        proc.kill()
+        proc.wait()

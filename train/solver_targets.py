@@ -10,6 +10,9 @@ with a warning instead of dying.
 from __future__ import annotations
 
 import multiprocessing
+import os
+import threading
+import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -46,6 +49,18 @@ def solver_targets(states: list[State], node_limit: int, moves: bool) -> SolverT
     return out
 
 
+def _exit_with_parent(parent_pid: int) -> None:
+    """Worker initializer: end this process once its parent is gone (e.g. a trainer killed
+    with SIGKILL), instead of idling forever on the pool's queue."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 class SolverWorker:
     """Computes :func:`solver_targets` in one persistent worker process, so that a crash of
     the compiled solver loses one batch of targets (with a warning), never the run."""
@@ -59,7 +74,12 @@ class SolverWorker:
         if not states:
             return SolverTargets()
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_exit_with_parent,
+                initargs=(os.getpid(),),
+            )
         try:
             return self._pool.submit(solver_targets, list(states), node_limit, moves).result()
         except BrokenProcessPool:
@@ -75,5 +95,5 @@ class SolverWorker:
     def close(self) -> None:
         """Stop the worker process (a later call starts a new one)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
