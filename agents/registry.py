@@ -39,7 +39,7 @@ REGISTRY: dict[str, FactoryInfo] = {
     "solver": FactoryInfo(
         "agents.solver:SolverAgent",
         {"time": float, "seed": int},
-        "exact solver; falls back to heuristic play when the time limit is hit",
+        "exact solver; when the time limit is hit, falls back to a tactical move (take a five, block a four)",
     ),
     "pretrained": FactoryInfo(
         "agents.neural:pretrained_agent",
