@@ -25,7 +25,7 @@ from agents.network import (
     load_policy_dir,
     masked_log_softmax,
 )
-from envs.encoding import action_mask, encode_states
+from envs.encoding import action_masks, encode_states
 from envs.rules import ACTIONS, AGENTS, State
 
 DEFAULT_C_PUCT = 1.5
@@ -54,7 +54,7 @@ class NetworkEvaluator:
         if len(states) == 0:
             return np.zeros((0, ACTIONS), np.float32), np.zeros(0, np.float32)
         planes = encode_states(states)
-        masks = np.stack([action_mask(s) for s in states])
+        masks = action_masks(states)
         roles = np.fromiter((s.to_play_index for s in states), dtype=np.int8, count=len(states))
         return self.evaluate_arrays(planes, masks, roles)
 

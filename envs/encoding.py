@@ -57,7 +57,14 @@ def encode_state(state: State) -> np.ndarray:
 
 def action_mask(state: State) -> np.ndarray:
     """The 72-long int8 legal-action mask of one state (all zeros when it is over)."""
-    if state.is_terminal:
-        return np.zeros(ACTIONS, dtype=np.int8)
-    empty = 1 - bits_to_cells(np.array([state.x | state.o], dtype=np.uint64))[0]
-    return np.repeat(empty, 2).astype(np.int8)
+    return action_masks([state])[0]
+
+
+def action_masks(states: Sequence[State]) -> np.ndarray:
+    """Legal-action masks ``(N, 72)`` int8 for a sequence of states (a row of zeros for
+    each finished game)."""
+    occupied = np.fromiter((s.x | s.o for s in states), dtype=np.uint64, count=len(states))
+    over = np.fromiter((s.is_terminal for s in states), dtype=bool, count=len(states))
+    empty = 1 - bits_to_cells(occupied)
+    empty[over] = 0
+    return np.repeat(empty, 2, axis=1)

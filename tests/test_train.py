@@ -21,7 +21,7 @@ from safetensors.torch import load_file
 from agents.network import PolicyValueNet
 from agents.neural import find_policy_dir
 from agents.registry import make
-from envs.encoding import OBS_VERSION, action_mask, encode_states
+from envs.encoding import OBS_VERSION, action_mask, action_masks, encode_states
 from envs.rules import ACTIONS, State
 from train.benchmark import random_positions
 from train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
@@ -261,13 +261,35 @@ def test_selfplay_logs_only_network_moves_with_legal_policies(target_temperature
     assert logs[0].states and all(s.to_play == "chaos" for s in logs[0].states)
     assert any(s.to_play == "order" for s in logs[1].states)
     for log in logs:
-        assert len(log.states) == len(log.policies)
+        assert len(log.states) == len(log.policies) == len(log.planes) == len(log.masks)
+        # the batch engine's planes and masks for each logged position are the encoding's
+        np.testing.assert_array_equal(np.stack(log.planes), encode_states(log.states))
+        np.testing.assert_array_equal(np.stack(log.masks), action_masks(log.states))
         for state, policy in zip(log.states, log.policies):
             assert np.all(policy[action_mask(state) == 0] == 0)
             assert policy.sum() == pytest.approx(1.0, abs=1e-5) or policy.sum() == 0.0
             if target_temperature == 0 and policy.sum() > 0:  # one-hot, or uniform over proven wins
                 support = policy[policy > 0]
                 assert np.allclose(support, support[0])
+
+
+@pytest.mark.parametrize("openings", [0, 3])
+def test_lockstep_heuristic_games_replay_under_the_scalar_rules(openings: int) -> None:
+    from train.alphazero import play_heuristic_games
+
+    logs = play_heuristic_games(6, openings, np.random.default_rng(5))
+    for log in logs:
+        np.testing.assert_array_equal(np.stack(log.planes), encode_states(log.states))
+        np.testing.assert_array_equal(np.stack(log.masks), action_masks(log.states))
+        assert log.states[0].num_stones == openings
+        # each logged move (the one-hot policy) leads to the next logged position, and the
+        # last one ends the game as the batch engine reported
+        moves = [int(np.argmax(p)) for p in log.policies]
+        assert all(p.sum() == 1.0 for p in log.policies)
+        for state, move, following in zip(log.states, moves, log.states[1:]):
+            assert state.apply(move) == following
+        final = log.states[-1].apply(moves[-1])
+        assert final.is_terminal and final.winner == log.winner and final.num_stones == log.length
 
 
 def _endgames(n: int, empties: int, seed: int) -> list[State]:
@@ -369,3 +391,36 @@ def test_solver_worker_exits_when_its_trainer_is_killed() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_solver_targets_from_the_worker_join_the_replay_when_flushed(tmp_path: Path) -> None:
+    from agents.solver import solve
+    from train.alphazero import play_heuristic_games
+
+    depth = 20
+    config = load_config(SMOKE, ["eval.enabled=false", f"selfplay.solver_depth={depth}", "selfplay.solver_process=true"])
+    trainer = make_trainer(config, tmp_path / "run")
+    try:
+        logs = play_heuristic_games(3, 0, np.random.default_rng(2))
+        stats = trainer.store(logs)
+        late = [s for log in logs for s in log.states if s.num_empty <= depth]
+        assert stats["charts/solver_positions"] == len(late) > 0
+        assert len(trainer.replay["order"]) == len(trainer.replay["chaos"]) == 0  # still solving
+        limit = config.selfplay.solver_node_limit
+        proven = [s for s in late if solve(s, node_limit=limit).winner is not None]
+        assert trainer.flush()["charts/solver_values"] == len(proven) > 0
+        for index, role in enumerate(("order", "chaos")):
+            mine = [(log, s) for log in logs for s in log.states if s.to_play_index == index]
+            buffer = trainer.replay[role]
+            assert len(buffer) == len(mine)
+            for row, (log, state) in enumerate(mine):
+                exact = solve(state, node_limit=limit, moves=True) if state.num_empty <= depth else None
+                if exact is not None and exact.winner is not None:
+                    assert buffer.values[row] == (1.0 if exact.winner == state.to_play else -1.0)
+                    if exact.winner == state.to_play:
+                        assert set(np.flatnonzero(buffer.policies[row])) == set(exact.best_actions)
+                else:
+                    assert buffer.values[row] == (1.0 if log.winner == state.to_play else -1.0)
+        assert trainer.flush() == {}
+    finally:
+        trainer.close()

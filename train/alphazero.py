@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,19 +26,22 @@ import torch
 from agents.base import Agent
 from agents.network import masked_log_softmax
 from agents.neural import NetworkEvaluator, sample_from
-from envs.encoding import action_mask, encode_states
+from envs.batch import BatchGame
 from envs.rules import ACTIONS, AGENTS, State
 from train.replay import ReplayBuffer
-from train.solver_targets import SolverTargets, SolverWorker, solver_targets
+from train.solver_targets import PendingTargets, SolverTargets, SolverWorker, solver_targets
 from train.trainer import Trainer
 
 
 @dataclass
 class GameLog:
-    """The network-played positions of one self-play game and their search policies."""
+    """The logged positions of one game (those a learner moved in), with their policy
+    targets and the engine's observation planes and action masks."""
 
     states: list[State] = field(default_factory=list)
     policies: list[np.ndarray] = field(default_factory=list)
+    planes: list[np.ndarray] = field(default_factory=list)
+    masks: list[np.ndarray] = field(default_factory=list)
     winner: str | None = None
     length: int = 0
 
@@ -45,6 +49,46 @@ class GameLog:
 def value_targets(log: GameLog) -> np.ndarray:
     """The final outcome from the view of the player to move in each logged position."""
     return np.array([1.0 if log.winner == s.to_play else -1.0 for s in log.states], np.float32)
+
+
+MoveChooser = Callable[[int, np.ndarray, list[State]], tuple[list[int], list["np.ndarray | None"]]]
+"""``choose(ply, games, states)``: given the indices and positions of the unfinished games,
+one action per game and, per game, the policy target to log for that position (None: the
+position is not logged)."""
+
+
+def play_lockstep(n_games: int, choose: MoveChooser) -> list[GameLog]:
+    """Play ``n_games`` games from the empty board in one :class:`envs.BatchGame` until
+    every game has ended; ``choose`` picks the moves of the unfinished games at each ply.
+
+    The batch engine steps the games, detects their ends and winners, and supplies the
+    observation planes and masks of the logged positions.
+    """
+    game = BatchGame(n_games)
+    logs = [GameLog() for _ in range(n_games)]
+    actions = np.zeros(n_games, np.int64)
+    ply = 0
+    while True:
+        playing = ~game.terminated
+        rows = np.flatnonzero(playing)
+        if rows.size == 0:
+            break
+        states = game.states(rows)
+        moves, targets = choose(ply, rows, states)
+        planes, masks = game.observations(), game.action_masks()
+        for g, state, target in zip(rows, states, targets):
+            if target is not None:
+                log = logs[g]
+                log.states.append(state)
+                log.policies.append(target)
+                log.planes.append(planes[g])
+                log.masks.append(masks[g])
+        actions[rows] = moves
+        game.step(actions, active=playing)
+        ply += 1
+    for log, winner, stones in zip(logs, game.winner, game.num_stones):
+        log.winner, log.length = AGENTS[int(winner)], int(stones)
+    return logs
 
 
 def play_selfplay_games(
@@ -61,7 +105,8 @@ def play_selfplay_games(
     opponents: dict[int, tuple[int, Agent]] | None = None,
     target_temperature: float = 1.0,
 ) -> list[GameLog]:
-    """Play ``n_games`` games in lockstep with batched PUCT search for every network move.
+    """Play ``n_games`` games in lockstep (:func:`play_lockstep`) with batched PUCT search
+    for every network move: one search wave evaluates the leaves of all trees at once.
 
     ``opponents`` maps a game index to ``(seat, agent)``: in that game the agent plays seat
     0 (Order) or 1 (Chaos) and only the network's positions are logged. Logged policies are
@@ -70,6 +115,9 @@ def play_selfplay_games(
     from agents.mcts import MCTS
 
     opponents = opponents or {}
+    opponent_seat = np.full(n_games, -1)
+    for g, (seat, _) in opponents.items():
+        opponent_seat[g] = seat
     search = MCTS(
         evaluator,
         simulations=simulations,
@@ -79,76 +127,100 @@ def play_selfplay_games(
         dirichlet_fraction=dirichlet_fraction,
         seed=int(rng.integers(2**31)),
     )
-    states = [State() for _ in range(n_games)]
-    logs = [GameLog() for _ in range(n_games)]
-    active = list(range(n_games))
-    ply = 0
-    while active:
-        by_network = [g for g in active if opponents.get(g, (None,))[0] != states[g].to_play_index]
-        results = search.search_batch([states[g] for g in by_network], add_noise=True) if by_network else []
-        moves: dict[int, int] = {}
+
+    def choose(ply: int, games: np.ndarray, states: list[State]) -> tuple[list[int], list[np.ndarray | None]]:
+        moves = [0] * len(states)
+        targets: list[np.ndarray | None] = [None] * len(states)
+        by_network = [i for i, s in enumerate(states) if opponent_seat[games[i]] != s.to_play_index]
+        results = search.search_batch([states[i] for i in by_network], add_noise=True) if by_network else []
         temp = temperature if ply < temperature_moves else 0.0
-        for g, result in zip(by_network, results):
+        lost = []
+        for i, result in zip(by_network, results):
             # visit distribution; for a proven win, uniform over the proven winning moves; a
             # proven loss stops the search early, so its few visits carry no policy signal and
             # the row trains the value only (an all-zero policy target adds no policy loss)
             if result.proven == "loss":
-                target = np.zeros(ACTIONS, np.float32)
+                targets[i] = np.zeros(ACTIONS, np.float32)
+                lost.append(i)
             else:
-                target = np.asarray(result.policy(target_temperature), dtype=np.float32)
-            logs[g].states.append(states[g])
-            logs[g].policies.append(target)
+                targets[i] = np.asarray(result.policy(target_temperature), dtype=np.float32)
             if temp == 0 or result.proven is not None:
-                moves[g] = int(result.best_action)
+                moves[i] = int(result.best_action)
             else:
-                moves[g] = sample_from(np.asarray(result.policy(1.0), dtype=np.float64), temp, rng)
-        lost = [g for g, result in zip(by_network, results) if result.proven == "loss"]
+                moves[i] = sample_from(np.asarray(result.policy(1.0), dtype=np.float64), temp, rng)
         if lost:  # every move loses against best play: take the network's favourite, which
             # resists fallible opponents better than an arbitrary (maybe suicidal) move
-            priors, _ = evaluator.evaluate([states[g] for g in lost])
-            for g, prior in zip(lost, priors):
-                moves[g] = int(np.argmax(prior))
-        for g in active:
-            if g not in moves:
-                moves[g] = opponents[g][1].act(states[g])
-        still = []
-        for g in active:
-            states[g] = states[g].apply(moves[g])
-            if states[g].is_terminal:
-                logs[g].winner = states[g].winner
-                logs[g].length = states[g].num_stones
-            else:
-                still.append(g)
-        active = still
-        ply += 1
-    return logs
+            priors, _ = evaluator.evaluate([states[i] for i in lost])
+            for i, prior in zip(lost, priors):
+                moves[i] = int(np.argmax(prior))
+        for i, state in enumerate(states):
+            if targets[i] is None:
+                moves[i] = opponents[int(games[i])][1].act(state)
+        return moves, targets
+
+    return play_lockstep(n_games, choose)
 
 
 def play_heuristic_games(n_games: int, openings: int, rng: np.random.Generator) -> list[GameLog]:
-    """``n_games`` games of the heuristic agent against itself, each after ``openings``
-    uniformly random plies that do not end the game. The heuristic's positions are logged
-    with its move as a one-hot policy."""
+    """``n_games`` games of the heuristic agent against itself, in lockstep, each after
+    ``openings`` uniformly random plies that do not end the game. The heuristic's
+    positions are logged with its move as a one-hot policy."""
     from agents.registry import make
 
-    logs = []
-    for _ in range(n_games):
-        agent = make("heuristic", seed=int(rng.integers(2**31)))
-        state, log = State(), GameLog()
-        for _ in range(openings):
-            quiet = [a for a in state.legal_actions() if not state.apply_unchecked(a).is_terminal]
-            if not quiet:
-                break
-            state = state.apply_unchecked(int(rng.choice(quiet)))
-        while not state.is_terminal:
-            action = agent.act(state)
-            target = np.zeros(ACTIONS, np.float32)
-            target[action] = 1.0
-            log.states.append(state)
-            log.policies.append(target)
-            state = state.apply(action)
-        log.winner, log.length = state.winner, state.num_stones
-        logs.append(log)
-    return logs
+    agents = [make("heuristic", seed=int(seed)) for seed in rng.integers(2**31, size=n_games)]
+
+    def choose(ply: int, games: np.ndarray, states: list[State]) -> tuple[list[int], list[np.ndarray | None]]:
+        moves: list[int] = []
+        targets: list[np.ndarray | None] = []
+        for g, state in zip(games, states):
+            quiet = [a for a in state.legal_actions() if not state.apply_unchecked(a).is_terminal] if ply < openings else []
+            if quiet:
+                moves.append(int(rng.choice(quiet)))
+                targets.append(None)
+            else:
+                action = agents[int(g)].act(state)
+                target = np.zeros(ACTIONS, np.float32)
+                target[action] = 1.0
+                moves.append(action)
+                targets.append(target)
+        return moves, targets
+
+    return play_lockstep(n_games, choose)
+
+
+@dataclass
+class TrainingRows:
+    """Training rows from game logs: positions, planes, masks, policy and value targets."""
+
+    states: list[State]
+    planes: np.ndarray
+    masks: np.ndarray
+    policies: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def from_logs(cls, logs: list[GameLog]) -> "TrainingRows | None":
+        """The rows of every logged position (None when there are none)."""
+        logs = [log for log in logs if log.states]
+        if not logs:
+            return None
+        return cls(
+            states=[s for log in logs for s in log.states],
+            planes=np.stack([p for log in logs for p in log.planes]),
+            masks=np.stack([m for log in logs for m in log.masks]),
+            policies=np.stack([p for log in logs for p in log.policies]),
+            values=np.concatenate([value_targets(log) for log in logs]),
+        )
+
+    def apply(self, rows: list[int], exact: SolverTargets) -> None:
+        """Overwrite the targets of ``rows`` with the exact results the solver found
+        (``exact`` is keyed by position in ``rows``): the value, and for a proven win a
+        policy uniform over the winning moves."""
+        for j, value in exact.values.items():
+            self.values[rows[j]] = value
+        for j, winning in exact.winning_moves.items():
+            self.policies[rows[j]] = 0.0
+            self.policies[rows[j], winning] = 1.0 / len(winning)
 
 
 class AlphaZeroTrainer(Trainer):
@@ -161,13 +233,15 @@ class AlphaZeroTrainer(Trainer):
         self.replay = {role: ReplayBuffer(config.replay.capacity) for role in AGENTS}
         self.evaluator = NetworkEvaluator(self.nets, device=self.device)
         self.solver = SolverWorker()
+        self._pending: list[tuple[TrainingRows, list[int], PendingTargets]] = []
 
     def close(self) -> None:
         """Stop the solver worker."""
         self.solver.close()
 
     def extra_state(self) -> dict[str, Any]:
-        """The replay buffers."""
+        """The replay buffers (after adding the rows still waiting for solver targets)."""
+        self.flush()
         return {"replay": {role: buf.state_dict() for role, buf in self.replay.items()}}
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
@@ -183,7 +257,8 @@ class AlphaZeroTrainer(Trainer):
         return {g: (g % 2, make("heuristic", seed=seed + g)) for g in range(count)}
 
     def generate(self) -> dict[str, float]:
-        """Play one batch of self-play games into the replay buffers; returns statistics."""
+        """Play one batch of self-play games (and imitation games) and store their
+        positions; returns statistics."""
         cfg = self.config
         for net in self.nets.values():
             net.eval()
@@ -202,14 +277,15 @@ class AlphaZeroTrainer(Trainer):
             target_temperature=cfg.selfplay.target_temperature,
         )
         play_seconds = time.perf_counter() - started
-        stats = self.store(logs)
+        imitation: list[GameLog] = []
         if cfg.selfplay.imitation_games:
             imitation = play_heuristic_games(cfg.selfplay.imitation_games, cfg.selfplay.warmup_openings, self.rng)
             for log in imitation:
                 keep = [i for i, s in enumerate(log.states) if s.to_play in cfg.selfplay.imitation_roles]
-                log.states = [log.states[i] for i in keep]
-                log.policies = [log.policies[i] for i in keep]
-            stats["charts/imitation_solver_values"] = self.store(imitation).get("charts/solver_values", 0.0)
+                for name in ("states", "policies", "planes", "masks"):
+                    setattr(log, name, [getattr(log, name)[i] for i in keep])
+        stats = self.flush()
+        stats.update(self.store(logs + imitation))
         self.games_played += len(logs)
         order_wins = sum(log.winner == "order" for log in logs)
         return {
@@ -221,41 +297,61 @@ class AlphaZeroTrainer(Trainer):
             "charts/games_played": float(self.games_played),
         }
 
-    def store(self, logs: list[GameLog]) -> dict[str, float]:
-        """Turn game logs into training rows (solver targets where configured) and add them
-        to the replay buffer of the role that moved."""
-        cfg = self.config
-        started = time.perf_counter()
-        states = [s for log in logs for s in log.states]
-        if not states:
+    def store(self, logs: list[GameLog], solver_depth: int | None = None) -> dict[str, float]:
+        """Turn game logs into training rows for the replay buffer of the role that moved.
+
+        Positions with at most ``selfplay.solver_depth`` empty cells get exact solver
+        targets. With ``selfplay.solver_process`` the solver works in its process while
+        training goes on, and the rows join the buffers at the next :meth:`flush` (the
+        next iteration's, or the next checkpoint's); otherwise they are solved here.
+        ``solver_depth`` overrides ``selfplay.solver_depth``.
+        """
+        cfg = self.config.selfplay
+        depth = cfg.solver_depth if solver_depth is None else solver_depth
+        rows = TrainingRows.from_logs(logs)
+        if rows is None:
             return {}
-        policies = np.stack([p for log in logs for p in log.policies])
-        values = np.concatenate([value_targets(log) for log in logs])
+        late = [i for i, s in enumerate(rows.states) if s.num_empty <= depth] if depth else []
+        if not late:
+            self._add(rows)
+            return {}
+        late_states = [rows.states[i] for i in late]
+        if cfg.solver_process:
+            self._pending.append((rows, late, self.solver.submit(late_states, cfg.solver_node_limit, cfg.solver_policy)))
+            return {"charts/solver_positions": float(len(late))}
+        exact = solver_targets(late_states, cfg.solver_node_limit, cfg.solver_policy)
+        rows.apply(late, exact)
+        self._add(rows)
+        return {"charts/solver_positions": float(len(late)), "charts/solver_values": float(len(exact.values))}
+
+    def flush(self) -> dict[str, float]:
+        """Wait for pending solver targets and add their rows to the replay buffers."""
+        if not self._pending:
+            return {}
+        started = time.perf_counter()
         solved = 0
-        if cfg.selfplay.solver_depth:
-            late = [i for i, s in enumerate(states) if s.num_empty <= cfg.selfplay.solver_depth]
-            solve = self.solver.targets if cfg.selfplay.solver_process else solver_targets
-            exact = solve([states[i] for i in late], cfg.selfplay.solver_node_limit, cfg.selfplay.solver_policy)
-            for j, v in exact.values.items():
-                values[late[j]] = v
-            for j, winning in exact.winning_moves.items():
-                policies[late[j]] = 0.0
-                policies[late[j], winning] = 1.0 / len(winning)
-            solved = len(exact.values)
-        planes = encode_states(states)
-        masks = np.stack([action_mask(s) for s in states])
-        roles = np.array([s.to_play_index for s in states])
+        for rows, late, pending in self._pending:
+            exact = pending.result()
+            rows.apply(late, exact)
+            self._add(rows)
+            solved += len(exact.values)
+        self._pending = []
+        return {"charts/solver_values": float(solved), "charts/solver_wait_seconds": time.perf_counter() - started}
+
+    def _add(self, rows: "TrainingRows") -> None:
+        """Add training rows to the replay buffer of the role that moved in each."""
+        roles = np.array([s.to_play_index for s in rows.states])
         for index, role in enumerate(AGENTS):
-            rows = roles == index
-            self.replay[role].add(planes[rows], masks[rows], policies[rows], values[rows])
-        return {"charts/solver_values": float(solved), "charts/store_seconds": time.perf_counter() - started}
+            mine = roles == index
+            self.replay[role].add(rows.planes[mine], rows.masks[mine], rows.policies[mine], rows.values[mine])
 
     def warm_up(self) -> dict[str, float]:
         """Fill the replay buffers from heuristic games and pre-train both networks."""
         cfg = self.config.selfplay
         started = time.perf_counter()
         logs = play_heuristic_games(cfg.warmup_games, cfg.warmup_openings, self.rng)
-        stats = self.store(logs)
+        stats = self.store(logs, cfg.solver_depth if cfg.warmup_solver_depth < 0 else cfg.warmup_solver_depth)
+        stats.update(self.flush())
         metrics = {"charts/warmup_positions": float(sum(len(log.states) for log in logs)), **stats}
         for role in AGENTS:
             metrics.update(self.train_role(role, cfg.warmup_updates))

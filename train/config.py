@@ -101,6 +101,13 @@ class SelfPlayConfig:
     warmup_updates: int = _field(
         0, "gradient steps per role on the warm-up positions before self-play starts", min=0
     )
+    warmup_solver_depth: int = _field(
+        -1,
+        "solver_depth for the warm-up positions (-1: the same as solver_depth); the warm-up "
+        "holds many positions, so a smaller depth keeps it short",
+        min=-1,
+        max=36,
+    )
     warmup_openings: int = _field(
         4, "random opening plies of each warm-up and imitation game", min=0, max=30
     )
@@ -124,7 +131,8 @@ class SelfPlayConfig:
     solver_process: bool = _field(
         True,
         "run the solver in a separate worker process, so that a crash in it costs one "
-        "batch of solver targets instead of the run",
+        "batch of solver targets instead of the run; it solves one batch while the next "
+        "is played and trained on (those rows join the replay buffers one iteration later)",
     )
     solver_policy: bool = _field(
         True,

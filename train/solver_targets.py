@@ -14,7 +14,7 @@ import os
 import threading
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
@@ -71,8 +71,13 @@ class SolverWorker:
 
     def targets(self, states: list[State], node_limit: int, moves: bool) -> SolverTargets:
         """Like :func:`solver_targets`, in the worker; empty targets if the worker died."""
+        return self.submit(states, node_limit, moves).result()
+
+    def submit(self, states: list[State], node_limit: int, moves: bool) -> "PendingTargets":
+        """Start :func:`solver_targets` in the worker and return at once; the caller
+        collects the targets with :meth:`PendingTargets.result` (and can work meanwhile)."""
         if not states:
-            return SolverTargets()
+            return PendingTargets(self, None, 0)
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 max_workers=1,
@@ -81,19 +86,41 @@ class SolverWorker:
                 initargs=(os.getpid(),),
             )
         try:
-            return self._pool.submit(solver_targets, list(states), node_limit, moves).result()
+            future = self._pool.submit(solver_targets, list(states), node_limit, moves)
         except BrokenProcessPool:
-            self.failures += 1
-            self.close()
-            warnings.warn(
-                f"the solver worker died (failure {self.failures}); this batch of "
-                f"{len(states)} positions keeps its game-outcome targets",
-                stacklevel=2,
-            )
-            return SolverTargets()
+            self._lost(len(states))
+            return PendingTargets(self, None, 0)
+        return PendingTargets(self, future, len(states))
+
+    def _lost(self, count: int) -> None:
+        """Record a dead worker (a later call starts a new one) and warn."""
+        self.failures += 1
+        self.close()
+        warnings.warn(
+            f"the solver worker died (failure {self.failures}); this batch of "
+            f"{count} positions keeps its game-outcome targets",
+            stacklevel=3,
+        )
 
     def close(self) -> None:
         """Stop the worker process (a later call starts a new one)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+class PendingTargets:
+    """Solver targets being computed by a :class:`SolverWorker`."""
+
+    def __init__(self, worker: SolverWorker, future: Future | None, count: int) -> None:
+        self._worker, self._future, self._count = worker, future, count
+
+    def result(self) -> SolverTargets:
+        """Wait for the targets; empty ones if the worker died."""
+        if self._future is None:
+            return SolverTargets()
+        try:
+            return self._future.result()
+        except BrokenProcessPool:
+            self._worker._lost(self._count)
+            return SolverTargets()
