@@ -356,6 +356,22 @@ def test_solver_worker_matches_in_process_targets_and_survives_a_dead_worker() -
         worker.close()
 
 
+def test_solver_workers_deal_out_a_batch_and_merge_it_in_order() -> None:
+    from train.solver_targets import SolverWorker, solver_targets
+
+    positions = _endgames(4, empties=5, seed=6) + _endgames(3, empties=7, seed=7)
+    expected = solver_targets(positions, 20_000, True)
+    assert len(expected.values) == len(positions)
+    worker = SolverWorker(workers=3)
+    try:
+        assert worker.targets(positions, 20_000, True) == expected
+        assert worker.targets(positions[:2], 20_000, True) == solver_targets(positions[:2], 20_000, True)
+    finally:
+        worker.close()
+    with pytest.raises(ValueError, match="workers"):
+        SolverWorker(workers=0)
+
+
 WORKER_SCRIPT = """
 import sys, time
 from envs.rules import State

@@ -232,7 +232,7 @@ class AlphaZeroTrainer(Trainer):
         super().__init__(config, run_dir)
         self.replay = {role: ReplayBuffer(config.replay.capacity) for role in AGENTS}
         self.evaluator = NetworkEvaluator(self.nets, device=self.device)
-        self.solver = SolverWorker()
+        self.solver = SolverWorker(config.selfplay.solver_workers)
         self._pending: list[tuple[TrainingRows, list[int], PendingTargets]] = []
 
     def close(self) -> None:

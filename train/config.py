@@ -134,6 +134,11 @@ class SelfPlayConfig:
         "batch of solver targets instead of the run; it solves one batch while the next "
         "is played and trained on (those rows join the replay buffers one iteration later)",
     )
+    solver_workers: int = _field(
+        1,
+        "solver worker processes (with solver_process); one per spare CPU core",
+        min=1,
+    )
     solver_policy: bool = _field(
         True,
         "where the solver proves the mover wins, the policy target becomes uniform over the "

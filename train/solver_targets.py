@@ -62,38 +62,46 @@ def _exit_with_parent(parent_pid: int) -> None:
 
 
 class SolverWorker:
-    """Computes :func:`solver_targets` in one persistent worker process, so that a crash of
-    the compiled solver loses one batch of targets (with a warning), never the run."""
+    """Computes :func:`solver_targets` in persistent worker processes (``workers`` of them;
+    a batch is dealt out among them), so that a crash of the compiled solver loses one batch
+    of targets (with a warning), never the run."""
 
-    def __init__(self) -> None:
+    def __init__(self, workers: int = 1) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
         self.failures = 0
 
     def targets(self, states: list[State], node_limit: int, moves: bool) -> SolverTargets:
-        """Like :func:`solver_targets`, in the worker; empty targets if the worker died."""
+        """Like :func:`solver_targets`, in the workers; empty targets if a worker died."""
         return self.submit(states, node_limit, moves).result()
 
     def submit(self, states: list[State], node_limit: int, moves: bool) -> "PendingTargets":
-        """Start :func:`solver_targets` in the worker and return at once; the caller
+        """Start :func:`solver_targets` in the workers and return at once; the caller
         collects the targets with :meth:`PendingTargets.result` (and can work meanwhile)."""
+        states = list(states)
         if not states:
-            return PendingTargets(self, None, 0)
+            return PendingTargets(self, [], 0)
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
-                max_workers=1,
+                max_workers=self.workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_exit_with_parent,
                 initargs=(os.getpid(),),
             )
+        # Worker k takes positions k, k + workers, ...: neighbouring positions come from the
+        # same ply of different games, so striding spreads the hard ones evenly.
+        shares = [(k, states[k :: self.workers]) for k in range(min(self.workers, len(states)))]
         try:
-            future = self._pool.submit(solver_targets, list(states), node_limit, moves)
+            futures = [(k, self._pool.submit(solver_targets, share, node_limit, moves)) for k, share in shares]
         except BrokenProcessPool:
             self._lost(len(states))
-            return PendingTargets(self, None, 0)
-        return PendingTargets(self, future, len(states))
+            return PendingTargets(self, [], 0)
+        return PendingTargets(self, futures, len(states), self.workers)
 
     def _lost(self, count: int) -> None:
-        """Record a dead worker (a later call starts a new one) and warn."""
+        """Record a dead worker (a later call starts new ones) and warn."""
         self.failures += 1
         self.close()
         warnings.warn(
@@ -103,7 +111,7 @@ class SolverWorker:
         )
 
     def close(self) -> None:
-        """Stop the worker process (a later call starts a new one)."""
+        """Stop the worker processes (a later call starts new ones)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
@@ -112,15 +120,21 @@ class SolverWorker:
 class PendingTargets:
     """Solver targets being computed by a :class:`SolverWorker`."""
 
-    def __init__(self, worker: SolverWorker, future: Future | None, count: int) -> None:
-        self._worker, self._future, self._count = worker, future, count
+    def __init__(
+        self, worker: SolverWorker, futures: list[tuple[int, Future]], count: int, stride: int = 1
+    ) -> None:
+        self._worker, self._futures, self._count, self._stride = worker, futures, count, stride
 
     def result(self) -> SolverTargets:
-        """Wait for the targets; empty ones if the worker died."""
-        if self._future is None:
-            return SolverTargets()
+        """Wait for the targets (keyed by position in the submitted list); empty ones if a
+        worker died."""
+        out = SolverTargets()
         try:
-            return self._future.result()
+            for k, future in self._futures:
+                share = future.result()
+                out.values.update({k + self._stride * j: v for j, v in share.values.items()})
+                out.winning_moves.update({k + self._stride * j: m for j, m in share.winning_moves.items()})
         except BrokenProcessPool:
             self._worker._lost(self._count)
             return SolverTargets()
+        return out
