@@ -440,3 +440,24 @@ def test_solver_targets_from_the_worker_join_the_replay_when_flushed(tmp_path: P
         assert trainer.flush() == {}
     finally:
         trainer.close()
+
+
+@pytest.mark.parametrize("weights", ["uniform", "search"])
+def test_solver_policy_keeps_only_proven_winning_moves(weights: str) -> None:
+    from train.alphazero import TrainingRows
+    from train.solver_targets import SolverTargets
+
+    policies = np.zeros((3, ACTIONS), np.float32)
+    policies[0, [4, 6, 9]] = [0.5, 0.3, 0.2]  # the game's target puts 0.3 and 0.2 on wins
+    policies[1, 11] = 1.0  # a one-hot on a move that does not win
+    policies[2, 4] = 1.0  # untouched: the solver found no win there
+    rows = TrainingRows([State()] * 3, np.zeros((3, 3, 6, 6), np.int8), np.ones((3, ACTIONS), np.int8),
+                        policies, np.zeros(3, np.float32))
+    exact = SolverTargets(values={0: 1.0, 1: 1.0, 2: -1.0}, winning_moves={0: [6, 9], 1: [2, 3]})
+    rows.apply([0, 1, 2], exact, weights)
+    assert rows.values.tolist() == [1.0, 1.0, -1.0]
+    expected_0 = [0.6, 0.4] if weights == "search" else [0.5, 0.5]
+    assert rows.policies[0, [6, 9]] == pytest.approx(expected_0)
+    assert rows.policies[1, [2, 3]] == pytest.approx([0.5, 0.5])  # nothing to weight by
+    assert rows.policies[:2].sum(1) == pytest.approx([1.0, 1.0])
+    assert rows.policies[2, 4] == 1.0 and rows.policies[2].sum() == 1.0

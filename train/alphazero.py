@@ -212,15 +212,19 @@ class TrainingRows:
             values=np.concatenate([value_targets(log) for log in logs]),
         )
 
-    def apply(self, rows: list[int], exact: SolverTargets) -> None:
+    def apply(self, rows: list[int], exact: SolverTargets, weights: str = "uniform") -> None:
         """Overwrite the targets of ``rows`` with the exact results the solver found
         (``exact`` is keyed by position in ``rows``): the value, and for a proven win a
-        policy uniform over the winning moves."""
+        policy over the winning moves only: uniform, or (``weights="search"``) in
+        proportion to the policy target already there (uniform if it gave them nothing)."""
         for j, value in exact.values.items():
             self.values[rows[j]] = value
         for j, winning in exact.winning_moves.items():
+            kept = self.policies[rows[j], winning] if weights == "search" else np.ones(len(winning))
+            if kept.sum() <= 0:
+                kept = np.ones(len(winning))
             self.policies[rows[j]] = 0.0
-            self.policies[rows[j], winning] = 1.0 / len(winning)
+            self.policies[rows[j], winning] = kept / kept.sum()
 
 
 class AlphaZeroTrainer(Trainer):
@@ -320,7 +324,7 @@ class AlphaZeroTrainer(Trainer):
             self._pending.append((rows, late, self.solver.submit(late_states, cfg.solver_node_limit, cfg.solver_policy)))
             return {"charts/solver_positions": float(len(late))}
         exact = solver_targets(late_states, cfg.solver_node_limit, cfg.solver_policy)
-        rows.apply(late, exact)
+        rows.apply(late, exact, cfg.solver_policy_weights)
         self._add(rows)
         return {"charts/solver_positions": float(len(late)), "charts/solver_values": float(len(exact.values))}
 
@@ -332,7 +336,7 @@ class AlphaZeroTrainer(Trainer):
         solved = 0
         for rows, late, pending in self._pending:
             exact = pending.result()
-            rows.apply(late, exact)
+            rows.apply(late, exact, self.config.selfplay.solver_policy_weights)
             self._add(rows)
             solved += len(exact.values)
         self._pending = []

@@ -141,8 +141,16 @@ class SelfPlayConfig:
     )
     solver_policy: bool = _field(
         True,
-        "where the solver proves the mover wins, the policy target becomes uniform over the "
-        "proven winning moves (needs solver_depth > 0)",
+        "where the solver proves the mover wins, the policy target keeps only the proven "
+        "winning moves (needs solver_depth > 0)",
+    )
+    solver_policy_weights: str = _field(
+        "uniform",
+        "how a solver policy target spreads over the proven winning moves: 'uniform', or "
+        "'search': in proportion to the target the game gave them (search visits, or the "
+        "heuristic's move), uniform if that gave them nothing. 'search' keeps the mass on "
+        "a few winning moves, which a greedy network alone plays more reliably",
+        choices=["uniform", "search"],
     )
 
 
