@@ -11,20 +11,24 @@ Representation (one row per game)
 * ``x``, ``o``: int64 bitboards (36 bits, bit ``c`` set when cell ``c`` holds that symbol).
 * ``num_stones``: stones on the board; the side to move is ``num_stones & 1`` (0 Order).
 * Per-window stone counts, packed: for each symbol two int64 words of 16 four-bit
-  counters, one counter per five-cell window (32 windows). A move adds one to the counters
-  of the windows through the placed cell only (a gathered ``(37, 2)`` increment table),
-  so the win check and the live-window test are a handful of word operations instead of
-  per-window loops: a counter reaching 5 is a five (``counter + 3`` sets the nibble's
-  high bit), and a window is dead once both symbols' counters are non-zero (``counter
-  + 7``). ``decided`` (no live window left) is "every window dead"; ``live_windows``
-  counts the live ones on demand.
+  counters, one counter per five-cell window (32 windows), as an ``(n, 2)`` array. A move
+  adds one to the counters of the windows through the placed cell only (an increment
+  table per symbol, indexed by action; a game's two words are gathered as one 16-byte
+  complex128 element, as fast as one int64), so the win check and the live-window test
+  are a handful of word operations instead of per-window loops. Each counter is stored
+  plus 3, so a count of 5 is the only value with the nibble's high bit set (a five is
+  ``(x_word | o_word) & high bits``), and a window is dead once both symbols' counts are
+  non-zero (stored counter ``+ 4`` sets the high bit). ``decided`` (no live window left)
+  is "every window dead"; ``live_windows`` counts the live ones on demand.
 * Observation planes (encoding v1, see :mod:`envs.encoding`) and action masks are kept
-  up to date incrementally: a move writes one plane cell, clears two mask entries and
-  refills the to-move plane.
+  up to date incrementally: a move writes one plane cell and clears two mask entries;
+  the to-move plane is stored XOR a batch-wide parity that each step flips (see
+  ``_to_move_parity``), so it is only rewritten for games that did not move.
 
-Internally there is a 37th "no-op" cell (index 36): its bit is 0 and its windows are an
-impossible mask (a bit outside the board), so a game that should not move this step
-(``active`` False) can run through exactly the same array code without changing.
+Internally there is a 37th "no-op" cell (index 36, action 72): its bit is 0 and its
+counter increments are 0, so a game that should not move this step (``active`` False)
+runs through exactly the same array code without changing; its two writes (a plane cell
+and a mask pair) go to spare slots, and a few index writes fix what must not change.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ NO_WINNER, ORDER_WINS, CHAOS_WINS = -1, 0, 1
 
 NOOP_CELL = CELLS
 NOOP_ACTION = 2 * NOOP_CELL
+_BOARD = (1 << CELLS) - 1
 WINDOWS_PER_WORD = 16
 COUNTER_BITS = 4
 
@@ -68,20 +73,20 @@ def _every_counter(value: int) -> int:
     return _signed64(sum(value << (COUNTER_BITS * k) for k in range(WINDOWS_PER_WORD)))
 
 
-_PLUS_3, _PLUS_7, _HIGH_BITS = _every_counter(3), _every_counter(7), _every_counter(8)
+_COUNTER_BIAS, _PLUS_4, _HIGH_BITS = _every_counter(3), _every_counter(4), _every_counter(8)
 _BYTES_OF_ONES = 0x01010101  # an int32 whose four int8 bytes are all 1
-# Offset of each action's cell in a game's flat (3, 36) planes (the no-op maps anywhere:
-# its writes are redirected to the spare slot).
-_PLANE_OFFSET = np.array([(a & 1) * CELLS + (a >> 1) for a in range(ACTIONS + 2)], dtype=np.int64)
 
 _CELL_BIT = np.array([1 << c for c in range(CELLS)] + [0], dtype=np.int64)
-# _CELL_WINDOW_INC[c, w]: +1 on the counter of each window through cell c, in word w.
-_CELL_WINDOW_INC = np.zeros((CELLS + 1, NUM_WINDOWS // WINDOWS_PER_WORD), dtype=np.int64)
+# _ACTION_WINDOW_INC[s, a, w]: +1 on the counter of each window through the cell of
+# action a, in word w, when a places symbol s (0 X, 1 O); zero for the other symbol and
+# for the no-op actions past 71.
+_ACTION_WINDOW_INC = np.zeros((2, ACTIONS + 2, NUM_WINDOWS // WINDOWS_PER_WORD), dtype=np.int64)
 for _c, _windows in enumerate(CELL_WINDOWS):
     for _w in _windows:
-        _CELL_WINDOW_INC[_c, _w // WINDOWS_PER_WORD] += 1 << (
-            COUNTER_BITS * (_w % WINDOWS_PER_WORD)
-        )
+        for _s in (0, 1):
+            _ACTION_WINDOW_INC[_s, 2 * _c + _s, _w // WINDOWS_PER_WORD] += 1 << (
+                COUNTER_BITS * (_w % WINDOWS_PER_WORD)
+            )
 _WINDOW_MASKS = np.array(WINDOWS, dtype=np.int64)
 # _CELL_WINDOW_MASKS[c]: the masks of the (up to 8) windows through cell c, padded with an
 # impossible mask (a bit outside the board); row 36 (the no-op cell) is all padding.
@@ -89,7 +94,7 @@ _IMPOSSIBLE_MASK = 1 << 40
 _CELL_WINDOW_MASKS = np.full((CELLS + 1, 8), _IMPOSSIBLE_MASK, dtype=np.int64)
 for _c, _windows in enumerate(CELL_WINDOWS):
     _CELL_WINDOW_MASKS[_c, : len(_windows)] = [WINDOWS[_w] for _w in _windows]
-_PATTERN_WEIGHTS = np.array([1 << j for j in range(8)], dtype=np.int64)
+_GATHER_BYTE_BITS = 0x0102040810204080
 
 
 def _line_by_pattern() -> np.ndarray:
@@ -122,7 +127,7 @@ class ArrayBackend:
             self.lib: Any = np
             self.device = "cpu"
             self.int8, self.int16, self.int32, self.int64 = np.int8, np.int16, np.int32, np.int64
-            self.bool_, self.float32 = np.bool_, np.float32
+            self.bool_, self.float32, self.complex128 = np.bool_, np.float32, np.complex128
         else:
             import torch
 
@@ -133,7 +138,7 @@ class ArrayBackend:
                 raise ValueError(f"bad torch device {device!r}: {exc}") from None
             self.int8, self.int16, self.int32 = torch.int8, torch.int16, torch.int32
             self.int64 = torch.int64
-            self.bool_, self.float32 = torch.bool, torch.float32
+            self.bool_, self.float32, self.complex128 = torch.bool, torch.float32, torch.complex128
 
     def asarray(self, data: Any, dtype: Any = None) -> Any:
         """``data`` as an array of this backend (no copy when it already is one)."""
@@ -178,15 +183,28 @@ class ArrayBackend:
     def nonzero(self, flags: Any) -> Any:
         """Indices (int64, 1-D) where the boolean vector ``flags`` is true."""
         if self.name == "numpy":
-            return np.flatnonzero(flags)
+            return flags.nonzero()[0]  # about twice as fast as np.flatnonzero
         return self.lib.nonzero(flags).reshape(-1)
+
+    def any_outside(self, values: Any, stop: int) -> bool:
+        """Whether some entry of the int64 vector ``values`` lies outside ``0..stop-1``."""
+        if self.name == "numpy":
+            return bool(values.view(np.uint64).max() >= stop)  # negatives wrap to huge
+        return bool(((values < 0) | (values >= stop)).any())
+
+    def take(self, table: Any, index: Any) -> Any:
+        """``table[index]`` for an integer index vector of any integer dtype (negative
+        entries count from the end)."""
+        if self.name == "numpy":
+            return table[index.astype(np.intp)]  # faster than indexing with small ints
+        return table[index.to(self.lib.int64)]
 
     def zero_rows(self, array: Any, rows: Any) -> None:
         """Set ``array[i] = 0`` in place wherever the boolean vector ``rows`` is true
         (without a host sync on torch)."""
         if self.name == "numpy":
-            if rows.any():  # boolean-mask assignment costs a full pass even when empty
-                array[rows] = 0
+            if rows.any():  # boolean-mask assignment is much slower than an index
+                array[rows.nonzero()[0]] = 0
         else:
             array.masked_fill_(rows.reshape(-1, *([1] * (array.ndim - 1))), 0)
 
@@ -260,15 +278,13 @@ class BatchGame:
         self.illegal_action = illegal_action
         xp = self.xp
         self._cell_bit = xp.asarray(_CELL_BIT)
-        # Flat (word, cell) table read at ``37 * word + cell``: a plain 1-D gather that
-        # yields a contiguous (2, n) result (numpy's ``table[:, cell]`` is much slower).
-        self._cell_window_inc = xp.asarray(_CELL_WINDOW_INC.T.reshape(-1))
-        self._word_offsets = xp.asarray([[0], [CELLS + 1]], xp.int64)
+        # Each action's two increment words as one complex128 (bits only, never arithmetic).
+        self._inc_x, self._inc_o = (
+            xp.asarray(table).view(xp.complex128).reshape(-1) for table in _ACTION_WINDOW_INC
+        )
         self._window_masks = xp.asarray(_WINDOW_MASKS)
         self._cell_window_masks = xp.asarray(_CELL_WINDOW_MASKS)
-        self._pattern_weights = xp.asarray(_PATTERN_WEIGHTS)
         self._line_by_pattern = xp.asarray(_line_by_pattern())
-        self._plane_offset = xp.asarray(_PLANE_OFFSET)
         self._counter_shift = xp.asarray(
             [COUNTER_BITS * (w % WINDOWS_PER_WORD) for w in range(NUM_WINDOWS)], xp.int64
         )
@@ -277,10 +293,12 @@ class BatchGame:
         self.o = xp.zeros((self.n,), xp.int64)
         self.num_stones = xp.zeros((self.n,), xp.int64)
         words = NUM_WINDOWS // WINDOWS_PER_WORD
-        # Word-major (2, n): elementwise work on two long rows is much faster in numpy
-        # than reductions along a length-2 axis.
-        self._count_x = xp.zeros((words, self.n), xp.int64)
-        self._count_o = xp.zeros((words, self.n), xp.int64)
+        # (n, 2), also viewed as (n,) complex128 so that a reset writes one element per game.
+        self._count_x = xp.full((self.n, words), _COUNTER_BIAS, xp.int64)
+        self._count_o = xp.full((self.n, words), _COUNTER_BIAS, xp.int64)
+        self._count_x_pairs = self._count_x.view(xp.complex128).reshape(-1)
+        self._count_o_pairs = self._count_o.view(xp.complex128).reshape(-1)
+        self._empty_count_pair = xp.full((1, words), _COUNTER_BIAS, xp.int64).view(xp.complex128)[0]
         self.terminated = xp.zeros((self.n,), xp.bool_)
         self.winner = xp.full((self.n,), NO_WINNER, xp.int8)
         self.last_action = xp.full((self.n,), -1, xp.int64)
@@ -291,17 +309,25 @@ class BatchGame:
         self._planes_1d = xp.zeros((self.n * plane_size + 4,), xp.int8)
         self._planes = self._planes_1d[: self.n * plane_size].reshape(self.n, 3, CELLS)
         self._planes_spare = self.n * plane_size
-        # The to-move plane as nine int32 words per row (rows are 108 = 27 * 4 bytes), so
-        # refilling it writes 9 words instead of 36 bytes per game.
-        words = self._planes_1d.view(xp.int32)
-        self._to_move_words = words[: self.n * plane_size // 4].reshape(self.n, 27)[:, 18:]
+        # The stored to-move plane is the side to move XOR ``_to_move_parity``: a step in
+        # which every game moves flips the parity instead of rewriting 36 bytes per game,
+        # and observations() applies it while copying (one XOR with a fixed pattern). The
+        # planes as int32 words (rows are 108 = 27 * 4 bytes) for that XOR and for
+        # flipping the to-move plane of games that did not move.
+        self._to_move_parity = 0
+        self._plane_words = self._planes_1d.view(xp.int32)[: self.n * plane_size // 4]
+        self._to_move_words = self._plane_words.reshape(self.n, 27)[:, 18:]
+        pattern = xp.zeros((self.n, 27), xp.int32)
+        pattern[:, 18:] = _BYTES_OF_ONES
+        self._to_move_pattern = pattern.reshape(-1)
+        self._empty_planes = xp.zeros((2, 3, CELLS), xp.int8)
+        self._empty_planes[1, 2] = 1  # an empty board under parity 1
         self._mask_1d = xp.zeros((self.n * ACTIONS + 2,), xp.int8)
         self._mask = self._mask_1d[: self.n * ACTIONS].reshape(self.n, ACTIONS)
         # Both mask entries of a cell as one int16, so a move clears them in one write.
         self._mask_pairs_1d = self._mask_1d.view(xp.int16)
         self._pairs_spare = self.n * CELLS
         self._planes_base = self._rows * plane_size
-        self._mask_base = self._rows * ACTIONS
         self._pairs_base = self._rows * CELLS
         self.reset()
 
@@ -329,7 +355,7 @@ class BatchGame:
         string for all, or one per selected row). Terminal boards are accepted and are
         marked terminated with their winner."""
         rows = self._rows_of(idx)
-        count = int(self.x[rows].reshape(-1).shape[0])
+        count = self.n if isinstance(rows, slice) else int(rows.shape[0])
         if count == 0:
             return
         if boards is None:
@@ -340,16 +366,19 @@ class BatchGame:
         o = self.xp.asarray([s.o for s in states], self.xp.int64)
         self._load(rows, x, o)
 
-    def _load_empty(self, rows: Any) -> None:
-        """Put the empty board into ``rows`` (the autoreset hot path: nothing to compute)."""
+    def _load_empty(self, rows: Any, to_move_parity: int | None = None) -> None:
+        """Put the empty board into ``rows`` (the autoreset hot path: nothing to compute),
+        its to-move plane stored under ``to_move_parity`` (default: the current one)."""
+        if to_move_parity is None:
+            to_move_parity = self._to_move_parity
         for array in (self.x, self.o, self.num_stones):
             array[rows] = 0
-        self._count_x[:, rows] = 0
-        self._count_o[:, rows] = 0
+        self._count_x_pairs[rows] = self._empty_count_pair
+        self._count_o_pairs[rows] = self._empty_count_pair
         self.terminated[rows] = False
         self.winner[rows] = NO_WINNER
         self.last_action[rows] = -1
-        self._planes[rows] = 0
+        self._planes[rows] = self._empty_planes[to_move_parity]
         self._mask[rows] = 1
 
     def _rows_of(self, idx: Any) -> Any:
@@ -397,7 +426,7 @@ class BatchGame:
         planes = xp.zeros((stones.shape[0], 3, CELLS), xp.int8)
         planes[:, 0] = xp.astype(cells_x, xp.int8)
         planes[:, 1] = xp.astype(cells_o, xp.int8)
-        planes[:, 2] = xp.astype(stones & 1, xp.int8)[:, None]
+        planes[:, 2] = xp.astype((stones & 1) ^ self._to_move_parity, xp.int8)[:, None]
         empty = xp.astype(~(cells_x | cells_o), xp.int8)
         mask = xp.zeros((stones.shape[0], CELLS, 2), xp.int8)
         mask[:, :, 0] = empty
@@ -407,8 +436,8 @@ class BatchGame:
         self.x[rows] = x
         self.o[rows] = o
         self.num_stones[rows] = stones
-        self._count_x[:, rows] = count_x
-        self._count_o[:, rows] = count_o
+        self._count_x[rows] = count_x
+        self._count_o[rows] = count_o
         self.terminated[rows] = done
         winner = xp.lib.where(five, ORDER_WINS, xp.lib.where(done, CHAOS_WINS, NO_WINNER))
         self.winner[rows] = xp.astype(winner, xp.int8)
@@ -417,16 +446,21 @@ class BatchGame:
         self._mask[rows] = mask
 
     def _packed_window_counts(self, bits: Any) -> Any:
-        """Per-window stone counts ``(k, 2)`` packed into 4-bit counters, from the
-        bitboards ``(k,)`` of one symbol."""
+        """Per-window stone counts ``(k, 2)`` packed into 4-bit counters (stored plus
+        3), from the bitboards ``(k,)`` of one symbol."""
         per_window = _popcount(bits[:, None] & self._window_masks)
         shifted = per_window << self._counter_shift
-        return shifted.reshape(-1, NUM_WINDOWS // WINDOWS_PER_WORD, WINDOWS_PER_WORD).sum(2).T
+        words = shifted.reshape(-1, NUM_WINDOWS // WINDOWS_PER_WORD, WINDOWS_PER_WORD).sum(2)
+        return words + _COUNTER_BIAS
 
     # -- views ---------------------------------------------------------------------------
     def observations(self) -> Any:
         """Observation planes ``(n, 3, 6, 6)`` int8 (encoding v1), a fresh copy."""
-        return self.xp.copy(self._planes).reshape(self.n, 3, 6, 6)
+        if self._to_move_parity:
+            planes = (self._plane_words ^ self._to_move_pattern).view(self.xp.int8)
+        else:
+            planes = self.xp.copy(self._planes)
+        return planes.reshape(self.n, 3, 6, 6)
 
     def action_masks(self) -> Any:
         """Legal-action masks ``(n, 72)`` int8 (all zeros for finished games), a fresh copy."""
@@ -445,8 +479,8 @@ class BatchGame:
     @property
     def live_windows(self) -> Any:
         """How many of the 32 windows per game can still become a five (int64)."""
-        dead = (self._count_x + _PLUS_7) & (self._count_o + _PLUS_7) & _HIGH_BITS
-        return NUM_WINDOWS - _popcount(dead).sum(0)
+        dead = (self._count_x + _PLUS_4) & (self._count_o + _PLUS_4) & _HIGH_BITS
+        return NUM_WINDOWS - _popcount(dead).sum(1)
 
     def winning_lines(self, idx: Any = None) -> Any:
         """Bool ``(k, 36)``: the cells of every complete window of the selected games."""
@@ -471,97 +505,148 @@ class BatchGame:
         through that cell and a table lookup, instead of :meth:`winning_lines`' scan of
         all 32 windows.
         """
-        xp = self.xp
-        rows = self._rows_of(idx)
+        return self._last_move_lines(self._rows_of(idx))
+
+    def _last_move_lines(self, rows: Any) -> Any:
+        """:meth:`last_move_lines` for already normalised ``rows``."""
         last = self.last_action[rows].reshape(-1)
         cell = last >> 1  # -1 before the first move: row -1 is the no-op cell's padding
         masks = self._cell_window_masks[cell]
-        placed = xp.lib.where((last & 1) == 1, self.o[rows].reshape(-1), self.x[rows].reshape(-1))
-        complete = xp.astype((placed[:, None] & masks) == masks, xp.int64)
-        pattern = (complete * self._pattern_weights).sum(1)
+        x, o = self.x[rows].reshape(-1), self.o[rows].reshape(-1)
+        placed = self.xp.lib.where((last & 1) == 1, o, x)
+        complete = (placed[:, None] & masks) == masks
+        # The 8 flags are 8 bytes: one multiply gathers byte j's low bit into bit 56 + j
+        # (no carries), far cheaper than a weighted sum along a length-8 axis.
+        pattern = ((complete.view(self.xp.int64)[:, 0] * _GATHER_BYTE_BITS) >> 56) & 0xFF
         # With no move yet the pattern is 0 and -256 wraps to the no-op cell's block.
         return self._line_by_pattern[cell * 256 + pattern]
 
     # -- the move ------------------------------------------------------------------------
-    def step(self, actions: Any, active: Any = None) -> BatchStep:
+    def step(self, actions: Any, active: Any = None, *, restart: Any = None) -> BatchStep:
         """Play one action in every game (or only where the boolean vector ``active`` is
         true; the other games do not change and report reward 0, not terminated).
 
         ``actions``: integer array-like of shape ``(n,)``, ``a = 2*cell + symbol``.
+        ``restart`` (instead of ``active``): boolean vector of games that ignore their
+        action and start again from the empty board, reporting reward 0, not terminated
+        (Gymnasium's next-step autoreset, cheaper than ``step(actions, active=~restart)``
+        followed by ``reset(idx=restart)``, with the same result).
         Raises :class:`IllegalActionError` naming the first bad game (and changing no
         game) when an action is illegal in ``"raise"`` mode, or any game asked to move
         is already over.
         """
         xp = self.xp
         a = self._check_action_array(actions)
+        if restart is not None:
+            if active is not None:
+                raise ValueError("give active or restart, not both")
+            restart = xp.asarray(restart, xp.bool_)
+            if tuple(restart.shape) != (self.n,):
+                raise ValueError(f"restart must be a boolean vector of shape ({self.n},)")
+            active = ~restart
         if active is not None:
             active = xp.asarray(active, xp.bool_)
             if tuple(active.shape) != (self.n,):
                 raise ValueError(f"active must be a boolean vector of shape ({self.n},)")
         out_of_range = None
-        if bool((a.min() < 0) | (a.max() >= ACTIONS)):
+        if xp.any_outside(a, ACTIONS):
             out_of_range = self._out_of_range(a, active)
             a = xp.lib.where(out_of_range, NOOP_ACTION, a)
+        # Rows that do not move (inactive, or illegal in "lose" mode), as indices: a few
+        # index writes after the whole-batch updates are cheaper than masking them all.
+        idle = None
         if active is not None:
-            a = xp.lib.where(active, a, NOOP_ACTION)
-        # The mask is 0 on occupied cells and in finished games. (No-op rows read a
-        # neighbour's entry here; they are excluded just below.)
-        illegal = self._mask_1d[self._mask_base + a] == 0
+            idle = xp.nonzero(~active)
+            a = xp.copy(a)  # never write into the caller's array
+            a[idle] = NOOP_ACTION
+        cell = a >> 1
+        bit = 1 << cell
+        if out_of_range is not None:
+            bit &= _BOARD  # 0 for the no-op cell
+        elif idle is not None:
+            bit[idle] = 0
+        illegal = ((self.x | self.o) & bit) != 0
+        illegal |= self.terminated
         if out_of_range is not None:
             illegal |= out_of_range
-        if active is not None:
-            illegal &= active
+        if idle is not None:
+            illegal[idle] = False
         any_illegal = bool(illegal.any())
         if any_illegal:
             self._raise_if_needed(a, illegal)
             a = xp.lib.where(illegal, NOOP_ACTION, a)
-        has_noop = any_illegal or active is not None
+            cell = a >> 1
+            bit = (1 << cell) & _BOARD
+            idle = xp.nonzero(bit == 0)
+        # Restarting games become empty boards now (no error can follow) and then sit
+        # this move out like inactive ones. When they are the only idle games, their
+        # to-move plane is written for the parity after this step, so the flip of idle
+        # rows below is not needed.
+        flip_idle = idle is not None
+        if restart is not None:
+            flip_idle = any_illegal
+            restarted = idle if not any_illegal else xp.nonzero(restart)
+            self._load_empty(restarted, self._to_move_parity ^ (not any_illegal))
 
-        cell = a >> 1
         symbol = a & 1
         x_select = symbol - 1  # all ones when X is placed, 0 for O
-        bit = self._cell_bit[cell]
         x_bit = bit & x_select
         self.x |= x_bit
         self.o |= bit ^ x_bit
-        inc = self._cell_window_inc[self._word_offsets + cell]
-        inc_x = inc & x_select
-        self._count_x += inc_x
-        self._count_o += inc ^ inc_x
+        self._count_x += self._inc_x[a].view(xp.int64).reshape(self.n, 2)
+        self._count_o += self._inc_o[a].view(xp.int64).reshape(self.n, 2)
         # Before this move no five stood, so any five now went through the placed cell.
         five = _has_five(self._count_x, self._count_o)
 
-        moved = bit != 0
-        self.num_stones += moved
-        to_play = self.num_stones & 1
+        self.num_stones += 1
+        if idle is not None:
+            self.num_stones[idle] -= 1
+        to_play = xp.astype(self.num_stones & 1, xp.int8)
         ended = five | (self.num_stones == CELLS)
         if self.end_when_decided:
             ended |= self.decided
-        if has_noop:
-            ended &= moved
+        if idle is not None:
+            ended[idle] = False
         # The mover wins with a five exactly when the mover is Order, i.e. when the side
-        # to move now is Chaos; without a five the game went to Chaos.
-        mover_won = five == (to_play == 1)
-        reward = xp.astype((2 * mover_won - 1) * ended, xp.float32)
-        new_winner = xp.astype(~five, xp.int8)  # ORDER_WINS (0) with a five, else CHAOS_WINS (1)
-        winner = xp.lib.where(ended, new_winner, self.winner)
+        # to move now is Chaos; without a five the game went to Chaos. (int8 arithmetic:
+        # much cheaper than int64.)
+        mover_won = xp.astype(five == (to_play == 1), xp.int8)
+        mover_won += mover_won
+        mover_won -= 1
+        mover_won *= ended
+        reward = xp.astype(mover_won, xp.float32)
+        # A game that ends had no winner (-1) yet: add 1 (ORDER_WINS) with a five, else 2.
+        won = 2 - xp.astype(five, xp.int8)
+        won *= ended
+        # In-place updates keep the public arrays the same objects across steps.
+        self.winner += won
         if any_illegal:
             reward = xp.lib.where(illegal, -1.0, reward)
             # No stone went down, so the side to move is the mover, who loses.
-            winner = xp.lib.where(illegal, xp.astype(1 - to_play, xp.int8), winner)
+            self.winner[:] = xp.lib.where(illegal, 1 - to_play, self.winner)
             ended |= illegal
-        # In-place updates keep the public arrays the same objects across steps.
-        self.winner[:] = winner
         self.terminated |= ended
-        self.last_action[:] = xp.lib.where(moved, a, self.last_action) if has_noop else a
+        if idle is None:
+            self.last_action[:] = a
+        else:
+            kept = self.last_action[idle]
+            self.last_action[:] = a
+            self.last_action[idle] = kept
 
-        plane_at = self._planes_base + self._plane_offset[a]
         pair_at = self._pairs_base + cell
-        if has_noop:
-            plane_at = xp.lib.where(moved, plane_at, self._planes_spare)
-            pair_at = xp.lib.where(moved, pair_at, self._pairs_spare)
+        if idle is not None:
+            pair_at[idle] = self._pairs_spare
+        plane_at = symbol * CELLS
+        plane_at += cell
+        plane_at += self._planes_base
+        if idle is not None:
+            plane_at[idle] = self._planes_spare
         self._planes_1d[plane_at] = 1
-        self._to_move_words[:] = xp.astype(to_play * _BYTES_OF_ONES, xp.int32)[:, None]
+        self._to_move_parity ^= 1
+        if flip_idle:  # the side to move of idle games did not change
+            # (A read of one word and a row write: numpy's fancy ``^=`` is slower.)
+            flipped = self._to_move_words[idle, 0] ^ _BYTES_OF_ONES
+            self._to_move_words[idle] = flipped[:, None]
         self._mask_pairs_1d[pair_at] = 0
         xp.zero_rows(self._mask, ended)
         return BatchStep(reward, ended, illegal)
@@ -630,15 +715,21 @@ def _states_from_boards(boards: BoardsLike, count: int) -> list[State]:
 
 
 def _has_five(count_x: Any, count_o: Any) -> Any:
-    """Per game: some window counter (of either symbol) has reached 5."""
-    high = ((count_x + _PLUS_3) | (count_o + _PLUS_3)) & _HIGH_BITS
-    return (high[0] | high[1]) != 0
+    """Per game: some window count (of either symbol) has reached 5 (stored counters:
+    only a count of 5 sets a nibble's high bit)."""
+    both = count_x | count_o
+    either_word = both[:, 0] | both[:, 1]
+    either_word &= _HIGH_BITS
+    return either_word != 0
 
 
 def _all_dead(count_x: Any, count_o: Any) -> Any:
-    """Per game: every window holds both symbols (both counters non-zero)."""
-    dead = (count_x + _PLUS_7) & (count_o + _PLUS_7) & _HIGH_BITS
-    return (dead[0] & dead[1]) == _HIGH_BITS
+    """Per game: every window holds both symbols (both counts non-zero)."""
+    dead = count_x + _PLUS_4
+    dead &= count_o + _PLUS_4
+    both_words = dead[:, 0] & dead[:, 1]
+    both_words &= _HIGH_BITS
+    return both_words == _HIGH_BITS
 
 
 def _popcount(words: Any) -> Any:

@@ -25,6 +25,11 @@ from envs.order_chaos import (
 from envs.render import render_rgb
 from envs.rules import ACTIONS, CELLS, State, render_ascii
 
+# The (Order, Chaos) rewards for winner 0, 1 and -1 (none yet; the last entry, so the
+# winner itself is the index), each pair as one int64 holding two float32 bit patterns:
+# a single 1-D gather then builds the (N, 2) rewards.
+_REWARD_PAIRS = np.array([[1, -1], [-1, 1], [0, 0]], dtype=np.float32).view(np.int64)[:, 0]
+
 
 class OrderChaosVectorEnv(VectorEnv):
     """N games of Order and Chaos stepped together by the array batch engine.
@@ -91,8 +96,7 @@ class OrderChaosVectorEnv(VectorEnv):
         self._rules_check = GameCore(end_when_decided)
         self._start_boards: list[State] | None = None
         self._needs_reset = self.game.xp.zeros((self.num_envs,), self.game.xp.bool_)
-        # Order's reward for winner -1 (none yet), 0 (Order) and 1 (Chaos).
-        self._order_reward_by_winner = self.game.xp.asarray([0.0, 1.0, -1.0], self.game.xp.float32)
+        self._reward_pairs = self.game.xp.asarray(_REWARD_PAIRS)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -125,15 +129,14 @@ class OrderChaosVectorEnv(VectorEnv):
         """Step every game (games that ended last step restart instead; see autoreset)."""
         game, xp = self.game, self.game.xp
         restarting = self._needs_reset
-        if bool(restarting.any()):
-            result = game.step(actions, active=~restarting)
-            boards = None
-            if self._start_boards is not None:
-                rows = xp.to_numpy(xp.nonzero(restarting))
-                boards = [self._start_boards[int(i)] for i in rows]
-            game.reset(idx=restarting, boards=boards)
-        else:
+        if not bool(restarting.any()):
             result = game.step(actions)
+        elif self._start_boards is None:
+            result = game.step(actions, restart=restarting)
+        else:
+            result = game.step(actions, active=~restarting)
+            rows = xp.to_numpy(xp.nonzero(restarting))
+            game.reset(idx=restarting, boards=[self._start_boards[int(i)] for i in rows])
         self._needs_reset = result.terminated
         truncated = xp.zeros((self.num_envs,), xp.bool_)
         info = self._info(result.reward, result.terminated, result.illegal)
@@ -146,21 +149,18 @@ class OrderChaosVectorEnv(VectorEnv):
         """Info arrays (see the class docstring) after a step with these results."""
         game, xp = self.game, self.game.xp
         winner = xp.copy(game.winner)
-        order_reward = self._order_reward_by_winner[xp.astype(winner, xp.int64) + 1]
-        # Built word-major and returned as an (N, 2) view: numpy is slow at filling or
-        # gathering rows of length 2.
-        rewards = xp.zeros((2, self.num_envs), xp.float32)
-        rewards[0] = order_reward
-        rewards[1] = -order_reward
+        # One 8-byte gather per game (both float32 rewards at once): numpy is slow at
+        # filling or gathering rows of length 2.
+        rewards = xp.take(self._reward_pairs, winner).view(xp.float32).reshape(self.num_envs, 2)
         winning_line = xp.zeros((self.num_envs, CELLS), xp.bool_)
-        order_won = xp.nonzero(ended & (winner == ORDER_WINS))
-        if order_won.shape[0]:
+        rows = xp.nonzero(ended & (winner == ORDER_WINS))
+        if rows.shape[0]:
             # These games just ended, so their five runs through their last move.
-            winning_line[order_won] = game.last_move_lines(order_won)
+            winning_line[rows] = game._last_move_lines(rows)
         return {
             "to_play": xp.astype(game.to_play, xp.int8),
             "winner": winner,
-            "rewards": rewards.T,
+            "rewards": rewards,
             "decided": game.decided,
             "winning_line": winning_line,
             "illegal": illegal if illegal is not None else xp.zeros((self.num_envs,), xp.bool_),

@@ -164,3 +164,45 @@ def test_observations_are_copies() -> None:
     obs, masks = game.observations(), game.action_masks()
     game.step(np.array([0, 1]))
     assert not obs.any() and masks.all()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("illegal_action", ["raise", "lose"])
+def test_restart_equals_inactive_step_then_reset(backend: str, illegal_action: str) -> None:
+    n = 8
+    rng = np.random.default_rng(11)
+    fused, plain = (BatchGame(n, backend, illegal_action=illegal_action) for _ in range(2))
+    restart = np.zeros(n, dtype=bool)
+    illegal_seen = 0
+    for _ in range(120):
+        masks = as_numpy(plain.action_masks())
+        actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
+        if illegal_action == "lose":  # sometimes the first occupied cell (illegal)
+            actions = np.where(rng.random(n) < 0.1, 2 * np.argmin(masks[:, ::2], axis=1), actions)
+        first = fused.step(actions, restart=restart)
+        second = plain.step(actions, active=~restart)
+        plain.reset(idx=restart)
+        for a, b in zip(first, second):
+            assert np.array_equal(as_numpy(a), as_numpy(b))
+        assert fused.states() == plain.states()
+        assert np.array_equal(as_numpy(fused.observations()), as_numpy(plain.observations()))
+        assert np.array_equal(as_numpy(fused.action_masks()), as_numpy(plain.action_masks()))
+        for name in ("terminated", "winner", "last_action", "num_stones", "decided", "to_play"):
+            assert np.array_equal(as_numpy(getattr(fused, name)), as_numpy(getattr(plain, name)))
+        restart = as_numpy(first.terminated).copy()
+        illegal_seen += int(as_numpy(first.illegal).sum())
+    assert (illegal_seen > 0) == (illegal_action == "lose")
+    with pytest.raises(ValueError, match="not both"):
+        fused.step(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool), restart=restart)
+
+
+def test_observations_survive_parity_flips_with_idle_games() -> None:
+    # Games that sit a step out keep their side to move while the others' flips.
+    game = BatchGame(3)
+    game.step(np.array([0, 0, 0]))
+    game.step(np.array([2, 2, 2]), active=np.array([True, False, True]))
+    obs = game.observations()
+    assert list(obs[:, 2, 0, 0]) == [0, 1, 0]
+    assert list(as_numpy(game.to_play)) == [0, 1, 0]
+    game.reset(idx=[1])
+    assert not game.observations()[1].any() and game.action_masks()[1].all()
