@@ -601,7 +601,7 @@ class BatchGame:
         self.num_stones += 1
         if idle is not None:
             self.num_stones[idle] -= 1
-        to_play = xp.astype(self.num_stones & 1, xp.int8)
+        to_play = xp.astype(self.num_stones, xp.int8) & 1  # int8 first: cheaper ops
         ended = five | (self.num_stones == CELLS)
         if self.end_when_decided:
             ended |= self.decided
