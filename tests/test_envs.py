@@ -320,6 +320,22 @@ def test_vector_env_matches_single_envs_with_next_step_autoreset(backend: str) -
             pending[i] = expected_done
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_vector_step_results_are_never_changed_by_later_steps(backend: str) -> None:
+    vec = OrderChaosVectorEnv(6, backend=backend)
+    to_np = vec.game.xp.to_numpy
+    obs, _ = vec.reset()
+    rng = np.random.default_rng(5)
+    kept: list[tuple[object, np.ndarray]] = []
+    for _ in range(60):  # several games end and restart on the way
+        masks = to_np(obs["action_mask"])
+        actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
+        obs, reward, terminated, truncated, info = vec.step(vec.game.xp.asarray(actions))
+        for array in (*obs.values(), reward, terminated, truncated, *info.values()):
+            kept.append((array, to_np(array).copy()))
+    assert all(np.array_equal(to_np(array), snapshot) for array, snapshot in kept)
+
+
 def test_vector_illegal_actions() -> None:
     vec = OrderChaosVectorEnv(3)
     vec.reset()
