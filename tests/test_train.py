@@ -461,3 +461,27 @@ def test_solver_policy_keeps_only_proven_winning_moves(weights: str) -> None:
     assert rows.policies[1, [2, 3]] == pytest.approx([0.5, 0.5])  # nothing to weight by
     assert rows.policies[:2].sum(1) == pytest.approx([1.0, 1.0])
     assert rows.policies[2, 4] == 1.0 and rows.policies[2].sum() == 1.0
+
+
+def test_solver_candidates_give_a_proven_win_when_listing_all_wins_is_too_dear() -> None:
+    from agents.solver import solve
+    from train.alphazero import play_heuristic_games
+    from train.solver_targets import solver_targets
+
+    logs = play_heuristic_games(8, 4, np.random.default_rng(3))
+    positions = [s for log in logs for s in log.states if s.num_empty == 26]
+    budget = 20_000  # enough to prove most of these won, too little to list every winning move
+    listed = solver_targets(positions, budget, True)
+    unlisted = [i for i, v in listed.values.items() if v == 1.0 and i not in listed.winning_moves]
+    assert unlisted
+    every = [s.legal_actions() for s in positions]  # candidates: every move, so a win is there
+    with_candidates = solver_targets(positions, budget, True, every)
+    assert with_candidates.values == listed.values
+    found = [i for i in unlisted if i in with_candidates.winning_moves]
+    assert found
+    for i in found:
+        (move,) = with_candidates.winning_moves[i]
+        child = positions[i].apply(move)
+        assert (child.winner if child.is_terminal else solve(child, node_limit=10**6).winner) == positions[i].to_play
+    for i, moves in listed.winning_moves.items():  # fully listed positions are left alone
+        assert with_candidates.winning_moves[i] == moves

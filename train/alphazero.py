@@ -212,6 +212,12 @@ class TrainingRows:
             values=np.concatenate([value_targets(log) for log in logs]),
         )
 
+    def favourite_moves(self, row: int, count: int) -> list[int]:
+        """Up to ``count`` moves with positive policy target in ``row``, most favoured first."""
+        policy = self.policies[row]
+        order = np.argsort(-policy, kind="stable")[:count]
+        return [int(a) for a in order if policy[a] > 0]
+
     def apply(self, rows: list[int], exact: SolverTargets, weights: str = "uniform") -> None:
         """Overwrite the targets of ``rows`` with the exact results the solver found
         (``exact`` is keyed by position in ``rows``): the value, and for a proven win a
@@ -320,10 +326,12 @@ class AlphaZeroTrainer(Trainer):
             self._add(rows)
             return {}
         late_states = [rows.states[i] for i in late]
+        candidates = [rows.favourite_moves(i, cfg.solver_candidates) for i in late] if cfg.solver_candidates else None
+        args = (late_states, cfg.solver_node_limit, cfg.solver_policy, candidates)
         if cfg.solver_process:
-            self._pending.append((rows, late, self.solver.submit(late_states, cfg.solver_node_limit, cfg.solver_policy)))
+            self._pending.append((rows, late, self.solver.submit(*args)))
             return {"charts/solver_positions": float(len(late))}
-        exact = solver_targets(late_states, cfg.solver_node_limit, cfg.solver_policy)
+        exact = solver_targets(*args)
         rows.apply(late, exact, cfg.solver_policy_weights)
         self._add(rows)
         return {"charts/solver_positions": float(len(late)), "charts/solver_values": float(len(exact.values))}

@@ -144,6 +144,14 @@ class SelfPlayConfig:
         "where the solver proves the mover wins, the policy target keeps only the proven "
         "winning moves (needs solver_depth > 0)",
     )
+    solver_candidates: int = _field(
+        0,
+        "when listing every winning move of a won position exceeds the solver's budget "
+        "(common with many empty cells), try this many of the moves the game's policy target "
+        "favours most, and train on the first one proven to win as a one-hot target (0: off)",
+        min=0,
+        max=72,
+    )
     solver_policy_weights: str = _field(
         "uniform",
         "how a solver policy target spreads over the proven winning moves: 'uniform', or "

@@ -30,9 +30,20 @@ class SolverTargets:
     winning_moves: dict[int, list[int]] = field(default_factory=dict)
 
 
-def solver_targets(states: list[State], node_limit: int, moves: bool) -> SolverTargets:
+def solver_targets(
+    states: list[State],
+    node_limit: int,
+    moves: bool,
+    candidates: list[list[int]] | None = None,
+) -> SolverTargets:
     """Solve each state within ``node_limit`` nodes (``agents.solver.solve``); unproven ones
-    are left out. Empty when the solver module is not installed."""
+    are left out. Empty when the solver module is not installed.
+
+    With ``moves``, a won position lists every winning move. Listing them all needs a proof
+    for every losing move too, which often exceeds the budget early in the game; then, if
+    ``candidates[i]`` gives moves to try (most favoured first), the first of them proven to
+    win within a quarter of the budget becomes the position's one winning move.
+    """
     out = SolverTargets()
     try:
         from agents.solver import solve
@@ -44,9 +55,26 @@ def solver_targets(states: list[State], node_limit: int, moves: bool) -> SolverT
             continue
         wins = result.winner == state.to_play
         out.values[i] = 1.0 if wins else -1.0
-        if wins and result.best_actions:
+        if not (wins and moves):
+            continue
+        if result.best_actions:
             out.winning_moves[i] = list(result.best_actions)
+        elif candidates is not None:
+            found = _first_proven_win(state, candidates[i], max(1, node_limit // 4), solve)
+            if found is not None:
+                out.winning_moves[i] = [found]
     return out
+
+
+def _first_proven_win(state: State, candidates: list[int], node_limit: int, solve) -> int | None:
+    """The first of ``candidates`` after which the mover provably still wins, or None."""
+    mover = state.to_play
+    for action in candidates:
+        child = state.apply(action)
+        winner = child.winner if child.is_terminal else solve(child, node_limit=node_limit).winner
+        if winner == mover:
+            return int(action)
+    return None
 
 
 def _exit_with_parent(parent_pid: int) -> None:
@@ -73,11 +101,15 @@ class SolverWorker:
         self._pool: ProcessPoolExecutor | None = None
         self.failures = 0
 
-    def targets(self, states: list[State], node_limit: int, moves: bool) -> SolverTargets:
+    def targets(
+        self, states: list[State], node_limit: int, moves: bool, candidates: list[list[int]] | None = None
+    ) -> SolverTargets:
         """Like :func:`solver_targets`, in the workers; empty targets if a worker died."""
-        return self.submit(states, node_limit, moves).result()
+        return self.submit(states, node_limit, moves, candidates).result()
 
-    def submit(self, states: list[State], node_limit: int, moves: bool) -> "PendingTargets":
+    def submit(
+        self, states: list[State], node_limit: int, moves: bool, candidates: list[list[int]] | None = None
+    ) -> "PendingTargets":
         """Start :func:`solver_targets` in the workers and return at once; the caller
         collects the targets with :meth:`PendingTargets.result` (and can work meanwhile)."""
         states = list(states)
@@ -92,9 +124,19 @@ class SolverWorker:
             )
         # Worker k takes positions k, k + workers, ...: neighbouring positions come from the
         # same ply of different games, so striding spreads the hard ones evenly.
-        shares = [(k, states[k :: self.workers]) for k in range(min(self.workers, len(states)))]
+        def share(k: int) -> tuple:
+            return (
+                states[k :: self.workers],
+                node_limit,
+                moves,
+                None if candidates is None else candidates[k :: self.workers],
+            )
+
         try:
-            futures = [(k, self._pool.submit(solver_targets, share, node_limit, moves)) for k, share in shares]
+            futures = [
+                (k, self._pool.submit(solver_targets, *share(k)))
+                for k in range(min(self.workers, len(states)))
+            ]
         except BrokenProcessPool:
             self._lost(len(states))
             return PendingTargets(self, [], 0)
