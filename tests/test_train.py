@@ -485,3 +485,30 @@ def test_solver_candidates_give_a_proven_win_when_listing_all_wins_is_too_dear()
         assert (child.winner if child.is_terminal else solve(child, node_limit=10**6).winner) == positions[i].to_play
     for i, moves in listed.winning_moves.items():  # fully listed positions are left alone
         assert with_candidates.winning_moves[i] == moves
+
+
+def test_on_policy_games_play_the_networks_own_favourite_after_the_temperature_plies() -> None:
+    from agents.neural import NetworkEvaluator
+    from train.alphazero import play_selfplay_games
+
+    torch.manual_seed(1)
+    evaluator = NetworkEvaluator({role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")})
+    heuristic_chaos = {g: (1, make("heuristic", seed=g)) for g in range(2)}
+    logs = play_selfplay_games(
+        evaluator, 2, simulations=8, c_puct=1.5, dirichlet_alpha=0.3, dirichlet_fraction=0.25,
+        temperature=1.0, temperature_moves=2, rng=np.random.default_rng(0),
+        opponents=heuristic_chaos, on_policy=[0],
+    )
+
+    def follows_favourite(log) -> list[bool]:
+        # the network's move from each logged Order position stands in the next one
+        out = []
+        for state, following in zip(log.states, log.states[1:]):
+            if state.num_stones >= 2:
+                move = int(np.argmax(evaluator.evaluate([state])[0][0]))
+                placed = state.apply(move)
+                out.append((placed.x & ~following.x) == 0 and (placed.o & ~following.o) == 0)
+        return out
+
+    assert follows_favourite(logs[0]) and all(follows_favourite(logs[0]))
+    assert not all(follows_favourite(logs[1]))  # searched moves (with noise) differ somewhere

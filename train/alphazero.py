@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -104,6 +104,7 @@ def play_selfplay_games(
     rng: np.random.Generator,
     opponents: dict[int, tuple[int, Agent]] | None = None,
     target_temperature: float = 1.0,
+    on_policy: Collection[int] = (),
 ) -> list[GameLog]:
     """Play ``n_games`` games in lockstep (:func:`play_lockstep`) with batched PUCT search
     for every network move: one search wave evaluates the leaves of all trees at once.
@@ -111,10 +112,16 @@ def play_selfplay_games(
     ``opponents`` maps a game index to ``(seat, agent)``: in that game the agent plays seat
     0 (Order) or 1 (Chaos) and only the network's positions are logged. Logged policies are
     the search's ``policy(target_temperature)``.
+
+    In the games listed in ``on_policy``, after the ``temperature_moves`` plies the network
+    plays its own most probable move (as it plays alone, without search) while its positions
+    are still labelled with the search's targets, so that training sees the positions the
+    network alone reaches and is corrected there (DAgger-style).
     """
     from agents.mcts import MCTS
 
     opponents = opponents or {}
+    on_policy = set(int(g) for g in on_policy)
     opponent_seat = np.full(n_games, -1)
     for g, (seat, _) in opponents.items():
         opponent_seat[g] = seat
@@ -134,24 +141,27 @@ def play_selfplay_games(
         by_network = [i for i, s in enumerate(states) if opponent_seat[games[i]] != s.to_play_index]
         results = search.search_batch([states[i] for i in by_network], add_noise=True) if by_network else []
         temp = temperature if ply < temperature_moves else 0.0
-        lost = []
+        lost = set()
         for i, result in zip(by_network, results):
             # visit distribution; for a proven win, uniform over the proven winning moves; a
             # proven loss stops the search early, so its few visits carry no policy signal and
             # the row trains the value only (an all-zero policy target adds no policy loss)
             if result.proven == "loss":
                 targets[i] = np.zeros(ACTIONS, np.float32)
-                lost.append(i)
+                lost.add(i)
             else:
                 targets[i] = np.asarray(result.policy(target_temperature), dtype=np.float32)
             if temp == 0 or result.proven is not None:
                 moves[i] = int(result.best_action)
             else:
                 moves[i] = sample_from(np.asarray(result.policy(1.0), dtype=np.float64), temp, rng)
-        if lost:  # every move loses against best play: take the network's favourite, which
-            # resists fallible opponents better than an arbitrary (maybe suicidal) move
-            priors, _ = evaluator.evaluate([states[i] for i in lost])
-            for i, prior in zip(lost, priors):
+        # Every move loses against best play: take the network's favourite, which resists
+        # fallible opponents better than an arbitrary (maybe suicidal) move. In on-policy
+        # games, after the temperature plies, the network plays its own favourite too.
+        greedy = [i for i in by_network if i in lost or (temp == 0 and games[i] in on_policy)]
+        if greedy:
+            priors, _ = evaluator.evaluate([states[i] for i in greedy])
+            for i, prior in zip(greedy, priors):
                 moves[i] = int(np.argmax(prior))
         for i, state in enumerate(states):
             if targets[i] is None:
@@ -273,6 +283,7 @@ class AlphaZeroTrainer(Trainer):
         for net in self.nets.values():
             net.eval()
         started = time.perf_counter()
+        opponents = self._opponents(cfg.selfplay.games)
         logs = play_selfplay_games(
             self.evaluator,
             cfg.selfplay.games,
@@ -283,8 +294,9 @@ class AlphaZeroTrainer(Trainer):
             temperature=cfg.selfplay.temperature,
             temperature_moves=cfg.selfplay.temperature_moves,
             rng=self.rng,
-            opponents=self._opponents(cfg.selfplay.games),
+            opponents=opponents,
             target_temperature=cfg.selfplay.target_temperature,
+            on_policy=range(int(round(cfg.selfplay.on_policy_fraction * len(opponents)))),
         )
         play_seconds = time.perf_counter() - started
         imitation: list[GameLog] = []

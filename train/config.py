@@ -82,6 +82,15 @@ class SelfPlayConfig:
         min=0,
         max=1,
     )
+    on_policy_fraction: float = _field(
+        0.0,
+        "fraction of the games against the heuristic agent in which the network, after the "
+        "temperature plies, plays its own most probable move instead of the search's, while "
+        "its positions keep the search's (and solver's) targets: DAgger-style, so training "
+        "sees and corrects the positions the network alone reaches",
+        min=0,
+        max=1,
+    )
     solver_depth: int = _field(
         0,
         "positions with at most this many empty cells get exact solver values as value "
