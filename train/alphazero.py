@@ -45,6 +45,13 @@ class GameLog:
     winner: str | None = None
     length: int = 0
 
+    def keep_only(self, indices: list[int]) -> None:
+        """Keep only the logged positions at ``indices`` (with their targets and arrays)."""
+        self.states = [self.states[i] for i in indices]
+        self.policies = [self.policies[i] for i in indices]
+        self.planes = [self.planes[i] for i in indices]
+        self.masks = [self.masks[i] for i in indices]
+
 
 def value_targets(log: GameLog) -> np.ndarray:
     """The final outcome from the view of the player to move in each logged position."""
@@ -303,9 +310,7 @@ class AlphaZeroTrainer(Trainer):
         if cfg.selfplay.imitation_games:
             imitation = play_heuristic_games(cfg.selfplay.imitation_games, cfg.selfplay.warmup_openings, self.rng)
             for log in imitation:
-                keep = [i for i, s in enumerate(log.states) if s.to_play in cfg.selfplay.imitation_roles]
-                for name in ("states", "policies", "planes", "masks"):
-                    setattr(log, name, [getattr(log, name)[i] for i in keep])
+                log.keep_only([i for i, s in enumerate(log.states) if s.to_play in cfg.selfplay.imitation_roles])
         stats = self.flush()
         stats.update(self.store(logs + imitation))
         self.games_played += len(logs)

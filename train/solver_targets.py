@@ -24,7 +24,8 @@ from envs.rules import State
 @dataclass
 class SolverTargets:
     """Exact results for some positions, keyed by list index: the value from the mover's
-    view, and (for proven wins, when asked) the proven winning moves."""
+    view, and (for proven wins, when asked) proven winning moves: all of them, or one
+    proven candidate where listing all exceeded the budget."""
 
     values: dict[int, float] = field(default_factory=dict)
     winning_moves: dict[int, list[int]] = field(default_factory=dict)
@@ -68,11 +69,8 @@ def solver_targets(
 
 def _first_proven_win(state: State, candidates: list[int], node_limit: int, solve) -> int | None:
     """The first of ``candidates`` after which the mover provably still wins, or None."""
-    mover = state.to_play
-    for action in candidates:
-        child = state.apply(action)
-        winner = child.winner if child.is_terminal else solve(child, node_limit=node_limit).winner
-        if winner == mover:
+    for action in candidates:  # solve() returns a finished board's winner at once
+        if solve(state.apply(action), node_limit=node_limit).winner == state.to_play:
             return int(action)
     return None
 
