@@ -5,12 +5,15 @@
   net otherwise, both as one batch each; illegal actions get zero probability.
 * :class:`NeuralAgent` plays from the network alone (``sims=0``: greedy with ``temp=0`` or
   sampling with ``temp>0``) or with PUCT search (``sims>0``, the shared ``agents.mcts.MCTS``).
-* :func:`pretrained_agent` (registry spec ``pretrained``) loads the shipped weights;
-  :func:`run_dir_agent` (a run directory as a spec) loads a run's latest checkpoint.
+* :func:`pretrained_agent` (registry spec ``pretrained``) plays the shipped weights;
+  :func:`run_dir_agent` (a run directory as a spec) plays a run's latest checkpoint. Both
+  share one cached evaluator per policy (:func:`shared_evaluator`), so a match does not
+  reload the weights for every game; :func:`load_evaluator` gives networks of one's own.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -185,9 +188,50 @@ def find_policy_dir(path: str | Path) -> Path:
 
 
 def load_evaluator(path: str | Path, device: str | torch.device = "cpu") -> NetworkEvaluator:
-    """A :class:`NetworkEvaluator` over the policy in ``path`` (policy or run directory)."""
+    """A :class:`NetworkEvaluator` over the policy in ``path`` (policy or run directory),
+    with networks of its own (see :func:`shared_evaluator` for a cached, shared one)."""
     nets, _ = load_policy_dir(find_policy_dir(path), device=device)
     return NetworkEvaluator(nets, device=device)
+
+
+_SHARED: "OrderedDict[tuple, NetworkEvaluator]" = OrderedDict()
+_SHARED_SIZE = 8
+
+
+def _stamp(file: Path) -> tuple[int, int, int] | None:
+    # Weights are written atomically (a new file renamed into place), so the inode changes
+    # with every rewrite even when the size and a coarse modification time do not.
+    if not file.is_file():
+        return None
+    stat = file.stat()
+    return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+
+def _policy_files_key(policy_dir: Path, device: str | torch.device) -> tuple:
+    files = [policy_dir / "meta.json"] + [policy_dir / f"{role}.safetensors" for role in AGENTS]
+    stamps = tuple(_stamp(f) for f in files)
+    return (str(policy_dir.resolve()), str(torch.device(device)), stamps)
+
+
+def shared_evaluator(path: str | Path, device: str | torch.device = "cpu") -> NetworkEvaluator:
+    """The evaluator of the policy in ``path``, loaded once per process and shared.
+
+    Agents built from specs (``pretrained``, a run directory) use it, so a match of many
+    games does not reload the weights for every game. The cache key includes the policy
+    files' identities (inode, modification time, size), so a new checkpoint (or rewritten weights) is
+    loaded afresh. Treat the shared networks as read-only; use :func:`load_evaluator` for
+    networks to train or modify.
+    """
+    policy_dir = find_policy_dir(path)
+    key = _policy_files_key(policy_dir, device)
+    evaluator = _SHARED.get(key)
+    if evaluator is None:
+        evaluator = load_evaluator(policy_dir, device=device)
+        _SHARED[key] = evaluator
+        while len(_SHARED) > _SHARED_SIZE:
+            _SHARED.popitem(last=False)
+    _SHARED.move_to_end(key)
+    return evaluator
 
 
 def run_dir_agent(
@@ -199,7 +243,7 @@ def run_dir_agent(
 ) -> NeuralAgent:
     """The agent of a training run directory (its latest checkpoint) or of a policy directory."""
     return NeuralAgent(
-        load_evaluator(path), sims=sims, temp=temp, c=c, seed=seed, name=f"run:{Path(path).name}"
+        shared_evaluator(path), sims=sims, temp=temp, c=c, seed=seed, name=f"run:{Path(path).name}"
     )
 
 
@@ -218,4 +262,4 @@ def pretrained_agent(
             f"no pretrained policy is installed at {where}; export one from a run with "
             f"`python -m train.export RUN_DIR`"
         )
-    return NeuralAgent(load_evaluator(where), sims=sims, temp=temp, c=c, seed=seed, name="pretrained")
+    return NeuralAgent(shared_evaluator(where), sims=sims, temp=temp, c=c, seed=seed, name="pretrained")

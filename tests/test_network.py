@@ -21,7 +21,15 @@ from agents.network import (
     masked_softmax,
     save_policy_dir,
 )
-from agents.neural import NetworkEvaluator, NeuralAgent, find_policy_dir, run_dir_agent, sample_from
+from agents.neural import (
+    NetworkEvaluator,
+    NeuralAgent,
+    find_policy_dir,
+    load_evaluator,
+    run_dir_agent,
+    sample_from,
+    shared_evaluator,
+)
 from agents.registry import make
 from envs.encoding import OBS_VERSION, action_mask, encode_states
 from envs.rules import ACTIONS, CELLS, State
@@ -197,3 +205,22 @@ def test_policy_dir_is_an_agent_spec(tmp_path: Path) -> None:
     assert agent.act(State()) in range(ACTIONS)
     searching = run_dir_agent(tmp_path, sims=4, temp=1.0, seed=1)
     assert searching.act(State()) in range(ACTIONS)
+
+
+def test_spec_agents_share_one_evaluator_until_the_weights_change(tmp_path: Path) -> None:
+    save_policy_dir(tmp_path, tiny_nets(seed=0))
+    first, second = make(str(tmp_path), seed=1), make(str(tmp_path), seed=2)
+    assert first.evaluator is second.evaluator is shared_evaluator(tmp_path)
+    private = load_evaluator(tmp_path)
+    assert private is not first.evaluator
+    states = [State(), State().apply(7)]
+    for got, want in zip(first.evaluator.evaluate(states), private.evaluate(states)):
+        np.testing.assert_array_equal(got, want)
+    # New weights in the same directory are loaded afresh, not served from the cache.
+    save_policy_dir(tmp_path, tiny_nets(seed=5))
+    reloaded = make(str(tmp_path), seed=1)
+    assert reloaded.evaluator is not first.evaluator
+    for got, want in zip(reloaded.evaluator.evaluate(states), load_evaluator(tmp_path).evaluate(states)):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(AssertionError):
+        np.testing.assert_array_equal(reloaded.evaluator.evaluate(states)[0], private.evaluate(states)[0])
