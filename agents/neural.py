@@ -201,9 +201,10 @@ _SHARED_SIZE = 8
 def _stamp(file: Path) -> tuple[int, int, int] | None:
     # Weights are written atomically (a new file renamed into place), so the inode changes
     # with every rewrite even when the size and a coarse modification time do not.
-    if not file.is_file():
+    try:
+        stat = file.stat()
+    except FileNotFoundError:
         return None
-    stat = file.stat()
     return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
 
 
@@ -218,8 +219,8 @@ def shared_evaluator(path: str | Path, device: str | torch.device = "cpu") -> Ne
 
     Agents built from specs (``pretrained``, a run directory) use it, so a match of many
     games does not reload the weights for every game. The cache key includes the policy
-    files' identities (inode, modification time, size), so a new checkpoint (or rewritten weights) is
-    loaded afresh. Treat the shared networks as read-only; use :func:`load_evaluator` for
+    files' identities (inode, modification time, size), so a new checkpoint (or rewritten
+    weights) is loaded afresh. Treat the shared networks as read-only; use :func:`load_evaluator` for
     networks to train or modify.
     """
     policy_dir = find_policy_dir(path)
