@@ -1,7 +1,10 @@
 """The policy-value network and the on-disk policy directory (safetensors + meta.json).
 
 ``PolicyValueNet`` is a small residual CNN over the ``(3, 6, 6)`` planes of observation
-encoding v1 (``envs.encoding``). Its policy head is a 1x1 convolution to two planes (X and
+encoding v1 (``envs.encoding``), optionally widened by fixed *window features*
+(:class:`WindowFeatures`: per cell, how many live five-cell windows through it hold k
+identical stones), which the game is all about and a small CNN otherwise has to learn to
+count. Its policy head is a 1x1 convolution to two planes (X and
 O on each cell), laid out so that logit ``2 * cell + symbol`` is action ``a``, plus a
 learned per-action bias; its value head is a tanh scalar from the view of the player to move.
 
@@ -26,7 +29,7 @@ from safetensors.torch import save as save_safetensors_bytes
 from torch import nn
 
 from envs.encoding import OBS_SHAPE, OBS_VERSION
-from envs.rules import ACTIONS, AGENTS, CELLS
+from envs.rules import ACTIONS, AGENTS, CELLS, SIZE, WINDOW_CELLS
 
 POLICY_FORMAT = "orderchaos-policy"
 META_FILE = "meta.json"
@@ -53,20 +56,61 @@ class ResidualBlock(nn.Module):
         return F.relu(x + self.bn2(self.conv2(y)))
 
 
+class WindowFeatures(nn.Module):
+    """Fixed (parameter-free) window features: planes ``(B, 3, 6, 6)`` -> ``(B, 9, 6, 6)``.
+
+    For each of the 32 windows it counts the X and the O stones; a window is live for X
+    when it holds no O (and the other way round). Feature ``k - 1`` (k = 1..4) of a cell is
+    the number of windows through the cell that are live for X and hold k X stones,
+    feature ``3 + k`` the same for O, and feature 8 the number of empty windows through it;
+    each is divided by 4 to keep the inputs near unit scale. Swapping X and O swaps the
+    first two groups, and board symmetries map the features with the board.
+    """
+
+    FEATURES = 9
+
+    def __init__(self) -> None:
+        super().__init__()
+        incidence = torch.zeros(len(WINDOW_CELLS), CELLS)
+        for i, cells in enumerate(WINDOW_CELLS):
+            incidence[i, list(cells)] = 1.0
+        self.register_buffer("incidence", incidence, persistent=False)
+
+    def forward(self, planes: torch.Tensor) -> torch.Tensor:
+        """The ``(B, 9, 6, 6)`` feature planes of ``planes`` (float)."""
+        stones = planes[:, :2].flatten(2)  # (B, 2, 36)
+        counts = stones @ self.incidence.T  # (B, 2, 32) X and O stones per window
+        x_count, o_count = counts[:, 0], counts[:, 1]
+        ks = torch.arange(1, 5, device=planes.device, dtype=counts.dtype).view(1, 4, 1)
+        live_x = ((o_count == 0).unsqueeze(1) & (x_count.unsqueeze(1) == ks)).to(counts.dtype)
+        live_o = ((x_count == 0).unsqueeze(1) & (o_count.unsqueeze(1) == ks)).to(counts.dtype)
+        empty = ((x_count == 0) & (o_count == 0)).to(counts.dtype).unsqueeze(1)
+        per_window = torch.cat([live_x, live_o, empty], dim=1)  # (B, 9, 32)
+        per_cell = per_window @ self.incidence * 0.25  # (B, 9, 36)
+        return per_cell.view(-1, self.FEATURES, SIZE, SIZE)
+
+
 class PolicyValueNet(nn.Module):
     """Residual policy-value network: planes ``(B, 3, 6, 6)`` -> logits ``(B, 72)``, value ``(B,)``.
 
-    Logits are unmasked; use :func:`masked_log_softmax` with the legal-action mask.
+    Logits are unmasked; use :func:`masked_log_softmax` with the legal-action mask. With
+    ``window_features`` the stem also sees the :class:`WindowFeatures` planes.
     """
 
-    def __init__(self, channels: int = 32, blocks: int = 4, value_hidden: int = 64) -> None:
+    def __init__(
+        self, channels: int = 32, blocks: int = 4, value_hidden: int = 64, window_features: bool = False
+    ) -> None:
         super().__init__()
         for name, v, lo in (("channels", channels, 1), ("blocks", blocks, 0), ("value_hidden", value_hidden, 1)):
-            if not isinstance(v, int) or v < lo:
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 raise ValueError(f"PolicyValueNet {name} must be an int >= {lo}, got {v!r}")
+        if not isinstance(window_features, bool):
+            raise ValueError(f"PolicyValueNet window_features must be a bool, got {window_features!r}")
         self.channels, self.blocks, self.value_hidden = channels, blocks, value_hidden
+        self.window_features = WindowFeatures() if window_features else None
+        in_planes = OBS_SHAPE[0] + (WindowFeatures.FEATURES if window_features else 0)
         self.stem = nn.Sequential(
-            nn.Conv2d(OBS_SHAPE[0], channels, 3, padding=1, bias=False),
+            nn.Conv2d(in_planes, channels, 3, padding=1, bias=False),
             nn.BatchNorm2d(channels),
             nn.ReLU(),
         )
@@ -78,13 +122,22 @@ class PolicyValueNet(nn.Module):
             nn.Linear(2 * CELLS, value_hidden), nn.ReLU(), nn.Linear(value_hidden, 1)
         )
 
-    def architecture(self) -> dict[str, int]:
-        """The constructor arguments, as stored in ``meta.json``."""
-        return {"channels": self.channels, "blocks": self.blocks, "value_hidden": self.value_hidden}
+    def architecture(self) -> dict[str, int | bool]:
+        """The constructor arguments, as stored in ``meta.json`` (``window_features`` only
+        when set, so that older policy directories keep their exact metadata)."""
+        arch: dict[str, int | bool] = {
+            "channels": self.channels, "blocks": self.blocks, "value_hidden": self.value_hidden
+        }
+        if self.window_features is not None:
+            arch["window_features"] = True
+        return arch
 
     def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits ``(B, 72)`` (index ``2 * cell + symbol``) and values ``(B,)`` in [-1, 1]."""
-        h = self.trunk(self.stem(planes.float()))
+        planes = planes.float()
+        if self.window_features is not None:
+            planes = torch.cat([planes, self.window_features(planes)], dim=1)
+        h = self.trunk(self.stem(planes))
         p = self.policy_conv(h).flatten(2)  # (B, 2 symbols, 36 cells)
         logits = p.transpose(1, 2).reshape(-1, ACTIONS) + self.policy_bias
         v = self.value_fc(self.value_conv(h).flatten(1))

@@ -16,6 +16,7 @@ from agents.base import Evaluator
 from agents.network import (
     CheckpointError,
     PolicyValueNet,
+    WindowFeatures,
     atomic_write_bytes,
     load_policy_dir,
     masked_softmax,
@@ -32,7 +33,8 @@ from agents.neural import (
 )
 from agents.registry import make
 from envs.encoding import OBS_VERSION, action_mask, encode_states
-from envs.rules import ACTIONS, CELLS, State
+from envs.rules import ACTIONS, CELLS, WINDOW_CELLS, State
+from envs.symmetry import NUM_SYMMETRIES, transform_planes, transform_state
 
 torch.set_num_threads(1)  # the test machine is shared; more threads only contend
 
@@ -149,6 +151,65 @@ def test_bad_agent_arguments_are_refused() -> None:
         NetworkEvaluator({"order": tiny_nets()["order"]})
     with pytest.raises(ValueError, match="channels"):
         PolicyValueNet(0, 1)
+
+
+def window_features_by_hand(state: State) -> np.ndarray:
+    """The WindowFeatures planes counted cell by cell straight from WINDOW_CELLS."""
+    out = np.zeros((9, CELLS))
+    for cells in WINDOW_CELLS:
+        xs = sum(state.x >> c & 1 for c in cells)
+        os_ = sum(state.o >> c & 1 for c in cells)
+        if xs == 0 and os_ == 0:
+            feature = 8
+        elif os_ == 0 and xs <= 4:
+            feature = xs - 1
+        elif xs == 0 and os_ <= 4:
+            feature = 3 + os_
+        else:
+            continue  # dead (both symbols) or already a five
+        for c in cells:
+            out[feature, c] += 0.25
+    return out.reshape(9, 6, 6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(state=positions())
+def test_window_features_match_a_direct_count(state: State) -> None:
+    planes = torch.from_numpy(encode_states([state])).float()
+    features = WindowFeatures()(planes)[0].numpy()
+    assert np.allclose(features, window_features_by_hand(state))
+
+
+@settings(max_examples=20, deadline=None)
+@given(state=positions(), g=st.integers(0, NUM_SYMMETRIES - 1))
+def test_window_features_follow_the_symmetries(state: State, g: int) -> None:
+    """Features of a board's image are the image of its features (an X/O swap also swaps
+    the X and O feature groups), so symmetry augmentation stays consistent."""
+    wf = WindowFeatures()
+    here = wf(torch.from_numpy(encode_states([state])).float())[0].numpy()
+    there = wf(torch.from_numpy(encode_states([transform_state(state, g)])).float())[0].numpy()
+    moved = transform_planes(here, g % 8)  # board transform only, on all 9 planes
+    if g >= 8:
+        moved = moved[[4, 5, 6, 7, 0, 1, 2, 3, 8]]
+    assert np.allclose(there, moved)
+
+
+def test_window_feature_net_round_trips_and_older_metadata_loads(tmp_path: Path) -> None:
+    torch.manual_seed(3)
+    nets = {role: PolicyValueNet(8, 1, 16, window_features=True).eval() for role in ("order", "chaos")}
+    save_policy_dir(tmp_path, nets)
+    loaded, meta = load_policy_dir(tmp_path)
+    assert meta["network"] == {"channels": 8, "blocks": 1, "value_hidden": 16, "window_features": True}
+    planes = torch.from_numpy(encode_states([State(), State().apply(14)])).float()
+    with torch.no_grad():
+        for role in nets:
+            assert torch.allclose(nets[role](planes)[0], loaded[role](planes)[0])
+    # A policy directory written before the option existed has no window_features key.
+    save_policy_dir(tmp_path / "plain", tiny_nets())
+    loaded, meta = load_policy_dir(tmp_path / "plain")
+    assert "window_features" not in meta["network"] and loaded["order"].window_features is None
+    with pytest.raises(ValueError, match="window_features"):
+        PolicyValueNet(8, 1, 16, window_features=1)
 
 
 def test_sample_from_greedy_ties_and_temperature() -> None:

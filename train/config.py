@@ -62,6 +62,11 @@ class NetworkConfig:
     channels: int = _field(32, "convolution channels of the residual trunk", min=1)
     blocks: int = _field(4, "residual blocks in the trunk", min=0)
     value_hidden: int = _field(64, "hidden units of the value head", min=1)
+    window_features: bool = _field(
+        False,
+        "also feed the trunk fixed per-cell counts of the live five-cell windows through each "
+        "cell by how many identical stones they hold (agents.network.WindowFeatures)",
+    )
 
 
 @dataclass

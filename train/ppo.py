@@ -23,7 +23,7 @@ import torch
 from agents.network import PolicyValueNet, masked_log_softmax
 from envs.encoding import action_mask, encode_states
 from envs.rules import AGENTS, State
-from train.trainer import Trainer
+from train.trainer import Trainer, build_network
 
 
 @dataclass
@@ -139,7 +139,7 @@ class PPOTrainer(Trainer):
         super().__init__(config, run_dir)
         self.pool: dict[str, list[dict[str, torch.Tensor]]] = {role: [] for role in AGENTS}
         net_cfg = config.network
-        self.opponent = PolicyValueNet(net_cfg.channels, net_cfg.blocks, net_cfg.value_hidden).to(self.device)
+        self.opponent = build_network(net_cfg).to(self.device)
 
     def extra_state(self) -> dict[str, Any]:
         """The opponent pools."""

@@ -23,7 +23,7 @@ from agents.network import PolicyValueNet, resolve_device
 from agents.neural import NetworkEvaluator, NeuralAgent
 from envs.rules import AGENTS
 from train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from train.config import TrainConfig, config_to_dict, save_config
+from train.config import NetworkConfig, TrainConfig, config_to_dict, save_config
 from train.logging import RunLogger
 
 CONFIG_FILE = "config.yaml"
@@ -82,6 +82,11 @@ def evaluate_policies(
     return out
 
 
+
+def build_network(net_cfg: NetworkConfig) -> PolicyValueNet:
+    """A freshly initialised policy-value network of the configured shape."""
+    return PolicyValueNet(net_cfg.channels, net_cfg.blocks, net_cfg.value_hidden, net_cfg.window_features)
+
 class Trainer:
     """Base class of the training algorithms; see the module docstring.
 
@@ -100,7 +105,7 @@ class Trainer:
         self.rng = np.random.default_rng(config.seed)
         net_cfg = config.network
         self.nets = {
-            role: PolicyValueNet(net_cfg.channels, net_cfg.blocks, net_cfg.value_hidden).to(self.device)
+            role: build_network(net_cfg).to(self.device)
             for role in AGENTS
         }
         self.optimizers = {
