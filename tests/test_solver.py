@@ -151,6 +151,34 @@ def test_order_wins_within_matches_brute_force(seed: int, empties: int, plies: i
     assert fresh_solver().order_wins_within(state, plies) == within(state, plies)
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10**9), st.sampled_from([2, 4, 6]), st.booleans())
+def test_fastest_wins_are_the_moves_with_the_shortest_forced_five(seed: int, empties: int, quiet: bool) -> None:
+    @lru_cache(maxsize=None)
+    def plies_to_five(s: State) -> float:
+        """Plies until Order forces a five with best play (Chaos delaying), inf if never."""
+        if s.has_five:
+            return 0
+        if s.is_full:
+            return float("inf")
+        children = [plies_to_five(s.apply(a)) for a in s.legal_actions()]
+        return 1 + (min(children) if s.to_play == ORDER else max(children))
+
+    state = random_position(seed, empties)  # an even number of empty cells: Order to move
+    while quiet and threat_pairs(state.x, state.o):  # no five to complete: longer wins
+        seed += 1
+        state = random_position(seed, empties)
+    actions = state.legal_actions()
+    distance = {a: 1 + plies_to_five(state.apply(a)) for a in actions}
+    best = min(distance.values())
+    found = fresh_solver().fastest_wins(state, actions, max_plies=empties)
+    if best == float("inf"):
+        assert found is None
+    else:
+        assert found == ([a for a in actions if distance[a] == best], best)
+        assert fresh_solver().fastest_wins(state, actions, max_plies=int(best) - 1) is None
+
+
 @settings(max_examples=6, deadline=None)
 @given(st.integers(0, 10**6), st.integers(12, 18))
 def test_symmetric_images_get_equal_values(seed: int, empties: int) -> None:

@@ -486,6 +486,36 @@ def test_solver_candidates_give_a_proven_win_when_listing_all_wins_is_too_dear()
         assert with_candidates.winning_moves[i] == moves
 
 
+def test_fastest_plies_narrow_orders_winning_moves_to_the_quickest_forced_fives() -> None:
+    from agents.solver import Solver
+    from train.alphazero import play_heuristic_games
+    from train.solver_targets import solver_targets
+
+    logs = play_heuristic_games(8, 4, np.random.default_rng(5))
+    positions = [s for log in logs for s in log.states if 12 <= s.num_empty <= 15]
+    listed = solver_targets(positions, 200_000, True)
+    fastest = solver_targets(positions, 200_000, True, fastest_plies=9)
+    assert fastest.values == listed.values
+    check = Solver(tt_bits=16)
+    narrowed = 0
+    for i, moves in listed.winning_moves.items():
+        kept, state = fastest.winning_moves[i], positions[i]
+        if state.to_play != "order":
+            assert kept == moves  # Chaos targets are never narrowed
+            continue
+        assert kept and set(kept) <= set(moves)
+        soonest = next(
+            (d for d in range(1, 10) if any(check.order_wins_within(state.apply(a), d - 1) for a in moves)),
+            None,
+        )
+        if soonest is None:
+            assert kept == moves
+            continue
+        assert kept == [a for a in moves if check.order_wins_within(state.apply(a), soonest - 1)]
+        narrowed += len(kept) < len(moves)
+    assert narrowed > 0
+
+
 def test_on_policy_games_play_the_networks_own_favourite_after_the_temperature_plies() -> None:
     from agents.neural import NetworkEvaluator
     from train.alphazero import play_selfplay_games

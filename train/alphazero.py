@@ -344,7 +344,7 @@ class AlphaZeroTrainer(Trainer):
             return {}
         late_states = [rows.states[i] for i in late]
         candidates = [rows.favourite_moves(i, cfg.solver_candidates) for i in late] if cfg.solver_candidates else None
-        args = (late_states, cfg.solver_node_limit, cfg.solver_policy, candidates)
+        args = (late_states, cfg.solver_node_limit, cfg.solver_policy, candidates, cfg.solver_fastest_plies)
         if cfg.solver_process:
             self._pending.append((rows, late, self.solver.submit(*args)))
             return {"charts/solver_positions": float(len(late))}

@@ -166,6 +166,14 @@ class SelfPlayConfig:
         min=0,
         max=72,
     )
+    solver_fastest_plies: int = _field(
+        0,
+        "where the solver lists Order's winning moves, the policy target keeps only those "
+        "that force a five soonest, looking this many plies ahead (0: off; kept whole when "
+        "no five is that close): fewer moves left for the network to get wrong",
+        min=0,
+        max=35,
+    )
     solver_policy_weights: str = _field(
         "uniform",
         "how a solver policy target spreads over the proven winning moves: 'uniform', or "

@@ -18,7 +18,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
-from envs.rules import State
+from envs.rules import ORDER, State
 
 
 @dataclass
@@ -36,6 +36,7 @@ def solver_targets(
     node_limit: int,
     moves: bool,
     candidates: list[list[int]] | None = None,
+    fastest_plies: int = 0,
 ) -> SolverTargets:
     """Solve each state within ``node_limit`` nodes (``agents.solver.solve``); unproven ones
     are left out. Empty when the solver module is not installed.
@@ -44,10 +45,14 @@ def solver_targets(
     for every losing move too, which often exceeds the budget early in the game; then, if
     ``candidates[i]`` gives moves to try (most favoured first), the first of them proven to
     win within a quarter of the budget becomes the position's one winning move.
+
+    With ``fastest_plies``, a listed set of Order's winning moves is narrowed to those
+    that force a five soonest, looking up to that many plies ahead within a quarter of the
+    budget (``Solver.fastest_wins``); kept whole when no five is that close.
     """
     out = SolverTargets()
     try:
-        from agents.solver import solve
+        from agents.solver import default_solver, solve
     except ImportError:
         return out
     for i, state in enumerate(states):
@@ -59,7 +64,13 @@ def solver_targets(
         if not (wins and moves):
             continue
         if result.best_actions:
-            out.winning_moves[i] = list(result.best_actions)
+            winning = list(result.best_actions)
+            if fastest_plies and state.to_play == ORDER:
+                quick = default_solver().fastest_wins(
+                    state, winning, fastest_plies, node_limit=max(1, node_limit // 4)
+                )
+                winning = quick[0] if quick is not None else winning
+            out.winning_moves[i] = winning
         elif candidates is not None:
             found = _first_proven_win(state, candidates[i], max(1, node_limit // 4), solve)
             if found is not None:
@@ -100,13 +111,23 @@ class SolverWorker:
         self.failures = 0
 
     def targets(
-        self, states: list[State], node_limit: int, moves: bool, candidates: list[list[int]] | None = None
+        self,
+        states: list[State],
+        node_limit: int,
+        moves: bool,
+        candidates: list[list[int]] | None = None,
+        fastest_plies: int = 0,
     ) -> SolverTargets:
         """Like :func:`solver_targets`, in the workers; empty targets if a worker died."""
-        return self.submit(states, node_limit, moves, candidates).result()
+        return self.submit(states, node_limit, moves, candidates, fastest_plies).result()
 
     def submit(
-        self, states: list[State], node_limit: int, moves: bool, candidates: list[list[int]] | None = None
+        self,
+        states: list[State],
+        node_limit: int,
+        moves: bool,
+        candidates: list[list[int]] | None = None,
+        fastest_plies: int = 0,
     ) -> "PendingTargets":
         """Start :func:`solver_targets` in the workers and return at once; the caller
         collects the targets with :meth:`PendingTargets.result` (and can work meanwhile)."""
@@ -128,6 +149,7 @@ class SolverWorker:
                 node_limit,
                 moves,
                 None if candidates is None else candidates[k :: self.workers],
+                fastest_plies,
             )
 
         try:
