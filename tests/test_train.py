@@ -463,6 +463,22 @@ def test_solver_policy_keeps_only_proven_winning_moves(weights: str) -> None:
     assert rows.policies[2, 4] == 1.0 and rows.policies[2].sum() == 1.0
 
 
+@pytest.mark.parametrize("practical_chaos", [False, True])
+def test_practical_chaos_values_keep_the_outcome_only_where_chaos_is_proven_lost(practical_chaos: bool) -> None:
+    from train.alphazero import TrainingRows
+    from train.solver_targets import SolverTargets
+
+    chaos_to_move = State().apply(0)
+    states = [chaos_to_move, chaos_to_move, State(), State()]
+    outcomes = np.array([0.5, -0.5, 0.5, 0.5], np.float32)  # game-outcome targets already there
+    rows = TrainingRows(states, np.zeros((4, 3, 6, 6), np.int8), np.ones((4, ACTIONS), np.int8),
+                        np.full((4, ACTIONS), 1 / ACTIONS, np.float32), outcomes.copy())
+    exact = SolverTargets(values={0: -1.0, 1: 1.0, 2: -1.0, 3: 1.0})
+    rows.apply([0, 1, 2, 3], exact, "uniform", practical_chaos)
+    # Only the Chaos position proven lost keeps its outcome, and only when asked to.
+    assert rows.values.tolist() == [0.5 if practical_chaos else -1.0, 1.0, -1.0, 1.0]
+
+
 def test_solver_candidates_give_a_proven_win_when_listing_all_wins_is_too_dear() -> None:
     from agents.solver import solve
     from train.alphazero import play_heuristic_games

@@ -27,7 +27,7 @@ from agents.base import Agent
 from agents.network import masked_log_softmax
 from agents.neural import NetworkEvaluator, sample_from
 from envs.batch import BatchGame
-from envs.rules import ACTIONS, AGENTS, State
+from envs.rules import ACTIONS, AGENTS, CHAOS, State
 from train.replay import ReplayBuffer
 from train.solver_targets import PendingTargets, SolverTargets, SolverWorker, solver_targets
 from train.trainer import Trainer
@@ -235,12 +235,17 @@ class TrainingRows:
         order = np.argsort(-policy, kind="stable")[:count]
         return [int(a) for a in order if policy[a] > 0]
 
-    def apply(self, rows: list[int], exact: SolverTargets, weights: str = "uniform") -> None:
+    def apply(
+        self, rows: list[int], exact: SolverTargets, weights: str = "uniform", practical_chaos: bool = False
+    ) -> None:
         """Overwrite the targets of ``rows`` with the exact results the solver found
         (``exact`` is keyed by position in ``rows``): the value, and for a proven win a
         policy over the winning moves only: uniform, or (``weights="search"``) in
-        proportion to the policy target already there (uniform if it gave them nothing)."""
+        proportion to the policy target already there (uniform if it gave them nothing).
+        With ``practical_chaos``, a Chaos position proven lost keeps its game-outcome value."""
         for j, value in exact.values.items():
+            if practical_chaos and value < 0 and self.states[rows[j]].to_play == CHAOS:
+                continue
             self.values[rows[j]] = value
         for j, winning in exact.winning_moves.items():
             kept = self.policies[rows[j], winning] if weights == "search" else np.ones(len(winning))
@@ -349,7 +354,7 @@ class AlphaZeroTrainer(Trainer):
             self._pending.append((rows, late, self.solver.submit(*args)))
             return {"charts/solver_positions": float(len(late))}
         exact = solver_targets(*args)
-        rows.apply(late, exact, cfg.solver_policy_weights)
+        rows.apply(late, exact, cfg.solver_policy_weights, cfg.chaos_practical_values)
         self._add(rows)
         return {"charts/solver_positions": float(len(late)), "charts/solver_values": float(len(exact.values))}
 
@@ -361,7 +366,7 @@ class AlphaZeroTrainer(Trainer):
         solved = 0
         for rows, late, pending in self._pending:
             exact = pending.result()
-            rows.apply(late, exact, self.config.selfplay.solver_policy_weights)
+            rows.apply(late, exact, self.config.selfplay.solver_policy_weights, self.config.selfplay.chaos_practical_values)
             self._add(rows)
             solved += len(exact.values)
         self._pending = []

@@ -174,6 +174,13 @@ class SelfPlayConfig:
         min=0,
         max=35,
     )
+    chaos_practical_values: bool = _field(
+        False,
+        "where the solver proves a Chaos position lost, keep the game's outcome as its value "
+        "target instead of -1: most Chaos positions are lost against perfect play, and the "
+        "outcome keeps the practical chance that the Order player errs, which gives Chaos's "
+        "search something to prefer",
+    )
     solver_policy_weights: str = _field(
         "uniform",
         "how a solver policy target spreads over the proven winning moves: 'uniform', or "
