@@ -119,6 +119,25 @@ def test_seeded_runs_are_reproducible(tmp_path: Path, algorithm: str) -> None:
     assert any(not torch.equal(a["order"][k], c["order"][k]) for k in a["order"])
 
 
+def test_init_from_starts_both_networks_from_a_policy_and_refuses_a_mismatch(tmp_path: Path, capsys) -> None:
+    source = _train(tmp_path / "source")
+    config = load_config(SMOKE, ["eval.enabled=false", f"network.init_from={tmp_path / 'source'}"])
+    trainer = make_trainer(config, tmp_path / "child")
+    for role in source:
+        for key, value in trainer.nets[role].state_dict().items():
+            assert torch.equal(value.cpu(), source[role][key]), (role, key)
+    fresh = make_trainer(load_config(SMOKE, ["eval.enabled=false"]), tmp_path / "fresh")
+    assert any(not torch.equal(v.cpu(), source["order"][k]) for k, v in fresh.nets["order"].state_dict().items())
+    # A policy of another shape, or no policy at all, is refused naming the key.
+    args = ("run.iterations=1", "eval.enabled=false", f"network.init_from={tmp_path / 'source'}", "network.channels=4")
+    assert run_cli(SMOKE, *args, "--run-dir", str(tmp_path / "bad")) == 2
+    assert "network.init_from" in capsys.readouterr().err
+    args = ("run.iterations=1", "eval.enabled=false", f"network.init_from={tmp_path / 'nowhere'}")
+    assert run_cli(SMOKE, *args, "--run-dir", str(tmp_path / "bad2")) == 2
+    assert "network.init_from" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists() and not (tmp_path / "bad2").exists()  # nothing written
+
+
 def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     first = _train(run_dir)  # two iterations

@@ -67,6 +67,12 @@ class NetworkConfig:
         "also feed the trunk fixed per-cell counts of the live five-cell windows through each "
         "cell by how many identical stones they hold (agents.network.WindowFeatures)",
     )
+    init_from: str = _field(
+        "",
+        "start both networks from this policy: a policy directory, a run directory (its latest "
+        "checkpoint) or 'pretrained'; its network shape must match this section (empty: a "
+        "fresh random initialisation). A resumed run continues from its own checkpoint instead",
+    )
 
 
 @dataclass

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from agents.network import PolicyValueNet, resolve_device
-from agents.neural import NetworkEvaluator, NeuralAgent
+from agents.network import CheckpointError, PolicyValueNet, load_policy_dir, resolve_device
+from agents.neural import NetworkEvaluator, NeuralAgent, find_policy_dir, pretrained_dir
 from envs.rules import AGENTS
 from train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from train.config import NetworkConfig, TrainConfig, config_to_dict, save_config
@@ -104,10 +104,9 @@ class Trainer:
         torch.manual_seed(config.seed)  # network initialisation only; all sampling uses self.rng
         self.rng = np.random.default_rng(config.seed)
         net_cfg = config.network
-        self.nets = {
-            role: build_network(net_cfg).to(self.device)
-            for role in AGENTS
-        }
+        self.nets = {role: build_network(net_cfg).to(self.device) for role in AGENTS}
+        if net_cfg.init_from:
+            self._init_from(net_cfg.init_from)
         self.optimizers = {
             role: torch.optim.AdamW(
                 net.parameters(), lr=config.optim.lr, weight_decay=config.optim.weight_decay
@@ -119,6 +118,23 @@ class Trainer:
         self.games_played = 0
         self.last_eval: dict[str, float] = {}
 
+    def _init_from(self, source: str) -> None:
+        """Copy the weights of the policy named by ``network.init_from`` into both networks."""
+        try:
+            where = pretrained_dir() if source == "pretrained" else find_policy_dir(source)
+            nets, _ = load_policy_dir(where)
+        except CheckpointError as exc:
+            raise ValueError(f"network.init_from: {exc}") from None
+        wanted = self.nets["order"].architecture()
+        if nets["order"].architecture() != wanted:
+            raise ValueError(
+                f"network.init_from: the policy in {str(where)!r} has network "
+                f"{nets['order'].architecture()}, but this config builds {wanted}; set the "
+                f"network section to match it"
+            )
+        for role in AGENTS:
+            self.nets[role].load_state_dict(nets[role].state_dict())
+
     # -- construction ------------------------------------------------------------------
     @classmethod
     def create(cls, config: TrainConfig, run_dir: str | Path) -> "Trainer":
@@ -129,9 +145,10 @@ class Trainer:
                 f"run directory {str(run_dir)!r} already holds checkpoints; continue it with "
                 f"--resume {run_dir} or choose another --run-dir"
             )
+        trainer = cls(config, run_dir)  # first, so that a refused config writes nothing
         run_dir.mkdir(parents=True, exist_ok=True)
         save_config(config, run_dir / CONFIG_FILE)
-        return cls(config, run_dir)
+        return trainer
 
     @classmethod
     def resume(cls, config: TrainConfig, run_dir: str | Path) -> "Trainer":
