@@ -63,9 +63,10 @@ class NetworkConfig:
     blocks: int = _field(4, "residual blocks in the trunk", min=0)
     value_hidden: int = _field(64, "hidden units of the value head", min=1)
     window_features: bool = _field(
-        False,
+        True,
         "also feed the trunk fixed per-cell counts of the live five-cell windows through each "
-        "cell by how many identical stones they hold (agents.network.WindowFeatures)",
+        "cell by how many identical stones they hold (agents.network.WindowFeatures); false "
+        "gives the plain network of policies trained before this option",
     )
     init_from: str = _field(
         "",
