@@ -354,8 +354,7 @@ class AlphaZeroTrainer(Trainer):
             self._pending.append((rows, late, self.solver.submit(*args)))
             return {"charts/solver_positions": float(len(late))}
         exact = solver_targets(*args)
-        rows.apply(late, exact, cfg.solver_policy_weights, cfg.chaos_practical_values)
-        self._add(rows)
+        self._add_solved(rows, late, exact)
         return {"charts/solver_positions": float(len(late)), "charts/solver_values": float(len(exact.values))}
 
     def flush(self) -> dict[str, float]:
@@ -366,11 +365,17 @@ class AlphaZeroTrainer(Trainer):
         solved = 0
         for rows, late, pending in self._pending:
             exact = pending.result()
-            rows.apply(late, exact, self.config.selfplay.solver_policy_weights, self.config.selfplay.chaos_practical_values)
-            self._add(rows)
+            self._add_solved(rows, late, exact)
             solved += len(exact.values)
         self._pending = []
         return {"charts/solver_values": float(solved), "charts/solver_wait_seconds": time.perf_counter() - started}
+
+    def _add_solved(self, rows: "TrainingRows", late: list[int], exact: SolverTargets) -> None:
+        """Put the solver's results into ``rows`` (positions ``late``) as the config says,
+        then add the rows to the replay buffers."""
+        cfg = self.config.selfplay
+        rows.apply(late, exact, cfg.solver_policy_weights, cfg.chaos_practical_values)
+        self._add(rows)
 
     def _add(self, rows: "TrainingRows") -> None:
         """Add training rows to the replay buffer of the role that moved in each."""

@@ -17,6 +17,7 @@ import warnings
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from typing import Any
 
 from envs.rules import ORDER, State
 
@@ -110,16 +111,10 @@ class SolverWorker:
         self._pool: ProcessPoolExecutor | None = None
         self.failures = 0
 
-    def targets(
-        self,
-        states: list[State],
-        node_limit: int,
-        moves: bool,
-        candidates: list[list[int]] | None = None,
-        fastest_plies: int = 0,
-    ) -> SolverTargets:
-        """Like :func:`solver_targets`, in the workers; empty targets if a worker died."""
-        return self.submit(states, node_limit, moves, candidates, fastest_plies).result()
+    def targets(self, *args: Any, **kwargs: Any) -> SolverTargets:
+        """Like :func:`solver_targets` (same arguments), in the workers, waiting for the
+        result; empty targets if a worker died."""
+        return self.submit(*args, **kwargs).result()
 
     def submit(
         self,

@@ -82,10 +82,10 @@ def evaluate_policies(
     return out
 
 
-
 def build_network(net_cfg: NetworkConfig) -> PolicyValueNet:
     """A freshly initialised policy-value network of the configured shape."""
     return PolicyValueNet(net_cfg.channels, net_cfg.blocks, net_cfg.value_hidden, net_cfg.window_features)
+
 
 class Trainer:
     """Base class of the training algorithms; see the module docstring.
