@@ -10,7 +10,9 @@ Every position a network moved in becomes a training row for that role's network
 visit distribution as policy target and the final outcome from the mover's view as value
 target, or the exact solver value for positions with at most ``selfplay.solver_depth``
 empty cells. Rows go to one replay buffer per role; training samples them with random
-symmetry augmentation.
+symmetry augmentation. With ``mistakes.games``, the networks also play greedy games against
+fixed opponents at intervals, and the moves that lost them, corrected by the solver, are
+mixed into training batches (``train.mistakes``).
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ import torch
 
 from agents.base import Agent
 from agents.network import masked_log_softmax
-from agents.neural import NetworkEvaluator, sample_from
+from agents.neural import NetworkEvaluator, NeuralAgent, sample_from
 from envs.batch import BatchGame
 from envs.rules import ACTIONS, AGENTS, CHAOS, State
+from train.mistakes import collect_mistakes, mistake_rows
 from train.replay import ReplayBuffer
 from train.solver_targets import PendingTargets, SolverTargets, SolverWorker, solver_targets
 from train.trainer import Trainer
@@ -263,6 +266,7 @@ class AlphaZeroTrainer(Trainer):
     def __init__(self, config: Any, run_dir: Any) -> None:
         super().__init__(config, run_dir)
         self.replay = {role: ReplayBuffer(config.replay.capacity) for role in AGENTS}
+        self.mistakes = {role: ReplayBuffer(config.mistakes.capacity) for role in AGENTS}
         self.evaluator = NetworkEvaluator(self.nets, device=self.device)
         self.solver = SolverWorker(config.selfplay.solver_workers)
         self._pending: list[tuple[TrainingRows, list[int], PendingTargets]] = []
@@ -272,14 +276,22 @@ class AlphaZeroTrainer(Trainer):
         self.solver.close()
 
     def extra_state(self) -> dict[str, Any]:
-        """The replay buffers (after adding the rows still waiting for solver targets)."""
+        """The replay buffers (after adding the rows still waiting for solver targets) and
+        the mistake positions."""
         self.flush()
-        return {"replay": {role: buf.state_dict() for role, buf in self.replay.items()}}
+        return {
+            "replay": {role: buf.state_dict() for role, buf in self.replay.items()},
+            "mistakes": {role: buf.state_dict() for role, buf in self.mistakes.items()},
+        }
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
-        """Restore the replay buffers."""
+        """Restore the replay buffers and mistake positions (checkpoints written before
+        mistake positions existed have none)."""
         for role, buf in self.replay.items():
             buf.load_state_dict(state["replay"][role])
+        for role, buf in self.mistakes.items():
+            if role in state.get("mistakes", {}):
+                buf.load_state_dict(state["mistakes"][role])
 
     def _opponents(self, n_games: int) -> dict[int, tuple[int, Agent]]:
         from agents.registry import make
@@ -384,6 +396,40 @@ class AlphaZeroTrainer(Trainer):
             mine = roles == index
             self.replay[role].add(rows.planes[mine], rows.masks[mine], rows.policies[mine], rows.values[mine])
 
+    def hunt_mistakes(self) -> dict[str, float]:
+        """One round of ``mistakes``: each configured role's network plays greedy games
+        against the opponents, and the losing move of each lost game the solver can place
+        joins that role's mistake positions (``train.mistakes``)."""
+        cfg = self.config.mistakes
+        started = time.perf_counter()
+        for net in self.nets.values():
+            net.eval()
+        learner = NeuralAgent(self.evaluator, sims=0, temp=0.0, name="learner")
+
+        def preferences(state: State) -> list[int]:
+            priors, _ = self.evaluator.evaluate([state])
+            return [int(a) for a in np.argsort(-priors[0], kind="stable")[: cfg.candidates]]
+
+        metrics: dict[str, float] = {}
+        for role in cfg.roles:
+            hunt = collect_mistakes(
+                learner,
+                role,
+                cfg.opponents,
+                cfg.games,
+                int(self.rng.integers(2**31)),
+                openings=cfg.openings,
+                node_limit=cfg.node_limit,
+                preferences=preferences,
+            )
+            if hunt.mistakes:
+                self.mistakes[role].add(*mistake_rows(hunt.mistakes))
+            metrics[f"{role}/mistakes/lost_rate"] = hunt.lost / hunt.games
+            metrics[f"{role}/mistakes/found"] = float(len(hunt.mistakes))
+            metrics[f"{role}/mistakes/kept"] = float(len(self.mistakes[role]))
+        metrics["charts/mistake_seconds"] = time.perf_counter() - started
+        return metrics
+
     def warm_up(self) -> dict[str, float]:
         """Fill the replay buffers from heuristic games and pre-train both networks."""
         cfg = self.config.selfplay
@@ -402,14 +448,22 @@ class AlphaZeroTrainer(Trainer):
         network on its replay buffer; nothing until it holds ``replay.min_positions`` rows."""
         cfg = self.config
         updates = cfg.optim.updates_per_iteration if updates is None else updates
-        buffer = self.replay[role]
+        buffer, mistakes = self.replay[role], self.mistakes[role]
         if len(buffer) < cfg.replay.min_positions or updates == 0:
             return {}
+        from_mistakes = 0
+        if len(mistakes) >= cfg.mistakes.min_rows:
+            from_mistakes = min(cfg.optim.batch_size - 1, int(round(cfg.mistakes.fraction * cfg.optim.batch_size)))
         net, opt = self.nets[role], self.optimizers[role]
         net.train()
         totals = np.zeros(3)
         for _ in range(updates):
-            planes, masks, targets, values = buffer.sample(cfg.optim.batch_size, self.rng, cfg.replay.augment)
+            planes, masks, targets, values = buffer.sample(cfg.optim.batch_size - from_mistakes, self.rng, cfg.replay.augment)
+            if from_mistakes:
+                extra = mistakes.sample(from_mistakes, self.rng, cfg.replay.augment)
+                planes, masks, targets, values = (
+                    np.concatenate(pair) for pair in zip((planes, masks, targets, values), extra)
+                )
             x = torch.from_numpy(planes).to(self.device)
             m = torch.from_numpy(masks).to(self.device).bool()
             pi = torch.from_numpy(targets).to(self.device)
@@ -441,6 +495,9 @@ class AlphaZeroTrainer(Trainer):
         if self.iteration == 0 and self.config.selfplay.warmup_games:
             metrics.update(self.warm_up())
         metrics.update(self.generate())
+        hunt = self.config.mistakes
+        if hunt.games and self.iteration % hunt.interval == 0:
+            metrics.update(self.hunt_mistakes())
         started = time.perf_counter()
         for role in AGENTS:
             metrics.update(self.train_role(role))

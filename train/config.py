@@ -241,6 +241,47 @@ class ReplayConfig:
 
 
 @dataclass
+class MistakesConfig:
+    """Learning from lost games (alphazero; ``train.mistakes``): at intervals each network
+    plays greedy games against fixed opponents, the solver finds the move that lost each
+    lost game, and those positions, with the proven winning moves as targets, are mixed
+    into training batches."""
+
+    games: int = _field(
+        0, "greedy games per role and opponent in each round (0: off)", min=0
+    )
+    interval: int = _field(4, "iterations between rounds", min=1)
+    opponents: list[str] = _field(
+        ["heuristic"], "agent specs the networks play in these games (see agents.registry)"
+    )
+    roles: list[str] = _field(
+        ["order", "chaos"], "whose lost games are searched", choices=["order", "chaos"]
+    )
+    openings: int = _field(
+        2, "random opening plies per game (not searched for mistakes)", min=0, max=30
+    )
+    node_limit: int = _field(
+        300000,
+        "solver node budget per position when walking a lost game back to its losing move",
+        min=1,
+    )
+    candidates: int = _field(
+        10,
+        "where listing every winning move exceeds the budget, try this many of the "
+        "network's favourite moves and keep the first proven to win",
+        min=0,
+        max=72,
+    )
+    capacity: int = _field(4096, "mistake positions kept per role (oldest dropped first)", min=1)
+    fraction: float = _field(
+        0.1, "share of each training batch drawn from the role's mistake positions", min=0, max=1
+    )
+    min_rows: int = _field(
+        32, "mistake positions a role needs before they join its batches", min=1
+    )
+
+
+@dataclass
 class EvalConfig:
     """Evaluation at intervals: matches against fixed opponents and solver accuracy."""
 
@@ -300,6 +341,9 @@ class TrainConfig:
     mcts: MCTSConfig = field(default_factory=MCTSConfig, metadata={"help": "self-play search"})
     optim: OptimConfig = field(default_factory=OptimConfig, metadata={"help": "optimiser"})
     replay: ReplayConfig = field(default_factory=ReplayConfig, metadata={"help": "replay buffer"})
+    mistakes: MistakesConfig = field(
+        default_factory=MistakesConfig, metadata={"help": "learning from lost games"}
+    )
     eval: EvalConfig = field(default_factory=EvalConfig, metadata={"help": "evaluation"})
     ppo: PPOConfig = field(default_factory=PPOConfig, metadata={"help": "PPO settings"})
 

@@ -94,8 +94,8 @@ class ReplayBuffer:
         """Restore from :meth:`state_dict` (the capacity must match)."""
         if state["capacity"] != self.capacity:
             raise ValueError(
-                f"replay capacity changed from {state['capacity']} to {self.capacity}; "
-                f"resume with the run's own replay.capacity"
+                f"buffer capacity changed from {state['capacity']} to {self.capacity}; "
+                f"resume with the run's own replay.capacity and mistakes.capacity"
             )
         n = len(state["values"])
         self.planes[:n] = state["planes"]

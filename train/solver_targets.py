@@ -73,13 +73,13 @@ def solver_targets(
                 winning = quick[0] if quick is not None else winning
             out.winning_moves[i] = winning
         elif candidates is not None:
-            found = _first_proven_win(state, candidates[i], max(1, node_limit // 4), solve)
+            found = first_proven_win(state, candidates[i], max(1, node_limit // 4), solve)
             if found is not None:
                 out.winning_moves[i] = [found]
     return out
 
 
-def _first_proven_win(state: State, candidates: list[int], node_limit: int, solve) -> int | None:
+def first_proven_win(state: State, candidates: list[int], node_limit: int, solve) -> int | None:
     """The first of ``candidates`` after which the mover provably still wins, or None."""
     for action in candidates:  # solve() returns a finished board's winner at once
         if solve(state.apply(action), node_limit=node_limit).winner == state.to_play:

@@ -1,0 +1,136 @@
+"""Learning from lost games: the move that lost a game, and the moves that would have won.
+
+A network playing alone (greedy, no search) against a fixed opponent loses in a few
+recurring ways, and self-play with search rarely visits the positions where it does. So,
+DAgger-style, :func:`collect_mistakes` plays the network greedily against opponents, and for
+every game it lost :func:`find_mistake` walks the game backwards with the exact solver to
+the last position the network provably won: the move it played there provably lost. That
+position, with the solver's winning moves as policy target and a won value, becomes a
+training row (:func:`mistake_rows`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.base import Agent
+from envs.encoding import action_masks, encode_states
+from envs.rules import ACTIONS, AGENTS, ORDER, State
+
+Preferences = Callable[[State], Sequence[int]]
+"""The moves a player likes best in a position, most favoured first."""
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A losing move: in ``state`` the mover provably won, played ``played`` and provably
+    lost. ``winning`` lists proven winning moves: all of them, or (where listing them all
+    exceeded the budget) the first proven one among the player's preferred moves."""
+
+    state: State
+    played: int
+    winning: tuple[int, ...]
+
+
+def find_mistake(
+    actions: Sequence[int],
+    role: str,
+    *,
+    node_limit: int,
+    start_ply: int = 0,
+    preferences: Preferences | None = None,
+) -> Mistake | None:
+    """The losing move of ``role`` in a game it lost (``actions`` from the empty board), or
+    None when the solver cannot place one within ``node_limit`` nodes per position (or the
+    game is unfinished or was not lost).
+
+    Walks ``role``'s positions from the end back to ply ``start_ply`` (e.g. after a random
+    opening): while the solver proves them lost it goes on; the first one it proves won is
+    the position of the mistake (the next one was lost, so the move played there lost); an
+    unproven one ends the walk with None. Then the winning moves are listed, or, if that
+    exceeds the budget, the first of ``preferences(state)`` (other than the move played)
+    proven to win within a quarter of it.
+    """
+    from agents.solver import solve
+    from train.solver_targets import first_proven_win
+
+    if role not in AGENTS:
+        raise ValueError(f"role must be one of {AGENTS}, got {role!r}")
+    states = [State()]
+    for action in actions:
+        states.append(states[-1].apply(action))
+    if states[-1].winner in (None, role):
+        return None  # not a lost game: unfinished, or won
+    mine = [ply for ply in range(start_ply, len(actions)) if states[ply].to_play == role]
+    for ply in reversed(mine):
+        state = states[ply]
+        result = solve(state, node_limit=node_limit, moves=True)
+        if result.winner is None:
+            return None
+        if result.winner != role:
+            continue
+        played = int(actions[ply])
+        winning = [int(a) for a in result.best_actions or ()]
+        if not winning and preferences is not None:
+            others = [int(a) for a in preferences(state) if int(a) != played]
+            found = first_proven_win(state, others, max(1, node_limit // 4), solve)
+            winning = [] if found is None else [found]
+        return Mistake(state, played, tuple(winning)) if winning else None
+    return None
+
+
+@dataclass
+class MistakeHunt:
+    """What :func:`collect_mistakes` found: the mistakes, and the games behind them."""
+
+    mistakes: list[Mistake]
+    games: int
+    lost: int
+
+
+def collect_mistakes(
+    learner: Agent,
+    role: str,
+    opponents: Sequence[str],
+    games: int,
+    seed: int,
+    *,
+    openings: int,
+    node_limit: int,
+    preferences: Preferences | None = None,
+) -> MistakeHunt:
+    """Play ``learner`` as ``role`` against each opponent spec for ``games`` games
+    (``train.evaluate.play_match`` with ``openings`` random plies, seeds from ``seed``) and
+    return the mistake (:func:`find_mistake`) of every game it lost where one is found."""
+    from train.evaluate import play_match
+
+    found: list[Mistake] = []
+    played = lost = 0
+    for k, spec in enumerate(opponents):
+        pair = (learner, spec) if role == ORDER else (spec, learner)
+        match = play_match(*pair, games, seed=seed + k, openings=openings, keep_games=True)
+        for record in match.records:
+            played += 1
+            if record.winner == role:
+                continue
+            lost += 1
+            mistake = find_mistake(
+                record.actions, role, node_limit=node_limit, start_ply=record.opening_plies, preferences=preferences
+            )
+            if mistake is not None:
+                found.append(mistake)
+    return MistakeHunt(found, played, lost)
+
+
+def mistake_rows(mistakes: Sequence[Mistake]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Training rows ``(planes, masks, policies, values)`` for mistakes: each position with
+    a uniform policy over its winning moves and value +1 (the mover wins)."""
+    states = [m.state for m in mistakes]
+    policies = np.zeros((len(mistakes), ACTIONS), np.float32)
+    for row, mistake in enumerate(mistakes):
+        policies[row, list(mistake.winning)] = 1.0 / len(mistake.winning)
+    return encode_states(states), action_masks(states), policies, np.ones(len(mistakes), np.float32)
+
