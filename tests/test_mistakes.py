@@ -4,6 +4,7 @@ alphazero training mixes them into its batches and keeps them across a resume.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +16,12 @@ from hypothesis import strategies as st
 from agents.registry import make
 from agents.solver import solve
 from envs.encoding import action_masks
-from envs.rules import CHAOS, ORDER, State
+from envs.rules import CHAOS, ORDER, State, parse_board
 from tests.test_solver import brute_force
 from train.checkpoint import latest_checkpoint, load_checkpoint
 from train.config import load_config
 from train.mistakes import Mistake, collect_mistakes, find_mistake, mistake_rows
+from train.play import parse_move
 from train.trainer import make_trainer
 
 torch.set_num_threads(1)
@@ -192,3 +194,23 @@ def test_the_finetune_config_trains_from_the_shipped_weights_with_mistakes(tmp_p
         trainer.close()
     assert "order/mistakes/lost_rate" in metrics and "chaos/mistakes/found" not in metrics
     assert np.isfinite(metrics["order/losses/policy"])
+
+
+def test_mistakes_command_reports_proven_losing_moves(capsys) -> None:
+    from train.cli import main
+
+    assert main(["mistakes", "--agent", "random", "--opponent", "random", "--games", "10", "--seed", "3",
+                 "--node-limit", "20000", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["games"] == 10 and 0 < len(report["mistakes"]) <= report["lost"]
+    for m in report["mistakes"]:
+        state = parse_board(m["board"])
+        assert state.num_empty == m["empty"] and solve(state, node_limit=10**6).winner == ORDER
+        assert solve(state.apply(parse_move(m["played"], state)), node_limit=10**6).winner == CHAOS
+        assert all(solve(state.apply(parse_move(w, state)), node_limit=10**6).winner == ORDER for w in m["winning"])
+    assert main(["mistakes", "--agent", "random", "--opponent", "random", "--games", "4", "--show", "2"]) == 0
+    assert "losing move placed in" in capsys.readouterr().out
+    assert main(["mistakes", "--agent", "nosuch", "--games", "2"]) == 2
+    assert "unknown agent 'nosuch'" in capsys.readouterr().err
+    assert main(["mistakes", "--agent", "random", "--games", "0"]) == 2
+    assert "--games" in capsys.readouterr().err

@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "eval": "play a match between two agents and report win rates with intervals",
     "tournament": "round robin of agents in both roles, with ratings, tables and plots",
     "positions": "score optimal-move accuracy on a solver-labelled set, or make one",
+    "mistakes": "find the moves that lost an agent's games, with the solver",
     "solve": "prove the game-theoretic winner of board positions",
     "play": "play against any agent in the terminal",
     "replay": "show saved games move by move",
