@@ -91,12 +91,16 @@ def test_collected_mistakes_are_proven_and_become_rows() -> None:
         assert set(np.flatnonzero(row)) == set(m.winning)
 
 
-def test_unlisted_wins_fall_back_to_the_first_proven_preferred_move(monkeypatch) -> None:
+def test_unlisted_wins_fall_back_to_the_first_proven_preferred_move() -> None:
     # As when listing every winning move exceeds the budget: the solver lists none, so the
     # target is the first of the preferred moves (other than the one played) proven to win.
     import dataclasses
 
-    import agents.solver
+    from agents.solver import Solver
+
+    class NoListing(Solver):
+        def solve(self, state, **kw):
+            return dataclasses.replace(super().solve(state, **kw), best_actions=None)
 
     for seed in range(300):
         actions = random_game(seed)
@@ -105,15 +109,13 @@ def test_unlisted_wins_fall_back_to_the_first_proven_preferred_move(monkeypatch)
             break
     else:
         pytest.skip("no lost game with two winning moves among the seeds")
-    exact = agents.solver.solve
-    monkeypatch.setattr(
-        agents.solver, "solve", lambda state, **kw: dataclasses.replace(exact(state, **kw), best_actions=None)
-    )
     losing = [a for a in full.state.legal_actions() if a not in full.winning]
     preferred = [full.played, *losing, full.winning[-1], full.winning[0]]
-    picked = find_mistake(actions, ORDER, node_limit=10**7, start_ply=LATE, preferences=lambda s: preferred)
+    picked = find_mistake(
+        actions, ORDER, node_limit=10**7, start_ply=LATE, preferences=lambda s: preferred, solver=NoListing(16)
+    )
     assert picked == Mistake(full.state, full.played, (full.winning[-1],))
-    assert find_mistake(actions, ORDER, node_limit=10**7, start_ply=LATE) is None
+    assert find_mistake(actions, ORDER, node_limit=10**7, start_ply=LATE, solver=NoListing(16)) is None
 
 
 def mistake_config(tmp_path: Path, *extra: str):

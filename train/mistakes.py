@@ -13,12 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from agents.base import Agent
 from envs.encoding import action_masks, encode_states
 from envs.rules import ACTIONS, AGENTS, ORDER, State
+
+if TYPE_CHECKING:
+    from agents.solver import Solver
 
 Preferences = Callable[[State], Sequence[int]]
 """The moves a player likes best in a position, most favoured first."""
@@ -42,6 +46,7 @@ def find_mistake(
     node_limit: int,
     start_ply: int = 0,
     preferences: Preferences | None = None,
+    solver: "Solver | None" = None,
 ) -> Mistake | None:
     """The losing move of ``role`` in a game it lost (``actions`` from the empty board), or
     None when the solver cannot place one within ``node_limit`` nodes per position (or the
@@ -52,10 +57,12 @@ def find_mistake(
     the position of the mistake (the next one was lost, so the move played there lost); an
     unproven one ends the walk with None. Then the winning moves are listed, or, if that
     exceeds the budget, the first of ``preferences(state)`` (other than the move played)
-    proven to win within a quarter of it.
+    proven to win within a quarter of it. ``solver`` defaults to the module-wide one.
     """
-    from agents.solver import solve
+    from agents.solver import default_solver
     from train.solver_targets import first_proven_win
+
+    solve = (solver or default_solver()).solve
 
     if role not in AGENTS:
         raise ValueError(f"role must be one of {AGENTS}, got {role!r}")
@@ -104,8 +111,15 @@ def collect_mistakes(
 ) -> MistakeHunt:
     """Play ``learner`` as ``role`` against each opponent spec for ``games`` games
     (``train.evaluate.play_match`` with ``openings`` random plies, seeds from ``seed``) and
-    return the mistake (:func:`find_mistake`) of every game it lost where one is found."""
+    return the mistake (:func:`find_mistake`) of every game it lost where one is found.
+
+    The games are walked with a fresh solver, so what is found does not depend on what was
+    solved before (a node-limited proof depends on the transposition table's contents).
+    """
+    from agents.solver import Solver
     from train.evaluate import play_match
+
+    solver = Solver()
 
     found: list[Mistake] = []
     played = lost = 0
@@ -118,7 +132,12 @@ def collect_mistakes(
                 continue
             lost += 1
             mistake = find_mistake(
-                record.actions, role, node_limit=node_limit, start_ply=record.opening_plies, preferences=preferences
+                record.actions,
+                role,
+                node_limit=node_limit,
+                start_ply=record.opening_plies,
+                preferences=preferences,
+                solver=solver,
             )
             if mistake is not None:
                 found.append(mistake)
