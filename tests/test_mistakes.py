@@ -20,7 +20,7 @@ from envs.rules import CHAOS, ORDER, State, parse_board
 from tests.test_solver import brute_force
 from train.checkpoint import latest_checkpoint, load_checkpoint
 from train.config import load_config
-from train.mistakes import Mistake, collect_mistakes, find_mistake, mistake_rows
+from train.mistakes import Mistake, collect_mistakes, find_mistake, find_practical_mistake, mistake_rows
 from train.play import parse_move
 from train.trainer import make_trainer
 
@@ -128,6 +128,8 @@ def mistake_config(tmp_path: Path, *extra: str):
             "mistakes.node_limit=20000",
             "mistakes.min_rows=1",
             "mistakes.fraction=0.25",
+            "mistakes.rollouts=1",
+            "mistakes.candidates=3",
             *extra,
         ],
     )
@@ -194,7 +196,7 @@ def test_the_finetune_config_trains_from_the_shipped_weights_with_mistakes(tmp_p
         metrics = trainer.train_iteration()
     finally:
         trainer.close()
-    assert "order/mistakes/lost_rate" in metrics and "chaos/mistakes/found" not in metrics
+    assert metrics["order/mistakes/lost_rate"] >= 0 and metrics["chaos/mistakes/lost_rate"] >= 0
     assert np.isfinite(metrics["order/losses/policy"])
 
 
@@ -216,3 +218,64 @@ def test_mistakes_command_reports_proven_losing_moves(capsys) -> None:
     assert "unknown agent 'nosuch'" in capsys.readouterr().err
     assert main(["mistakes", "--agent", "random", "--games", "0"]) == 2
     assert "--games" in capsys.readouterr().err
+
+
+class LowestMove:
+    """A deterministic test player: always the lowest legal action."""
+
+    name = "lowest"
+
+    def act(self, state: State) -> int:
+        return int(state.legal_actions()[0])
+
+
+def heuristic(seed: int):
+    return make("heuristic", seed=seed)
+
+
+def wins_every_play_out(state: State, role: str, rollouts: int, seed: int) -> bool:
+    """The learner (LowestMove) as ``role`` against heuristic(seed + k), k < rollouts."""
+    for k in range(rollouts):
+        opponent, s = heuristic(seed + k), state
+        while not s.is_terminal:
+            s = s.apply(LowestMove().act(s) if s.to_play == role else opponent.act(s))
+        if s.winner != role:
+            return False
+    return True
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 100_000), st.sampled_from([ORDER, CHAOS]))
+def test_practical_mistake_is_the_latest_position_where_a_liked_move_wins_every_play_out(seed: int, role: str) -> None:
+    actions = random_game(seed)
+    states = [State()]
+    for a in actions:
+        states.append(states[-1].apply(a))
+    liked = lambda s: [int(a) for a in s.legal_actions()[-4:]]  # noqa: E731
+    found = find_practical_mistake(
+        actions, role, learner=LowestMove(), opponent=heuristic, preferences=liked, start_ply=24, seed=seed
+    )
+    if states[-1].winner == role:
+        assert found is None
+        return
+    mine = [p for p in range(24, len(actions)) if states[p].to_play == role]
+    good = {p: [a for a in liked(states[p]) if a != actions[p] and wins_every_play_out(states[p].apply(a), role, 2, seed)] for p in mine}
+    expected = max((p for p in mine if good[p]), default=None)
+    if expected is None:
+        assert found is None
+    else:
+        assert found == Mistake(states[expected], actions[expected], tuple(good[expected]), proven=False)
+
+
+def test_collect_mistakes_adds_practical_ones_where_the_solver_places_none() -> None:
+    from agents.neural import NeuralAgent, load_evaluator, pretrained_dir
+
+    evaluator = load_evaluator(pretrained_dir())
+    learner = NeuralAgent(evaluator, sims=0, temp=0.0, name="shipped")
+    liked = lambda s: [int(a) for a in np.argsort(-evaluator.evaluate([s])[0][0], kind="stable")[:6]]  # noqa: E731
+    plain = collect_mistakes(learner, CHAOS, ["heuristic"], 10, 1, openings=2, node_limit=20000)
+    both = collect_mistakes(learner, CHAOS, ["heuristic"], 10, 1, openings=2, node_limit=20000, preferences=liked, rollouts=1)
+    assert plain.practical == 0 and both.lost == plain.lost
+    assert both.practical > 0 and len(both.mistakes) == len(plain.mistakes) + both.practical
+    with pytest.raises(ValueError, match="rollouts"):
+        find_practical_mistake([], CHAOS, learner=LowestMove(), opponent=heuristic, preferences=liked, rollouts=0)

@@ -398,8 +398,9 @@ class AlphaZeroTrainer(Trainer):
 
     def hunt_mistakes(self) -> dict[str, float]:
         """One round of ``mistakes``: each configured role's network plays greedy games
-        against the opponents, and the losing move of each lost game the solver can place
-        joins that role's mistake positions (``train.mistakes``)."""
+        against the opponents, and the losing move of each lost game that the solver (or,
+        with ``mistakes.rollouts``, play-outs) can place joins that role's mistake positions
+        (``train.mistakes``)."""
         cfg = self.config.mistakes
         started = time.perf_counter()
         for net in self.nets.values():
@@ -421,11 +422,13 @@ class AlphaZeroTrainer(Trainer):
                 openings=cfg.openings,
                 node_limit=cfg.node_limit,
                 preferences=preferences,
+                rollouts=cfg.rollouts,
             )
             if hunt.mistakes:
                 self.mistakes[role].add(*mistake_rows(hunt.mistakes))
             metrics[f"{role}/mistakes/lost_rate"] = hunt.lost / hunt.games
             metrics[f"{role}/mistakes/found"] = float(len(hunt.mistakes))
+            metrics[f"{role}/mistakes/practical"] = float(hunt.practical)
             metrics[f"{role}/mistakes/kept"] = float(len(self.mistakes[role]))
         metrics["charts/mistake_seconds"] = time.perf_counter() - started
         return metrics

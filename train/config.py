@@ -272,6 +272,14 @@ class MistakesConfig:
         min=0,
         max=72,
     )
+    rollouts: int = _field(
+        0,
+        "where the solver places no losing move (most lost Chaos games: lost in theory from "
+        "early on), look for a practical one: the latest position where another of the "
+        "network's `candidates` favourite moves wins this many greedy play-outs of this many "
+        "against the same opponent (0: off)",
+        min=0,
+    )
     capacity: int = _field(4096, "mistake positions kept per role (oldest dropped first)", min=1)
     fraction: float = _field(
         0.1, "share of each training batch drawn from the role's mistake positions", min=0, max=1

@@ -7,6 +7,12 @@ every game it lost :func:`find_mistake` walks the game backwards with the exact 
 the last position the network provably won: the move it played there provably lost. That
 position, with the solver's winning moves as policy target and a won value, becomes a
 training row (:func:`mistake_rows`).
+
+Most Chaos positions are lost against perfect play, so the solver rarely places a Chaos
+mistake; Chaos loses to a fallible Order by missing the moves that Order would fail to
+answer. With ``rollouts``, a lost game the solver cannot explain is searched for a
+*practical* mistake instead (:func:`find_practical_mistake`): the latest position where
+another of the network's favourite moves wins greedy play-outs against the same opponent.
 """
 
 from __future__ import annotations
@@ -30,13 +36,26 @@ Preferences = Callable[[State], Sequence[int]]
 
 @dataclass(frozen=True)
 class Mistake:
-    """A losing move: in ``state`` the mover provably won, played ``played`` and provably
-    lost. ``winning`` lists proven winning moves: all of them, or (where listing them all
-    exceeded the budget) the first proven one among the player's preferred moves."""
+    """A losing move: in ``state`` the mover played ``played`` and lost.
+
+    ``proven``: the mover provably won ``state`` and provably lost after ``played``;
+    ``winning`` lists proven winning moves: all of them, or (where listing them all
+    exceeded the budget) the first proven one among the player's preferred moves.
+    Otherwise a practical mistake: ``winning`` are moves after which the player won every
+    play-out against the opponent that beat it (:func:`find_practical_mistake`)."""
 
     state: State
     played: int
     winning: tuple[int, ...]
+    proven: bool = True
+
+
+def _positions(actions: Sequence[int]) -> list[State]:
+    """The position before each action of a game, and the final one."""
+    states = [State()]
+    for action in actions:
+        states.append(states[-1].apply(action))
+    return states
 
 
 def find_mistake(
@@ -66,9 +85,7 @@ def find_mistake(
 
     if role not in AGENTS:
         raise ValueError(f"role must be one of {AGENTS}, got {role!r}")
-    states = [State()]
-    for action in actions:
-        states.append(states[-1].apply(action))
+    states = _positions(actions)
     if states[-1].winner in (None, role):
         return None  # not a lost game: unfinished, or won
     mine = [ply for ply in range(start_ply, len(actions)) if states[ply].to_play == role]
@@ -89,13 +106,66 @@ def find_mistake(
     return None
 
 
+def play_out(state: State, role: str, learner: Agent, opponent: Agent) -> str:
+    """The winner when ``learner`` plays ``role`` and ``opponent`` the other side from
+    ``state`` to the end."""
+    while not state.is_terminal:
+        state = state.apply(learner.act(state) if state.to_play == role else opponent.act(state))
+    return state.winner
+
+
+def find_practical_mistake(
+    actions: Sequence[int],
+    role: str,
+    *,
+    learner: Agent,
+    opponent: Callable[[int], Agent],
+    preferences: Preferences,
+    start_ply: int = 0,
+    rollouts: int = 2,
+    seed: int = 0,
+) -> Mistake | None:
+    """The latest move of ``role`` in a lost game that a move it also liked would have
+    turned into wins against this opponent, or None.
+
+    Walks ``role``'s positions from the end back to ply ``start_ply``; at each it tries
+    ``preferences(state)`` other than the move played, and keeps those after which
+    ``learner`` (deterministic, e.g. a greedy network) beats ``opponent(seed + k)`` in all
+    of ``rollouts`` play-outs, k = 0, 1, ... The first position with any becomes a
+    practical :class:`Mistake` (``proven=False``)."""
+    if role not in AGENTS:
+        raise ValueError(f"role must be one of {AGENTS}, got {role!r}")
+    if rollouts < 1:
+        raise ValueError(f"rollouts must be at least 1, got {rollouts}")
+    states = _positions(actions)
+    if states[-1].winner in (None, role):
+        return None
+    for ply in reversed([p for p in range(start_ply, len(actions)) if states[p].to_play == role]):
+        state, played = states[ply], int(actions[ply])
+        winning = [
+            int(a)
+            for a in preferences(state)
+            if int(a) != played
+            and all(play_out(state.apply(int(a)), role, learner, opponent(seed + k)) == role for k in range(rollouts))
+        ]
+        if winning:
+            return Mistake(state, played, tuple(winning), proven=False)
+    return None
+
+
 @dataclass
 class MistakeHunt:
-    """What :func:`collect_mistakes` found: the mistakes, and the games behind them."""
+    """What :func:`collect_mistakes` found: the mistakes (proven ones and practical
+    ones), and the games behind them."""
 
     mistakes: list[Mistake]
     games: int
     lost: int
+
+    @property
+    def practical(self) -> int:
+        """How many of the mistakes are practical rather than proven."""
+        return sum(not m.proven for m in self.mistakes)
 
 
 def collect_mistakes(
@@ -108,14 +178,18 @@ def collect_mistakes(
     openings: int,
     node_limit: int,
     preferences: Preferences | None = None,
+    rollouts: int = 0,
 ) -> MistakeHunt:
     """Play ``learner`` as ``role`` against each opponent spec for ``games`` games
     (``train.evaluate.play_match`` with ``openings`` random plies, seeds from ``seed``) and
-    return the mistake (:func:`find_mistake`) of every game it lost where one is found.
+    return the mistake (:func:`find_mistake`) of every game it lost where one is found;
+    with ``rollouts`` (and ``preferences``), a practical one
+    (:func:`find_practical_mistake`) where the solver finds none.
 
     The games are walked with a fresh solver, so what is found does not depend on what was
     solved before (a node-limited proof depends on the transposition table's contents).
     """
+    from agents.registry import make
     from agents.solver import Solver
     from train.evaluate import play_match
 
@@ -126,7 +200,7 @@ def collect_mistakes(
     for k, spec in enumerate(opponents):
         pair = (learner, spec) if role == ORDER else (spec, learner)
         match = play_match(*pair, games, seed=seed + k, openings=openings, keep_games=True)
-        for record in match.records:
+        for index, record in enumerate(match.records):
             played += 1
             if record.winner == role:
                 continue
@@ -139,6 +213,17 @@ def collect_mistakes(
                 preferences=preferences,
                 solver=solver,
             )
+            if mistake is None and rollouts and preferences is not None:
+                mistake = find_practical_mistake(
+                    record.actions,
+                    role,
+                    learner=learner,
+                    opponent=lambda s, spec=spec: make(spec, seed=s),
+                    preferences=preferences,
+                    start_ply=record.opening_plies,
+                    rollouts=rollouts,
+                    seed=(seed + k) * 1_000_003 + index * rollouts,
+                )
             if mistake is not None:
                 found.append(mistake)
     return MistakeHunt(found, played, lost)
@@ -146,7 +231,8 @@ def collect_mistakes(
 
 def mistake_rows(mistakes: Sequence[Mistake]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Training rows ``(planes, masks, policies, values)`` for mistakes: each position with
-    a uniform policy over its winning moves and value +1 (the mover wins)."""
+    a uniform policy over its winning moves and value +1 (the mover wins, in theory or, for
+    a practical mistake, against that opponent)."""
     states = [m.state for m in mistakes]
     policies = np.zeros((len(mistakes), ACTIONS), np.float32)
     for row, mistake in enumerate(mistakes):
