@@ -110,7 +110,8 @@ def test_unlisted_wins_fall_back_to_the_first_proven_preferred_move() -> None:
     else:
         pytest.skip("no lost game with two winning moves among the seeds")
     losing = [a for a in full.state.legal_actions() if a not in full.winning]
-    preferred = [full.played, *losing, full.winning[-1], full.winning[0]]
+    taken = [2 * c + s for c in range(36) for s in (0, 1) if full.state.cell(c) != "."]
+    preferred = [full.played, *taken[:2], *losing, full.winning[-1], full.winning[0]]
     picked = find_mistake(
         actions, ORDER, node_limit=10**7, start_ply=LATE, preferences=lambda s: preferred, solver=NoListing(16)
     )
@@ -251,7 +252,8 @@ def test_practical_mistake_is_the_latest_position_where_a_liked_move_wins_every_
     states = [State()]
     for a in actions:
         states.append(states[-1].apply(a))
-    liked = lambda s: [int(a) for a in s.legal_actions()[-4:]]  # noqa: E731
+    # preferences may name occupied cells (a network's ranking of all 72 actions): skipped
+    liked = lambda s: [0, 1, *(int(a) for a in s.legal_actions()[-4:])]  # noqa: E731
     found = find_practical_mistake(
         actions, role, learner=LowestMove(), opponent=heuristic, preferences=liked, start_ply=24, seed=seed
     )
@@ -259,7 +261,7 @@ def test_practical_mistake_is_the_latest_position_where_a_liked_move_wins_every_
         assert found is None
         return
     mine = [p for p in range(24, len(actions)) if states[p].to_play == role]
-    good = {p: [a for a in liked(states[p]) if a != actions[p] and wins_every_play_out(states[p].apply(a), role, 2, seed)] for p in mine}
+    good = {p: [a for a in liked(states[p]) if a != actions[p] and a in states[p].legal_actions() and wins_every_play_out(states[p].apply(a), role, 2, seed)] for p in mine}
     expected = max((p for p in mine if good[p]), default=None)
     if expected is None:
         assert found is None

@@ -409,7 +409,8 @@ class AlphaZeroTrainer(Trainer):
 
         def preferences(state: State) -> list[int]:
             priors, _ = self.evaluator.evaluate([state])
-            return [int(a) for a in np.argsort(-priors[0], kind="stable")[: cfg.candidates]]
+            ranked = np.argsort(-priors[0], kind="stable")[: cfg.candidates]
+            return [int(a) for a in ranked if priors[0][a] > 0]  # illegal moves have prior 0
 
         metrics: dict[str, float] = {}
         for role in cfg.roles:

@@ -50,6 +50,12 @@ class Mistake:
     proven: bool = True
 
 
+def _alternatives(state: State, preferences: Preferences, played: int) -> list[int]:
+    """The legal moves among ``preferences(state)`` other than ``played``, in order."""
+    legal = set(state.legal_actions())
+    return [int(a) for a in preferences(state) if int(a) != played and int(a) in legal]
+
+
 def _positions(actions: Sequence[int]) -> list[State]:
     """The position before each action of a game, and the final one."""
     states = [State()]
@@ -99,7 +105,7 @@ def find_mistake(
         played = int(actions[ply])
         winning = [int(a) for a in result.best_actions or ()]
         if not winning and preferences is not None:
-            others = [int(a) for a in preferences(state) if int(a) != played]
+            others = _alternatives(state, preferences, played)
             found = first_proven_win(state, others, max(1, node_limit // 4), solve)
             winning = [] if found is None else [found]
         return Mistake(state, played, tuple(winning)) if winning else None
@@ -143,10 +149,9 @@ def find_practical_mistake(
     for ply in reversed([p for p in range(start_ply, len(actions)) if states[p].to_play == role]):
         state, played = states[ply], int(actions[ply])
         winning = [
-            int(a)
-            for a in preferences(state)
-            if int(a) != played
-            and all(play_out(state.apply(int(a)), role, learner, opponent(seed + k)) == role for k in range(rollouts))
+            a
+            for a in _alternatives(state, preferences, played)
+            if all(play_out(state.apply(int(a)), role, learner, opponent(seed + k)) == role for k in range(rollouts))
         ]
         if winning:
             return Mistake(state, played, tuple(winning), proven=False)
