@@ -42,13 +42,19 @@ def random_game(seed: int) -> list[int]:
     return actions
 
 
+def positions(actions: list[int]) -> list[State]:
+    """The position before each action, and the final one."""
+    states = [State()]
+    for a in actions:
+        states.append(states[-1].apply(a))
+    return states
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 100_000), st.sampled_from([ORDER, CHAOS]))
 def test_find_mistake_is_the_last_won_position_of_a_lost_game(seed: int, role: str) -> None:
     actions = random_game(seed)
-    states = [State()]
-    for a in actions:
-        states.append(states[-1].apply(a))
+    states = positions(actions)
     found = find_mistake(actions, role, node_limit=10**7, start_ply=LATE)
     mine = [p for p in range(LATE, len(actions)) if states[p].to_play == role]
     expected = None
@@ -66,10 +72,7 @@ def test_find_mistake_is_the_last_won_position_of_a_lost_game(seed: int, role: s
 
 def test_find_mistake_ignores_games_that_were_not_lost() -> None:
     actions = random_game(1)
-    winner = State()
-    for a in actions:
-        winner = winner.apply(a)
-    assert find_mistake(actions, winner.winner, node_limit=10**6) is None
+    assert find_mistake(actions, positions(actions)[-1].winner, node_limit=10**6) is None
     assert find_mistake(actions[:10], ORDER, node_limit=10**6) is None  # unfinished
     with pytest.raises(ValueError, match="role"):
         find_mistake(actions, "x", node_limit=100)
@@ -197,7 +200,9 @@ def test_the_finetune_config_trains_from_the_shipped_weights_with_mistakes(tmp_p
         metrics = trainer.train_iteration()
     finally:
         trainer.close()
-    assert metrics["order/mistakes/lost_rate"] >= 0 and metrics["chaos/mistakes/lost_rate"] >= 0
+    # the config hunts both roles, Chaos with play-outs
+    assert {f"{role}/mistakes/{key}" for role in (ORDER, CHAOS) for key in ("found", "practical", "kept")} <= set(metrics)
+    assert metrics["chaos/mistakes/kept"] == metrics["chaos/mistakes/found"] >= metrics["chaos/mistakes/practical"]
     assert np.isfinite(metrics["order/losses/policy"])
 
 
@@ -249,19 +254,25 @@ def wins_every_play_out(state: State, role: str, rollouts: int, seed: int) -> bo
 @given(st.integers(0, 100_000), st.sampled_from([ORDER, CHAOS]))
 def test_practical_mistake_is_the_latest_position_where_a_liked_move_wins_every_play_out(seed: int, role: str) -> None:
     actions = random_game(seed)
-    states = [State()]
-    for a in actions:
-        states.append(states[-1].apply(a))
+    states = positions(actions)
     # preferences may name occupied cells (a network's ranking of all 72 actions): skipped
     liked = lambda s: [0, 1, *(int(a) for a in s.legal_actions()[-4:])]  # noqa: E731
     found = find_practical_mistake(
-        actions, role, learner=LowestMove(), opponent=heuristic, preferences=liked, start_ply=24, seed=seed
+        actions, role, learner=LowestMove(), opponent=heuristic, preferences=liked, start_ply=LATE - 2, seed=seed
     )
     if states[-1].winner == role:
         assert found is None
         return
-    mine = [p for p in range(24, len(actions)) if states[p].to_play == role]
-    good = {p: [a for a in liked(states[p]) if a != actions[p] and a in states[p].legal_actions() and wins_every_play_out(states[p].apply(a), role, 2, seed)] for p in mine}
+    mine = [p for p in range(LATE - 2, len(actions)) if states[p].to_play == role]
+    good = {
+        p: [
+            a
+            for a in liked(states[p])
+            if a != actions[p] and a in states[p].legal_actions()
+            and wins_every_play_out(states[p].apply(a), role, 2, seed)
+        ]
+        for p in mine
+    }
     expected = max((p for p in mine if good[p]), default=None)
     if expected is None:
         assert found is None

@@ -30,7 +30,7 @@ from agents.network import masked_log_softmax
 from agents.neural import NetworkEvaluator, NeuralAgent, sample_from
 from envs.batch import BatchGame
 from envs.rules import ACTIONS, AGENTS, CHAOS, State
-from train.mistakes import collect_mistakes, mistake_rows
+from train.mistakes import collect_mistakes, mistake_rows, ranked_moves
 from train.replay import ReplayBuffer
 from train.solver_targets import PendingTargets, SolverTargets, SolverWorker, solver_targets
 from train.trainer import Trainer
@@ -409,8 +409,7 @@ class AlphaZeroTrainer(Trainer):
 
         def preferences(state: State) -> list[int]:
             priors, _ = self.evaluator.evaluate([state])
-            ranked = np.argsort(-priors[0], kind="stable")[: cfg.candidates]
-            return [int(a) for a in ranked if priors[0][a] > 0]  # illegal moves have prior 0
+            return ranked_moves(priors[0], cfg.candidates)
 
         metrics: dict[str, float] = {}
         for role in cfg.roles:
@@ -499,8 +498,8 @@ class AlphaZeroTrainer(Trainer):
         if self.iteration == 0 and self.config.selfplay.warmup_games:
             metrics.update(self.warm_up())
         metrics.update(self.generate())
-        hunt = self.config.mistakes
-        if hunt.games and self.iteration % hunt.interval == 0:
+        mistakes_cfg = self.config.mistakes
+        if mistakes_cfg.games and self.iteration % mistakes_cfg.interval == 0:
             metrics.update(self.hunt_mistakes())
         started = time.perf_counter()
         for role in AGENTS:

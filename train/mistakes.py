@@ -56,12 +56,24 @@ def _alternatives(state: State, preferences: Preferences, played: int) -> list[i
     return [int(a) for a in preferences(state) if int(a) != played and int(a) in legal]
 
 
-def _positions(actions: Sequence[int]) -> list[State]:
-    """The position before each action of a game, and the final one."""
+def ranked_moves(priors: np.ndarray, count: int) -> list[int]:
+    """The ``count`` most probable actions of a 72-way policy, most probable first: a
+    player's :data:`Preferences` from its policy (the finders skip illegal ones)."""
+    return [int(a) for a in np.argsort(-priors, kind="stable")[:count]]
+
+
+def _lost_game(actions: Sequence[int], role: str, start_ply: int) -> tuple[list[State], list[int]] | None:
+    """For a game ``role`` lost: the position before each action (and the final one), and
+    the plies from ``start_ply`` on where ``role`` moved, latest first. None when the game
+    is unfinished or ``role`` won it."""
+    if role not in AGENTS:
+        raise ValueError(f"role must be one of {AGENTS}, got {role!r}")
     states = [State()]
     for action in actions:
         states.append(states[-1].apply(action))
-    return states
+    if states[-1].winner in (None, role):
+        return None
+    return states, [ply for ply in reversed(range(start_ply, len(actions))) if states[ply].to_play == role]
 
 
 def find_mistake(
@@ -87,15 +99,12 @@ def find_mistake(
     from agents.solver import default_solver
     from train.solver_targets import first_proven_win
 
+    game = _lost_game(actions, role, start_ply)
+    if game is None:
+        return None
     solve = (solver or default_solver()).solve
-
-    if role not in AGENTS:
-        raise ValueError(f"role must be one of {AGENTS}, got {role!r}")
-    states = _positions(actions)
-    if states[-1].winner in (None, role):
-        return None  # not a lost game: unfinished, or won
-    mine = [ply for ply in range(start_ply, len(actions)) if states[ply].to_play == role]
-    for ply in reversed(mine):
+    states, plies = game
+    for ply in plies:
         state = states[ply]
         result = solve(state, node_limit=node_limit, moves=True)
         if result.winner is None:
@@ -139,19 +148,18 @@ def find_practical_mistake(
     ``learner`` (deterministic, e.g. a greedy network) beats ``opponent(seed + k)`` in all
     of ``rollouts`` play-outs, k = 0, 1, ... The first position with any becomes a
     practical :class:`Mistake` (``proven=False``)."""
-    if role not in AGENTS:
-        raise ValueError(f"role must be one of {AGENTS}, got {role!r}")
     if rollouts < 1:
         raise ValueError(f"rollouts must be at least 1, got {rollouts}")
-    states = _positions(actions)
-    if states[-1].winner in (None, role):
+    game = _lost_game(actions, role, start_ply)
+    if game is None:
         return None
-    for ply in reversed([p for p in range(start_ply, len(actions)) if states[p].to_play == role]):
+    states, plies = game
+    for ply in plies:
         state, played = states[ply], int(actions[ply])
         winning = [
             a
             for a in _alternatives(state, preferences, played)
-            if all(play_out(state.apply(int(a)), role, learner, opponent(seed + k)) == role for k in range(rollouts))
+            if all(play_out(state.apply(a), role, learner, opponent(seed + k)) == role for k in range(rollouts))
         ]
         if winning:
             return Mistake(state, played, tuple(winning), proven=False)
@@ -199,7 +207,6 @@ def collect_mistakes(
     from train.evaluate import play_match
 
     solver = Solver()
-
     found: list[Mistake] = []
     played = lost = 0
     for k, spec in enumerate(opponents):

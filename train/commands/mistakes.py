@@ -46,11 +46,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from agents.registry import make
     from envs.rules import action_name, render_ascii
-    from train.mistakes import collect_mistakes
+    from train.mistakes import collect_mistakes, ranked_moves
 
     if args.games < 1 or args.node_limit < 1 or args.show < 0:
         raise ValueError("--games and --node-limit must be positive and --show at least 0, got "
@@ -59,17 +57,16 @@ def _run(args: argparse.Namespace) -> int:
     preferences = None
     if hasattr(learner, "policy"):
         def preferences(state):  # the agent's own ranking of the moves, for unlisted wins
-            return [int(a) for a in np.argsort(-learner.policy(state), kind="stable")[:10]]
+            return ranked_moves(learner.policy(state), 10)
     hunt = collect_mistakes(learner, args.role, [args.opponent], args.games, args.seed,
                             openings=args.openings, node_limit=args.node_limit, preferences=preferences)
-    names = lambda actions: [action_name(a) for a in actions]  # noqa: E731
     if args.json:
         print(json.dumps({
             "agent": args.agent, "role": args.role, "opponent": args.opponent,
             "games": hunt.games, "lost": hunt.lost,
             "mistakes": [
                 {"board": m.state.to_string(), "empty": m.state.num_empty,
-                 "played": action_name(m.played), "winning": names(m.winning)}
+                 "played": action_name(m.played), "winning": [action_name(a) for a in m.winning]}
                 for m in hunt.mistakes
             ],
         }))
@@ -82,5 +79,5 @@ def _run(args: argparse.Namespace) -> int:
     for m in hunt.mistakes[: args.show]:
         print()
         print(render_ascii(m.state))
-        print(f"played {action_name(m.played)}; proven winning: {', '.join(names(m.winning))}")
+        print(f"played {action_name(m.played)}; proven winning: {', '.join(action_name(a) for a in m.winning)}")
     return 0
