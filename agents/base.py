@@ -7,7 +7,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from envs.rules import State
+from orderchaos.envs.rules import State
 
 SeedLike = int | np.random.Generator | None
 """What a randomised agent accepts: an int seed, a numpy Generator, or None (seed 0)."""

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from agents.base import Evaluator, SeedLike, make_rng
-from agents.rollout import (
+from orderchaos.agents.base import Evaluator, SeedLike, make_rng
+from orderchaos.agents.rollout import (
     CELL_MASK_COUNT,
     CELL_MASKS,
     places_five,
@@ -39,8 +39,8 @@ from agents.rollout import (
     seed_stream,
     splitmix64,
 )
-from envs.encoding import bits_to_cells
-from envs.rules import ACTIONS, CELLS, State
+from orderchaos.envs.encoding import bits_to_cells
+from orderchaos.envs.rules import ACTIONS, CELLS, State
 
 NODE_DTYPE = np.dtype(
     [
@@ -391,7 +391,7 @@ class MCTS:
     """UCT / PUCT tree search with MCTS-Solver backups (see the module docstring).
 
     Args:
-        evaluator: gives priors and values for leaf batches (``agents.base.Evaluator``).
+        evaluator: gives priors and values for leaf batches (``orderchaos.agents.base.Evaluator``).
         simulations: simulations per search (the root expansion counts as the first one);
             None means unbounded, so ``time_limit`` must be given.
         c: exploration constant: UCB1 ``q + c*sqrt(ln N / n)`` or PUCT
@@ -457,7 +457,7 @@ class MCTS:
         states = list(states)
         for i, s in enumerate(states):
             if not isinstance(s, State):
-                raise TypeError(f"states[{i}] must be an envs.rules.State, got {type(s).__name__}")
+                raise TypeError(f"states[{i}] must be an orderchaos.envs.rules.State, got {type(s).__name__}")
             if s.is_terminal:
                 raise ValueError(f"states[{i}] is terminal ({s.winner} won); there is nothing to search")
         _check_positive("simulations", simulations, int, allow_none=True)

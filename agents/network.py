@@ -1,43 +1,23 @@
-"""The policy-value network and the on-disk policy directory (safetensors + meta.json).
+"""The policy-value network (its files on disk are :mod:`orderchaos.agents.policy_files`).
 
 ``PolicyValueNet`` is a small residual CNN over the ``(3, 6, 6)`` planes of observation
-encoding v1 (``envs.encoding``), optionally widened by fixed *window features*
+encoding v1 (``orderchaos.envs.encoding``), optionally widened by fixed *window features*
 (:class:`WindowFeatures`: per cell, how many live five-cell windows through it hold k
 identical stones), which the game is all about and a small CNN otherwise has to learn to
 count. Its policy head is a 1x1 convolution to two planes (X and
 O on each cell), laid out so that logit ``2 * cell + symbol`` is action ``a``, plus a
 learned per-action bias; its value head is a tanh scalar from the view of the player to move.
-
-A *policy directory* holds ``order.safetensors``, ``chaos.safetensors`` and ``meta.json``
-(network shape, observation-encoding version, step, config, git commit). Every file is
-written atomically (temp file in the same directory, fsync, ``os.replace``).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import tempfile
-from pathlib import Path
-from typing import Any
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load as load_safetensors_bytes
-from safetensors.torch import save as save_safetensors_bytes
 from torch import nn
 
-from envs.encoding import OBS_SHAPE, OBS_VERSION
-from envs.rules import ACTIONS, AGENTS, CELLS, SIZE, WINDOW_CELLS
-
-POLICY_FORMAT = "orderchaos-policy"
-META_FILE = "meta.json"
-
-
-class CheckpointError(ValueError):
-    """A policy directory that cannot be loaded: missing files, a different observation
-    encoding, or weights that do not fit the declared network shape."""
+from orderchaos.envs.encoding import OBS_SHAPE
+from orderchaos.envs.rules import ACTIONS, CELLS, SIZE, WINDOW_CELLS
 
 
 class ResidualBlock(nn.Module):
@@ -160,137 +140,6 @@ def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Probabilities over legal actions: exactly zero on illegal ones, rows sum to 1
     (rows without any legal action are all zeros)."""
     return masked_log_softmax(logits, mask).exp()
-
-
-# ---------------------------------------------------------------------------------------
-# Files.
-# ---------------------------------------------------------------------------------------
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a crash leaves either the old or the new file:
-    a temp file in the same directory, fsync, then ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fh.fileno(), 0o644)  # mkstemp creates 0600; these are ordinary files
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def fsync_directory(path: str | Path) -> None:
-    """Flush a directory entry (after renames) where the platform allows it."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def git_commit(cwd: str | Path | None = None) -> str | None:
-    """The current git commit of the checkout containing ``cwd`` (default: this package),
-    or None when it is not a git checkout or git is missing."""
-    where = Path(cwd) if cwd is not None else Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=5
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-def net_to_bytes(net: PolicyValueNet) -> bytes:
-    """The network's weights (and BatchNorm statistics) as safetensors bytes."""
-    tensors = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
-    meta = {k: str(v) for k, v in net.architecture().items()}
-    return save_safetensors_bytes(tensors, metadata={"format": POLICY_FORMAT, **meta})
-
-
-def net_from_bytes(data: bytes, architecture: dict[str, int], where: str) -> PolicyValueNet:
-    """Rebuild a network of ``architecture`` from safetensors bytes; CheckpointError if the
-    weights do not fit."""
-    net = PolicyValueNet(**architecture)
-    try:
-        net.load_state_dict(load_safetensors_bytes(data))
-    except (RuntimeError, KeyError) as exc:
-        raise CheckpointError(f"weights in {where} do not fit network {architecture}: {exc}") from None
-    net.eval()
-    return net
-
-
-def save_policy_dir(
-    path: str | Path, nets: dict[str, PolicyValueNet], meta: dict[str, Any] | None = None
-) -> None:
-    """Write ``order.safetensors``, ``chaos.safetensors`` and ``meta.json`` into ``path``.
-
-    ``nets`` maps ``"order"`` and ``"chaos"`` to their networks. ``meta`` is merged into the
-    written metadata, which always records the format, ``obs_version`` and the network shape.
-    """
-    path = Path(path)
-    missing = [r for r in AGENTS if r not in nets]
-    if missing:
-        raise ValueError(f"save_policy_dir needs networks for {AGENTS}, missing {missing}")
-    for role in AGENTS:
-        atomic_write_bytes(path / f"{role}.safetensors", net_to_bytes(nets[role]))
-    full_meta = {
-        "format": POLICY_FORMAT,
-        "obs_version": OBS_VERSION,
-        "network": nets["order"].architecture(),
-        **(meta or {}),
-    }
-    atomic_write_bytes(path / META_FILE, json.dumps(full_meta, indent=2, default=str).encode())
-
-
-def read_meta(path: str | Path) -> dict[str, Any]:
-    """Read and check ``meta.json`` of a policy directory (format and OBS_VERSION)."""
-    meta_path = Path(path) / META_FILE
-    if not meta_path.is_file():
-        raise CheckpointError(f"{str(path)!r} is not a policy directory: {META_FILE} is missing")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except json.JSONDecodeError as exc:
-        raise CheckpointError(f"{meta_path} is not valid JSON: {exc}") from None
-    version = meta.get("obs_version")
-    if version != OBS_VERSION:
-        raise CheckpointError(
-            f"policy in {str(path)!r} was trained on observation encoding version {version!r}, "
-            f"but this code uses version {OBS_VERSION}; it cannot be loaded"
-        )
-    if not isinstance(meta.get("network"), dict):
-        raise CheckpointError(f"{meta_path} does not record the network shape ('network')")
-    return meta
-
-
-def load_policy_dir(
-    path: str | Path, device: str | torch.device = "cpu"
-) -> tuple[dict[str, PolicyValueNet], dict[str, Any]]:
-    """Load both roles' networks (in eval mode, on ``device``) and the metadata.
-
-    Raises CheckpointError for a missing file, a different OBS_VERSION or mismatched weights.
-    """
-    path = Path(path)
-    meta = read_meta(path)
-    nets: dict[str, PolicyValueNet] = {}
-    for role in AGENTS:
-        file = path / f"{role}.safetensors"
-        if not file.is_file():
-            raise CheckpointError(f"policy directory {str(path)!r} lacks {file.name}")
-        nets[role] = net_from_bytes(file.read_bytes(), meta["network"], str(file)).to(device)
-    return nets, meta
 
 
 def resolve_device(device: str) -> torch.device:

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from agents.base import Agent, SeedLike
+from orderchaos.agents.base import Agent, SeedLike
 
 
 @dataclass(frozen=True)
@@ -27,28 +27,28 @@ class FactoryInfo:
 
 
 REGISTRY: dict[str, FactoryInfo] = {
-    "random": FactoryInfo("agents.simple:RandomAgent", {"seed": int}, "uniform over legal actions"),
+    "random": FactoryInfo("orderchaos.agents.simple:RandomAgent", {"seed": int}, "uniform over legal actions"),
     "heuristic": FactoryInfo(
-        "agents.simple:HeuristicAgent", {"seed": int}, "fast rule-based baseline for both roles"
+        "orderchaos.agents.simple:HeuristicAgent", {"seed": int}, "fast rule-based baseline for both roles"
     ),
     "mcts": FactoryInfo(
-        "agents.mcts:MCTSAgent",
+        "orderchaos.agents.mcts:MCTSAgent",
         {"sims": int, "c": float, "seed": int, "time": float},
         "UCT with random rollouts and MCTS-Solver backups",
     ),
     "solver": FactoryInfo(
-        "agents.solver:SolverAgent",
+        "orderchaos.agents.solver:SolverAgent",
         {"time": float, "seed": int},
         "exact solver; when the time limit is hit, falls back to a tactical move (take a five, block a four)",
     ),
     "pretrained": FactoryInfo(
-        "agents.neural:pretrained_agent",
+        "orderchaos.agents.network_agent:pretrained_agent",
         {"sims": int, "temp": float, "c": float, "seed": int},
         "the shipped Order and Chaos policies; sims>0 adds PUCT search",
     ),
 }
 RUN_DIR = FactoryInfo(
-    "agents.neural:run_dir_agent",
+    "orderchaos.agents.network_agent:run_dir_agent",
     {"sims": int, "temp": float, "c": float, "seed": int},
     "a training run directory; sims>0 adds PUCT search",
 )

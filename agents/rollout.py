@@ -1,7 +1,7 @@
 """Numba kernels for random playouts on raw bitboards, with an explicit random stream.
 
 The rules are not re-derived here: the kernels only test window masks exported by
-``envs.rules`` (``CELL_WINDOW_MASKS``) -- a placed stone wins when it fills one of the windows
+``orderchaos.envs.rules`` (``CELL_WINDOW_MASKS``) -- a placed stone wins when it fills one of the windows
 through its cell, and the game ends for Chaos when the board fills. Tests replay every
 playout in the scalar engine to check that both agree.
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from agents.base import SeedLike, make_rng
-from envs.rules import CELL_WINDOW_MASKS, CELLS, ORDER, CHAOS, State
+from orderchaos.agents.base import SeedLike, make_rng
+from orderchaos.envs.rules import CELL_WINDOW_MASKS, CELLS, ORDER, CHAOS, State
 
 MAX_CELL_WINDOWS = max(len(masks) for masks in CELL_WINDOW_MASKS)
 CELL_MASKS = np.zeros((CELLS, MAX_CELL_WINDOWS), dtype=np.int64)

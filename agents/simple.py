@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import SeedLike, make_rng
-from envs.rules import (
+from orderchaos.agents.base import SeedLike, make_rng
+from orderchaos.envs.rules import (
     ACTIONS,
     CELL_WINDOWS,
     CELLS,
@@ -31,7 +31,7 @@ WINDOW_WEIGHTS: tuple[float, ...] = (1.0, 4.0, 16.0, 64.0, 256.0, 1e6)
 
 def _require_playable(state: State, who: str) -> None:
     if not isinstance(state, State):
-        raise TypeError(f"{who} needs an envs.rules.State, got {type(state).__name__}")
+        raise TypeError(f"{who} needs an orderchaos.envs.rules.State, got {type(state).__name__}")
     if state.is_terminal:
         raise ValueError(f"{who}: the game is over ({state.winner} won); no move to choose")
 

@@ -2,7 +2,7 @@
 
 :func:`solve` proves the game-theoretic winner of a position with perfect play from both
 sides. The value is binary ("can Order force a five?"), so the search is a boolean AND/OR
-depth-first search; its hot loop is the numba kernel in :mod:`agents.solver_kernel`.
+depth-first search; its hot loop is the numba kernel in :mod:`orderchaos.agents.solver_kernel`.
 What makes it fast, each idea measured in ``agents/solver_benchmark.py``:
 
 * bitboards with incremental per-window stone counts;
@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents.base import SeedLike, make_rng
-from agents import solver_kernel as K
-from envs.rules import (
+from orderchaos.agents.base import SeedLike, make_rng
+from orderchaos.agents import solver_kernel as K
+from orderchaos.envs.rules import (
     ACTIONS,
     CELLS,
     CHAOS,
@@ -115,7 +115,7 @@ def _check_limits(time_limit: float | None, node_limit: int | None) -> None:
 def _check_state(state: object) -> State:
     if not isinstance(state, State):
         raise TypeError(
-            f"expected an envs.rules.State (e.g. parse_board('...')), got {type(state).__name__}"
+            f"expected an orderchaos.envs.rules.State (e.g. parse_board('...')), got {type(state).__name__}"
         )
     if state.x & state.o:
         raise ValueError("invalid State: a cell holds both X and O")
@@ -346,6 +346,14 @@ def solve(
     (node counts of a repeated call are therefore smaller).
     """
     return default_solver().solve(state, time_limit=time_limit, node_limit=node_limit, moves=moves)
+
+
+def first_proven_win(state: State, candidates: list[int], node_limit: int, solve) -> int | None:
+    """The first of ``candidates`` after which the mover provably still wins, or None."""
+    for action in candidates:  # solve() returns a finished board's winner at once
+        if solve(state.apply(action), node_limit=node_limit).winner == state.to_play:
+            return int(action)
+    return None
 
 
 def fallback_action(state: State) -> int:

@@ -20,7 +20,7 @@ Pruning that is provably safe (see ``agents/solver.py`` for the arguments):
   dominates X for Chaos (and the mirror for O-only cells).
 
 Everything here works on raw ints and numpy arrays; ``agents/solver.py`` wraps it. The
-rules tables come from :mod:`envs.rules` and :mod:`envs.symmetry` (nothing is re-derived),
+rules tables come from :mod:`orderchaos.envs.rules` and :mod:`orderchaos.envs.symmetry` (nothing is re-derived),
 and ``tests/test_solver.py`` checks the kernel against brute-force minimax on ``State``.
 """
 
@@ -31,8 +31,8 @@ import time
 import numpy as np
 from numba import njit, objmode
 
-from envs.rules import CELL_WINDOWS, CELLS, NUM_WINDOWS, WINDOW_CELLS
-from envs.symmetry import CELL_PERM, NUM_BOARD_SYMMETRIES
+from orderchaos.envs.rules import CELL_WINDOWS, CELLS, NUM_WINDOWS, WINDOW_CELLS
+from orderchaos.envs.symmetry import CELL_PERM, NUM_BOARD_SYMMETRIES
 
 WIN_CELLS = np.array(WINDOW_CELLS, dtype=np.int64)
 """(32, 5): the cells of each window."""
@@ -97,7 +97,7 @@ def window_counts(x: int, o: int, xc: np.ndarray, oc: np.ndarray) -> None:
 
 @njit(cache=True)
 def transform(bits: int, t: int) -> int:
-    """Board transform ``t`` (0..7) of a 36-bit bitboard (as envs.symmetry.transform_bits)."""
+    """Board transform ``t`` (0..7) of a 36-bit bitboard (as orderchaos.envs.symmetry.transform_bits)."""
     return (
         SYM_BYTES[t, 0, bits & 255]
         | SYM_BYTES[t, 1, (bits >> 8) & 255]

@@ -5,10 +5,10 @@ vector env). Torch is never imported here; the batch engine loads it only for
 ``backend="torch"``.
 """
 
-from envs.batch import BatchGame
-from envs.encoding import OBS_SHAPE, OBS_VERSION, action_mask, encode_state, encode_states
-from envs.order_chaos import ENV_ID, OrderChaosEnv, register_envs
-from envs.rules import (
+from orderchaos.envs.batch import BatchGame
+from orderchaos.envs.encoding import OBS_SHAPE, OBS_VERSION, action_mask, encode_state, encode_states
+from orderchaos.envs.order_chaos import ENV_ID, OrderChaosEnv, register_envs
+from orderchaos.envs.rules import (
     ACTIONS,
     AGENTS,
     CELLS,
@@ -20,15 +20,15 @@ from envs.rules import (
     parse_board,
     render_ascii,
 )
-from envs.single_seat import SingleSeatEnv
-from envs.vector import OrderChaosVectorEnv
+from orderchaos.envs.single_seat import SingleSeatEnv
+from orderchaos.envs.vector import OrderChaosVectorEnv
 
 register_envs()
 
 
 def aec_env(**kwargs):  # noqa: ANN201 - the PettingZoo import stays lazy
-    """A PettingZoo AEC env of Order and Chaos (see :func:`envs.aec.aec_env`)."""
-    from envs.aec import aec_env as make_aec_env
+    """A PettingZoo AEC env of Order and Chaos (see :func:`orderchaos.envs.aec.aec_env`)."""
+    from orderchaos.envs.aec import aec_env as make_aec_env
 
     return make_aec_env(**kwargs)
 

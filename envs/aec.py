@@ -11,14 +11,14 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from envs.order_chaos import (
+from orderchaos.envs.order_chaos import (
     GameCore,
     check_illegal_action_mode,
     check_render_mode,
     observation_space,
     render_with,
 )
-from envs.rules import ACTIONS, AGENTS
+from orderchaos.envs.rules import ACTIONS, AGENTS
 
 
 class OrderChaosAECEnv(AECEnv):

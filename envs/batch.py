@@ -20,7 +20,7 @@ Representation (one row per game)
   ``(x_word | o_word) & high bits``), and a window is dead once both symbols' counts are
   non-zero (stored counter ``+ 4`` sets the high bit). ``decided`` (no live window left)
   is "every window dead"; ``live_windows`` counts the live ones on demand.
-* Observation planes (encoding v1, see :mod:`envs.encoding`) and action masks are kept
+* Observation planes (encoding v1, see :mod:`orderchaos.envs.encoding`) and action masks are kept
   up to date incrementally: a move writes one plane cell and clears two mask entries;
   the to-move plane is stored XOR a batch-wide parity that each step flips (see
   ``_to_move_parity``), so it is only rewritten for games that did not move.
@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from envs.rules import (
+from orderchaos.envs.rules import (
     ACTIONS,
     CELL_WINDOWS,
     CELLS,

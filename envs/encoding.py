@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from envs.rules import ACTIONS, CELLS, SIZE, State
+from orderchaos.envs.rules import CELLS, SIZE, State
 
 OBS_VERSION = 1
 OBS_SHAPE = (3, SIZE, SIZE)

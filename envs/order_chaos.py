@@ -2,8 +2,8 @@
 
 :class:`GameCore` keeps one game's bitboards together with its observation planes and
 action mask and updates them one cell per move; :class:`OrderChaosEnv`, the PettingZoo
-AEC env (:mod:`envs.aec`) and :class:`envs.single_seat.SingleSeatEnv` are thin adapters
-over it. The rules themselves come from :mod:`envs.rules`.
+AEC env (:mod:`orderchaos.envs.aec`) and :class:`orderchaos.envs.single_seat.SingleSeatEnv` are thin adapters
+over it. The rules themselves come from :mod:`orderchaos.envs.rules`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from envs.encoding import OBS_SHAPE, action_mask, encode_state
-from envs.render import render_rgb
-from envs.rules import (
+from orderchaos.envs.encoding import OBS_SHAPE, action_mask, encode_state
+from orderchaos.envs.render import render_rgb
+from orderchaos.envs.rules import (
     ACTIONS,
     AGENTS,
     CELL_WINDOWS,
@@ -372,7 +372,7 @@ class OrderChaosEnv(gymnasium.Env):
 
     ## Observation Space
     ``Dict(observation=Box(0, 1, (3, 6, 6), int8), action_mask=Box(0, 1, (72,), int8))``,
-    observation encoding v1 (:mod:`envs.encoding`): plane 0 marks X stones, plane 1 O
+    observation encoding v1 (:mod:`orderchaos.envs.encoding`): plane 0 marks X stones, plane 1 O
     stones, plane 2 is all ones when Chaos is to move. ``action_mask`` is 1 for legal
     actions and all zeros once the game is over. Returned arrays are fresh copies.
 
@@ -462,8 +462,8 @@ def register_envs() -> None:
         return
     gymnasium.register(
         id=ENV_ID,
-        entry_point="envs.order_chaos:OrderChaosEnv",
-        vector_entry_point="envs.vector:OrderChaosVectorEnv",
+        entry_point="orderchaos.envs.order_chaos:OrderChaosEnv",
+        vector_entry_point="orderchaos.envs.vector:OrderChaosVectorEnv",
     )
 
 

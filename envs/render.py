@@ -1,6 +1,6 @@
 """Board pictures drawn with numpy only: an RGB image of a position for ``rgb_array``
 rendering (X as a cross, O as a ring; the last move and any winning line highlighted).
-Text rendering is :func:`envs.rules.render_ascii`."""
+Text rendering is :func:`orderchaos.envs.rules.render_ascii`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from envs.rules import SIZE, State
+from orderchaos.envs.rules import SIZE, State
 
 BACKGROUND = np.array([238, 221, 187], dtype=np.uint8)
 GRID = np.array([90, 70, 50], dtype=np.uint8)

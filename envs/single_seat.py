@@ -8,8 +8,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from envs.order_chaos import OrderChaosEnv
-from envs.rules import AGENTS, IllegalActionError, State
+from orderchaos.envs.order_chaos import OrderChaosEnv
+from orderchaos.envs.rules import AGENTS, IllegalActionError, State
 
 Opponent = Callable[[State], int] | Any
 """A callable ``f(state) -> action`` or any object with ``act(state) -> action``."""
@@ -26,7 +26,7 @@ class SingleSeatEnv(OrderChaosEnv):
     opponent's first move. ``info["opponent_action"]`` holds the reply (None if none).
 
     The opponent is a callable ``f(state) -> action`` or an object with
-    ``act(state) -> action`` (e.g. any :class:`agents.base.Agent`); it is handed the
+    ``act(state) -> action`` (e.g. any :class:`orderchaos.agents.base.Agent`); it is handed the
     immutable :class:`State`. An illegal reply raises :class:`IllegalActionError`
     naming the opponent. ``illegal_action`` (``"raise"``/``"lose"``) applies to the
     learner's actions; ``end_when_decided`` and ``render_mode`` are as in the single env.

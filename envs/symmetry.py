@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.rules import ACTIONS, CELLS, SIZE, State
+from orderchaos.envs.rules import ACTIONS, CELLS, SIZE, State
 
 NUM_BOARD_SYMMETRIES = 8
 NUM_SYMMETRIES = 16

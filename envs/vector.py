@@ -1,4 +1,4 @@
-"""A native Gymnasium vector env over the batch engine (:class:`envs.batch.BatchGame`).
+"""A native Gymnasium vector env over the batch engine (:class:`orderchaos.envs.batch.BatchGame`).
 
 ``gymnasium.make_vec("OrderChaos-v0", num_envs=N, vectorization_mode="vector_entry_point")``
 returns :class:`OrderChaosVectorEnv`.
@@ -13,8 +13,8 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from envs.batch import ORDER_WINS, BatchGame
-from envs.order_chaos import (
+from orderchaos.envs.batch import ORDER_WINS, BatchGame
+from orderchaos.envs.order_chaos import (
     GameCore,
     board_option,
     check_illegal_action_mode,
@@ -22,8 +22,8 @@ from envs.order_chaos import (
     observation_space,
     playable_position,
 )
-from envs.render import render_rgb
-from envs.rules import ACTIONS, CELLS, State, render_ascii
+from orderchaos.envs.render import render_rgb
+from orderchaos.envs.rules import ACTIONS, CELLS, State, render_ascii
 
 # The (Order, Chaos) rewards for winner 0, 1 and -1 (none yet; the last entry, so the
 # winner itself is the index), each pair as one int64 holding two float32 bit patterns:

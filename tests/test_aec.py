@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from pettingzoo.test import api_test, seed_test
 
-import envs
-from envs.aec import OrderChaosAECEnv, raw_aec_env
-from envs.encoding import action_mask, encode_state
-from envs.rules import IllegalActionError, State, parse_board
+from orderchaos import envs
+from orderchaos.envs.aec import OrderChaosAECEnv, raw_aec_env
+from orderchaos.envs.encoding import action_mask, encode_state
+from orderchaos.envs.rules import IllegalActionError, State, parse_board
 
 # api_test's advisory warnings that follow from the fixed contract: dict observations with
 # an action mask (PettingZoo silences these two only for its own classic games, by name),

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envs.batch import BatchGame
-from envs.encoding import action_mask, encode_states
-from envs.rules import CELLS, WINDOWS, BoardStringError, IllegalActionError, State, parse_board
+from orderchaos.envs.batch import BatchGame
+from orderchaos.envs.encoding import action_mask, encode_states
+from orderchaos.envs.rules import CELLS, WINDOWS, BoardStringError, IllegalActionError, State, parse_board
 
 BACKENDS = ["numpy", "torch"]
 WINNER_INDEX = {None: -1, "order": 0, "chaos": 1}

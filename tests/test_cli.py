@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from train.cli import COMMANDS, main
+from orderchaos.cli.main import COMMANDS, main
 
 
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:

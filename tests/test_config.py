@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from train.config import (
+from orderchaos.train.config import (
     ConfigError,
     TrainConfig,
     config_from_dict,

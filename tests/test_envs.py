@@ -13,11 +13,11 @@ from gymnasium.vector import AutoresetMode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import envs
-from envs import BoardStringError, IllegalActionError, OrderChaosEnv, OrderChaosVectorEnv, SingleSeatEnv, State
-from envs.encoding import action_mask, encode_state
-from envs.render import render_rgb
-from envs.rules import CELLS, parse_board
+from orderchaos import envs
+from orderchaos.envs import BoardStringError, IllegalActionError, OrderChaosEnv, OrderChaosVectorEnv, SingleSeatEnv, State
+from orderchaos.envs.encoding import action_mask, encode_state
+from orderchaos.envs.render import render_rgb
+from orderchaos.envs.rules import CELLS, parse_board
 
 FULL_BOARD_NO_FIVE = "XXOXXO" "OOXOOX" "XXOXXO" "OOXOOX" "XXOXXO" "OOXOOX"
 CHAOS_TO_COMPLETE = "XOXOXO" + "XO...." + "XO...." + "XO...." + "." * 12  # X and O fours in a/b
@@ -28,7 +28,7 @@ def first_legal(state: State) -> int:
 
 
 class FirstLegalAgent:
-    """An opponent object with ``act``, like agents.base.Agent."""
+    """An opponent object with ``act``, like orderchaos.agents.base.Agent."""
 
     name = "first-legal"
 
@@ -48,8 +48,8 @@ def snapshot(env: OrderChaosEnv) -> tuple:
 
 def test_registered_with_both_entry_points() -> None:
     spec = gymnasium.spec("OrderChaos-v0")
-    assert spec.entry_point == "envs.order_chaos:OrderChaosEnv"
-    assert spec.vector_entry_point == "envs.vector:OrderChaosVectorEnv"
+    assert spec.entry_point == "orderchaos.envs.order_chaos:OrderChaosEnv"
+    assert spec.vector_entry_point == "orderchaos.envs.vector:OrderChaosVectorEnv"
     envs.register_envs()  # a second registration is a no-op, not an error
     assert isinstance(gymnasium.make("OrderChaos-v0").unwrapped, OrderChaosEnv)
 
@@ -418,7 +418,7 @@ def test_single_seat_bad_input() -> None:
 
 
 def test_benchmark_quick_smoke(capsys: pytest.CaptureFixture[str]) -> None:
-    from envs.benchmark import run
+    from orderchaos.bench.envs import run
 
     figures = run(quick=True)
     out = capsys.readouterr().out

@@ -11,19 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.registry import SpecError
-from agents.simple import RandomAgent
-from envs.rules import IllegalActionError, State
-from train.cli import main
-from train.evaluate import (
-    GameFileError,
-    load_games,
-    play_game,
-    play_match,
-    random_opening,
-    save_games,
-    wilson_interval,
-)
+from orderchaos.agents.registry import SpecError
+from orderchaos.agents.simple import RandomAgent
+from orderchaos.envs.rules import IllegalActionError, State
+from orderchaos.cli.main import main
+from orderchaos.arena.game_files import GameFileError, load_games, save_games
+from orderchaos.arena.matches import play_game, play_match, random_opening, wilson_interval
 
 # ---------------------------------------------------------------------------------------
 # Wilson intervals
@@ -189,13 +182,11 @@ def test_bad_match_arguments_are_refused_clearly(kwargs, error, message) -> None
 def test_saved_games_round_trip(tmp_path) -> None:
     result = play_match("heuristic", "random", n=4, seed=5, openings=1, keep_games=True)
     path = tmp_path / "games.jsonl"
-    save_games(path, result)
+    save_games(path, result.records, result.order, result.chaos)
     loaded = load_games(path)
     assert [g.record for g in loaded] == result.records
     assert [g.index for g in loaded] == [0, 1, 2, 3]
     assert all(g.order == "heuristic" and g.chaos == "random" for g in loaded)
-    with pytest.raises(ValueError, match="keep_games"):
-        save_games(path, play_match("random", "random", n=1))
 
 
 @pytest.mark.parametrize(
@@ -212,7 +203,7 @@ def test_saved_games_round_trip(tmp_path) -> None:
 def test_bad_game_files_name_the_line_and_problem(tmp_path, line: str, message: str) -> None:
     good = play_match("heuristic", "random", n=1, seed=0, keep_games=True)
     path = tmp_path / "games.jsonl"
-    save_games(path, good)
+    save_games(path, good.records)
     path.write_text(path.read_text() + line + "\n")
     with pytest.raises(GameFileError, match=message):
         load_games(path)
@@ -221,7 +212,7 @@ def test_bad_game_files_name_the_line_and_problem(tmp_path, line: str, message: 
 def test_a_winner_that_disagrees_with_the_replay_is_refused(tmp_path) -> None:
     good = play_match("heuristic", "random", n=1, seed=0, keep_games=True)
     path = tmp_path / "games.jsonl"
-    save_games(path, good)
+    save_games(path, good.records)
     obj = json.loads(path.read_text())
     obj["winner"] = "chaos" if obj["winner"] == "order" else "order"
     path.write_text(json.dumps(obj) + "\n")

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.mcts import MCTS, MCTSAgent, RolloutEvaluator, SearchResult, uniform_legal_priors
-from agents.rollout import random_playout
-from envs.rules import State, parse_board
+from orderchaos.agents.mcts import MCTS, MCTSAgent, RolloutEvaluator, SearchResult, uniform_legal_priors
+from orderchaos.agents.rollout import random_playout
+from orderchaos.envs.rules import State, parse_board
 
 WIN_IN_ONE = parse_board("XXXX.. OO.... " + "." * 24)  # Order to move: X on cell 4 wins
 LONE_FOUR = parse_board("XXXX.. .....O " + "." * 24)  # Chaos to move: only O on cell 4 holds

@@ -1,4 +1,4 @@
-"""Learning from lost games (``train.mistakes``): the losing move found by walking a game
+"""Learning from lost games (``orderchaos.arena.mistakes``): the losing move found by walking a game
 back with the solver agrees with brute force, collected mistakes are real mistakes, and
 alphazero training mixes them into its batches and keeps them across a resume."""
 
@@ -13,16 +13,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.registry import make
-from agents.solver import solve
-from envs.encoding import action_masks
-from envs.rules import CHAOS, ORDER, State, parse_board
+from orderchaos.agents.registry import make
+from orderchaos.agents.solver import solve
+from orderchaos.envs.encoding import action_masks
+from orderchaos.envs.rules import CHAOS, ORDER, State, parse_board
 from tests.test_solver import brute_force
-from train.checkpoint import latest_checkpoint, load_checkpoint
-from train.config import load_config
-from train.mistakes import Mistake, collect_mistakes, find_mistake, find_practical_mistake, mistake_rows
-from train.play import parse_move
-from train.trainer import make_trainer
+from orderchaos.agents.policy_files import latest_checkpoint, load_checkpoint
+from orderchaos.train.config import load_config
+from orderchaos.arena.mistakes import Mistake, collect_mistakes, find_mistake, find_practical_mistake, mistake_rows
+from orderchaos.cli.terminal_game import parse_move
+from orderchaos.train.factory import make_trainer
 
 torch.set_num_threads(1)
 
@@ -99,7 +99,7 @@ def test_unlisted_wins_fall_back_to_the_first_proven_preferred_move() -> None:
     # target is the first of the preferred moves (other than the one played) proven to win.
     import dataclasses
 
-    from agents.solver import Solver
+    from orderchaos.agents.solver import Solver
 
     class NoListing(Solver):
         def solve(self, state, **kw):
@@ -207,7 +207,7 @@ def test_the_finetune_config_trains_from_the_shipped_weights_with_mistakes(tmp_p
 
 
 def test_mistakes_command_reports_proven_losing_moves(capsys) -> None:
-    from train.cli import main
+    from orderchaos.cli.main import main
 
     assert main(["mistakes", "--agent", "random", "--opponent", "random", "--games", "10", "--seed", "3",
                  "--node-limit", "20000", "--json"]) == 0
@@ -281,7 +281,8 @@ def test_practical_mistake_is_the_latest_position_where_a_liked_move_wins_every_
 
 
 def test_collect_mistakes_adds_practical_ones_where_the_solver_places_none() -> None:
-    from agents.neural import NeuralAgent, load_evaluator, pretrained_dir
+    from orderchaos.agents.network_agent import NeuralAgent, load_evaluator
+    from orderchaos.agents.policy_files import pretrained_dir
 
     evaluator = load_evaluator(pretrained_dir())
     learner = NeuralAgent(evaluator, sims=0, temp=0.0, name="shipped")

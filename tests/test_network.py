@@ -12,29 +12,27 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.base import Evaluator
-from agents.network import (
-    CheckpointError,
-    PolicyValueNet,
-    WindowFeatures,
-    atomic_write_bytes,
-    load_policy_dir,
-    masked_softmax,
-    save_policy_dir,
-)
-from agents.neural import (
+from orderchaos.agents.base import Evaluator
+from orderchaos.agents.network import PolicyValueNet, WindowFeatures, masked_softmax
+from orderchaos.agents.network_agent import (
     NetworkEvaluator,
     NeuralAgent,
-    find_policy_dir,
     load_evaluator,
     run_dir_agent,
     sample_from,
     shared_evaluator,
 )
-from agents.registry import make
-from envs.encoding import OBS_VERSION, action_mask, encode_states
-from envs.rules import ACTIONS, CELLS, WINDOW_CELLS, State
-from envs.symmetry import NUM_SYMMETRIES, transform_planes, transform_state
+from orderchaos.agents.policy_files import (
+    CheckpointError,
+    find_policy_dir,
+    load_policy_dir,
+    save_policy_dir,
+)
+from orderchaos.agents.registry import make
+from orderchaos.files import atomic_write_bytes
+from orderchaos.envs.encoding import OBS_VERSION, action_mask, encode_states
+from orderchaos.envs.rules import ACTIONS, CELLS, WINDOW_CELLS, State
+from orderchaos.envs.symmetry import NUM_SYMMETRIES, transform_planes, transform_state
 
 torch.set_num_threads(1)  # the test machine is shared; more threads only contend
 

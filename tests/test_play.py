@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envs.rules import State, cell_name
-from train.evaluate import GameRecord
-from train.play import Hint, MoveInputError, format_hint, format_replay, parse_move, play_session
+from orderchaos.envs.rules import State, cell_name
+from orderchaos.arena.game_files import GameRecord
+from orderchaos.cli.terminal_game import Hint, MoveInputError, format_hint, format_replay, parse_move, play_session
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -142,7 +142,7 @@ def test_format_replay_shows_every_ply() -> None:
 
 def _run_cli(args: list[str], stdin: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "train", *args], input=stdin, capture_output=True, text=True,
+        [sys.executable, "-m", "orderchaos", *args], input=stdin, capture_output=True, text=True,
         cwd=REPO, timeout=120,
     )
 

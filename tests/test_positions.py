@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.simple import RandomAgent
-from envs.rules import ORDER, State, parse_board
-from train.cli import main
-from train.positions import (
+from orderchaos.agents.simple import RandomAgent
+from orderchaos.envs.rules import ORDER, State, parse_board
+from orderchaos.cli.main import main
+from orderchaos.arena.positions import (
     DEFAULT_POSITIONS,
     LabelledPosition,
     PositionsFileError,
@@ -45,7 +45,7 @@ def _winning_moves(state: State) -> list[int]:
 
 @pytest.fixture(scope="module")
 def small_set() -> list[LabelledPosition]:
-    pytest.importorskip("agents.solver")
+    pytest.importorskip("orderchaos.agents.solver")
     return make_positions(8, empties=(5, 7), seed=1, time_limit=10.0)
 
 
@@ -68,7 +68,7 @@ def test_made_sets_are_seeded(small_set) -> None:
 
 
 def test_solver_scores_one_and_random_does_not(small_set) -> None:
-    pytest.importorskip("agents.solver")
+    pytest.importorskip("orderchaos.agents.solver")
     assert positions_accuracy("solver", small_set).accuracy == 1.0
     scores = [positions_accuracy("random", small_set, seed=s).accuracy for s in range(5)]
     assert sum(scores) / len(scores) < 0.9
@@ -81,7 +81,7 @@ def test_shipped_set_loads_and_random_is_well_below_the_solver() -> None:
     assert all(12 <= p.state.num_empty <= 18 for p in positions)
     result = positions_accuracy("random", positions, seed=0)
     assert result.accuracy < 0.6
-    pytest.importorskip("agents.solver")
+    pytest.importorskip("orderchaos.agents.solver")
     assert positions_accuracy("solver", positions[:10]).accuracy == 1.0
 
 
@@ -177,7 +177,7 @@ def test_positions_command(tmp_path, capsys) -> None:
 
 
 def test_positions_command_makes_a_set(tmp_path, capsys) -> None:
-    pytest.importorskip("agents.solver")
+    pytest.importorskip("orderchaos.agents.solver")
     out = tmp_path / "made.jsonl"
     argv = ["positions", "--make", "3", "--empties", "6-7", "--out", str(out), "--seed", "2"]
     assert main(argv) == 0

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.base import Agent
-from agents.registry import REGISTRY, RUN_DIR, SpecError, make, parse_spec, resolve
-from envs.rules import State, parse_board
+from orderchaos.agents.base import Agent
+from orderchaos.agents.registry import REGISTRY, RUN_DIR, SpecError, make, parse_spec, resolve
+from orderchaos.envs.rules import State, parse_board
 
 # Order to move with four empties; only O on d4 (action 43) wins (checked by brute force).
 ONLY_ONE_WIN = parse_board("OOXOXX XOOXOX OXOXOO OOO... XOXO.O XOXXXO")
@@ -38,14 +38,14 @@ def test_documented_specs_build_agents_that_play(spec: str) -> None:
 @pytest.mark.parametrize("spec", ["solver", "solver:time=0.5,seed=2"])
 def test_solver_specs(spec: str) -> None:
     if not factory_available("solver"):
-        pytest.skip("agents.solver:SolverAgent is not written yet")
+        pytest.skip("orderchaos.agents.solver:SolverAgent is not written yet")
     assert make(spec).act(ONLY_ONE_WIN) == 43
 
 
 def test_pretrained_spec_parses() -> None:
     info, name, params = resolve("pretrained:sims=16,temp=0.5,c=1.25,seed=4")
     assert name == "pretrained" and params == {"sims": 16, "temp": 0.5, "c": 1.25, "seed": 4}
-    assert info.target == "agents.neural:pretrained_agent"
+    assert info.target == "orderchaos.agents.network_agent:pretrained_agent"
 
 
 def test_spec_parameters_reach_the_factory_with_their_types() -> None:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envs.rules import (
+from orderchaos.envs.rules import (
     ACTIONS,
     CELLS,
     FULL,

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.simple import (
+from orderchaos.agents.simple import (
     HeuristicAgent,
     RandomAgent,
     completes_a_five,
@@ -16,7 +16,7 @@ from agents.simple import (
     new_threat_cells,
     single_threat_followups,
 )
-from envs.rules import State, parse_board
+from orderchaos.envs.rules import State, parse_board
 
 WIN_IN_ONE = parse_board("XXXX.. OO.... " + "." * 24)  # Order to move: X on e1 (cell 4) wins
 LONE_FOUR = parse_board("XXXX.. .....O " + "." * 24)  # Chaos to move: must put O on cell 4

@@ -10,17 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents import solver_kernel as K
-from agents.solver import Solver, SolverAgent, fallback_action, solve
-from agents.solver_benchmark import sensible_positions
-from envs.rules import CELLS, CHAOS, ORDER, State, parse_board, threat_pairs
-from envs.symmetry import NUM_SYMMETRIES, transform_bits, transform_state
-from train.cli import main
+from orderchaos.agents import solver_kernel as K
+from orderchaos.agents.solver import Solver, SolverAgent, fallback_action, solve
+from orderchaos.bench.solver import sensible_positions
+from orderchaos.envs.rules import CELLS, CHAOS, ORDER, State, parse_board, threat_pairs
+from orderchaos.envs.symmetry import NUM_SYMMETRIES, transform_bits, transform_state
+from orderchaos.cli.main import main
 
 
 @lru_cache(maxsize=None)
 def brute_force(state: State) -> str:
-    """Plain minimax on State, with no pruning or rules beyond envs.rules."""
+    """Plain minimax on State, with no pruning or rules beyond orderchaos.envs.rules."""
     if state.winner is not None:
         return state.winner
     mover = state.to_play
@@ -56,7 +56,7 @@ def test_kernel_tables_match_rules(xbits: int, obits: int) -> None:
     xc = np.zeros(K.NUM_WINDOWS, dtype=np.int64)
     oc = np.zeros(K.NUM_WINDOWS, dtype=np.int64)
     K.window_counts(x, o, xc, oc)
-    from envs.rules import WINDOWS
+    from orderchaos.envs.rules import WINDOWS
 
     assert list(xc) == [(x & m).bit_count() for m in WINDOWS]
     assert list(oc) == [(o & m).bit_count() for m in WINDOWS]
@@ -363,7 +363,7 @@ def test_fallback_action_completes_and_blocks_fours() -> None:
 
 
 def test_registry_builds_the_solver_agent() -> None:
-    from agents.registry import make
+    from orderchaos.agents.registry import make
 
     agent = make("solver:time=2", seed=3)
     assert isinstance(agent, SolverAgent) and agent.time_limit == 2.0

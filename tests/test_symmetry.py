@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from test_rules import random_positions as positions
 
-from envs.encoding import action_mask, encode_state
-from envs.rules import ACTIONS, CELLS, State
-from envs.symmetry import (
+from orderchaos.envs.encoding import action_mask, encode_state
+from orderchaos.envs.rules import ACTIONS, CELLS, State
+from orderchaos.envs.symmetry import (
     ACTION_PERM,
     CELL_PERM,
     INVERSE,

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.registry import SpecError
-from train.cli import main
-from train.evaluate import play_match
-from train.tournament import ELO_PER_LOGIT, fit_ratings, run_tournament, write_outputs
+from orderchaos.agents.registry import SpecError
+from orderchaos.cli.main import main
+from orderchaos.arena.matches import play_match
+from orderchaos.arena.tournament import ELO_PER_LOGIT, fit_ratings, run_tournament, write_outputs
 
 
 def _simulate(order_true: np.ndarray, chaos_true: np.ndarray, games: int, seed: int):

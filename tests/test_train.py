@@ -18,18 +18,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.torch import load_file
 
-from agents.network import PolicyValueNet
-from agents.neural import find_policy_dir
-from agents.registry import make
-from envs.encoding import OBS_VERSION, action_mask, action_masks, encode_states
-from envs.rules import ACTIONS, State
-from train.benchmark import random_positions
-from train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from train.cli import main
-from train.config import load_config
-from train.ppo import gae, sample_rows
-from train.replay import ReplayBuffer
-from train.trainer import make_trainer
+from orderchaos.agents.network import PolicyValueNet
+from orderchaos.agents.registry import make
+from orderchaos.envs.encoding import OBS_VERSION, action_mask, action_masks, encode_states
+from orderchaos.envs.rules import ACTIONS, State
+from orderchaos.bench.train import random_positions
+from orderchaos.agents.policy_files import find_policy_dir, latest_checkpoint, load_checkpoint, save_checkpoint
+from orderchaos.cli.main import main
+from orderchaos.train.config import load_config
+from orderchaos.train.ppo import gae, sample_rows
+from orderchaos.train.replay_buffer import ReplayBuffer
+from orderchaos.train.factory import make_trainer
 
 torch.set_num_threads(1)  # the test machine is shared; more threads only contend
 
@@ -154,7 +153,7 @@ def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
 
 def test_resume_after_sigkill_loses_at_most_one_interval(tmp_path: Path) -> None:
     run_dir = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "train", SMOKE, "run.iterations=200", "eval.enabled=false",
+    cmd = [sys.executable, "-m", "orderchaos", "train", SMOKE, "run.iterations=200", "eval.enabled=false",
            "--run-dir", str(run_dir)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -174,7 +173,7 @@ def test_resume_after_sigkill_loses_at_most_one_interval(tmp_path: Path) -> None
     step = meta["step"]
     assert step >= 1 and state is not None and state["iteration"] == step
     resumed = subprocess.run(
-        [sys.executable, "-m", "train", "--resume", str(run_dir), f"run.iterations={step + 2}"],
+        [sys.executable, "-m", "orderchaos", "train", "--resume", str(run_dir), f"run.iterations={step + 2}"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
     )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -250,7 +249,10 @@ def test_sample_rows_never_picks_zero_probability(weights: list[float], seed: in
 
 
 def test_export_copies_the_latest_policy(tmp_path: Path) -> None:
-    from train.export import main as export_main
+    from orderchaos.cli.main import main as cli_main
+
+    def export_main(argv: list[str]) -> int:
+        return cli_main(["export", *argv])
 
     weights = _train(tmp_path / "run")
     dest = tmp_path / "pretrained"
@@ -264,11 +266,11 @@ def test_export_copies_the_latest_policy(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("target_temperature", [1.0, 0.0])
 def test_selfplay_logs_only_network_moves_with_legal_policies(target_temperature: float) -> None:
-    from train.alphazero import play_selfplay_games
+    from orderchaos.train.alphazero import play_selfplay_games
 
     torch.manual_seed(0)
     nets = {role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")}
-    from agents.neural import NetworkEvaluator
+    from orderchaos.agents.network_agent import NetworkEvaluator
 
     logs = play_selfplay_games(
         NetworkEvaluator(nets), 3, simulations=4, c_puct=1.5, dirichlet_alpha=0.3,
@@ -294,7 +296,7 @@ def test_selfplay_logs_only_network_moves_with_legal_policies(target_temperature
 
 @pytest.mark.parametrize("openings", [0, 3])
 def test_lockstep_heuristic_games_replay_under_the_scalar_rules(openings: int) -> None:
-    from train.alphazero import play_heuristic_games
+    from orderchaos.train.alphazero import play_heuristic_games
 
     logs = play_heuristic_games(6, openings, np.random.default_rng(5))
     for log in logs:
@@ -341,11 +343,11 @@ def _mover_wins_after(child: State, mover: str) -> bool:
 
 
 def test_value_and_solver_targets() -> None:
-    from train.alphazero import GameLog, value_targets
-    from train.solver_targets import solver_targets
+    from orderchaos.train.alphazero import SelfPlayGame, value_targets
+    from orderchaos.train.solver_targets import solver_targets
 
     start = State()
-    log = GameLog(states=[start, start.apply(0)], policies=[], winner="chaos")
+    log = SelfPlayGame(states=[start, start.apply(0)], policies=[], winner="chaos")
     assert value_targets(log).tolist() == [-1.0, 1.0]
     positions = _endgames(6, empties=4, seed=3)
     exact = solver_targets(positions, node_limit=100_000, moves=True)
@@ -360,7 +362,7 @@ def test_value_and_solver_targets() -> None:
 
 
 def test_solver_worker_matches_in_process_targets_and_survives_a_dead_worker() -> None:
-    from train.solver_targets import SolverWorker, solver_targets
+    from orderchaos.train.solver_targets import SolverWorker, solver_targets
 
     late = _endgames(4, empties=5, seed=4)
     worker = SolverWorker()
@@ -376,7 +378,7 @@ def test_solver_worker_matches_in_process_targets_and_survives_a_dead_worker() -
 
 
 def test_solver_workers_deal_out_a_batch_and_merge_it_in_order() -> None:
-    from train.solver_targets import SolverWorker, solver_targets
+    from orderchaos.train.solver_targets import SolverWorker, solver_targets
 
     positions = _endgames(4, empties=5, seed=6) + _endgames(3, empties=7, seed=7)
     expected = solver_targets(positions, 20_000, True)
@@ -393,8 +395,8 @@ def test_solver_workers_deal_out_a_batch_and_merge_it_in_order() -> None:
 
 WORKER_SCRIPT = """
 import sys, time
-from envs.rules import State
-from train.solver_targets import SolverWorker
+from orderchaos.envs.rules import State
+from orderchaos.train.solver_targets import SolverWorker
 worker = SolverWorker()
 worker.targets([State().apply(0)], node_limit=10, moves=False)
 print(*worker._pool._processes, flush=True)
@@ -429,8 +431,8 @@ def test_solver_worker_exits_when_its_trainer_is_killed() -> None:
 
 
 def test_solver_targets_from_the_worker_join_the_replay_when_flushed(tmp_path: Path) -> None:
-    from agents.solver import solve
-    from train.alphazero import play_heuristic_games
+    from orderchaos.agents.solver import solve
+    from orderchaos.train.alphazero import play_heuristic_games
 
     depth = 20
     config = load_config(SMOKE, ["eval.enabled=false", f"selfplay.solver_depth={depth}", "selfplay.solver_process=true"])
@@ -463,8 +465,8 @@ def test_solver_targets_from_the_worker_join_the_replay_when_flushed(tmp_path: P
 
 @pytest.mark.parametrize("weights", ["uniform", "search"])
 def test_solver_policy_keeps_only_proven_winning_moves(weights: str) -> None:
-    from train.alphazero import TrainingRows
-    from train.solver_targets import SolverTargets
+    from orderchaos.train.alphazero import TrainingRows
+    from orderchaos.train.solver_targets import SolverTargets
 
     policies = np.zeros((3, ACTIONS), np.float32)
     policies[0, [4, 6, 9]] = [0.5, 0.3, 0.2]  # the game's target puts 0.3 and 0.2 on wins
@@ -484,8 +486,8 @@ def test_solver_policy_keeps_only_proven_winning_moves(weights: str) -> None:
 
 @pytest.mark.parametrize("practical_chaos", [False, True])
 def test_practical_chaos_values_keep_the_outcome_only_where_chaos_is_proven_lost(practical_chaos: bool) -> None:
-    from train.alphazero import TrainingRows
-    from train.solver_targets import SolverTargets
+    from orderchaos.train.alphazero import TrainingRows
+    from orderchaos.train.solver_targets import SolverTargets
 
     chaos_to_move = State().apply(0)
     states = [chaos_to_move, chaos_to_move, State(), State()]
@@ -499,9 +501,9 @@ def test_practical_chaos_values_keep_the_outcome_only_where_chaos_is_proven_lost
 
 
 def test_solver_candidates_give_a_proven_win_when_listing_all_wins_is_too_dear() -> None:
-    from agents.solver import solve
-    from train.alphazero import play_heuristic_games
-    from train.solver_targets import solver_targets
+    from orderchaos.agents.solver import solve
+    from orderchaos.train.alphazero import play_heuristic_games
+    from orderchaos.train.solver_targets import solver_targets
 
     logs = play_heuristic_games(8, 4, np.random.default_rng(3))
     positions = [s for log in logs for s in log.states if s.num_empty == 26]
@@ -522,9 +524,9 @@ def test_solver_candidates_give_a_proven_win_when_listing_all_wins_is_too_dear()
 
 
 def test_fastest_plies_narrow_orders_winning_moves_to_the_quickest_forced_fives() -> None:
-    from agents.solver import Solver
-    from train.alphazero import play_heuristic_games
-    from train.solver_targets import solver_targets
+    from orderchaos.agents.solver import Solver
+    from orderchaos.train.alphazero import play_heuristic_games
+    from orderchaos.train.solver_targets import solver_targets
 
     logs = play_heuristic_games(8, 4, np.random.default_rng(5))
     positions = [s for log in logs for s in log.states if 12 <= s.num_empty <= 15]
@@ -552,8 +554,8 @@ def test_fastest_plies_narrow_orders_winning_moves_to_the_quickest_forced_fives(
 
 
 def test_on_policy_games_play_the_networks_own_favourite_after_the_temperature_plies() -> None:
-    from agents.neural import NetworkEvaluator
-    from train.alphazero import play_selfplay_games
+    from orderchaos.agents.network_agent import NetworkEvaluator
+    from orderchaos.train.alphazero import play_selfplay_games
 
     torch.manual_seed(1)
     evaluator = NetworkEvaluator({role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")})

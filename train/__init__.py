@@ -1,1 +1,1 @@
-"""Training, evaluation and the command line for Order and Chaos."""
+"""Training: configs, the AlphaZero and PPO self-play trainers, replay buffers, checkpoints."""

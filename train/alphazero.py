@@ -1,7 +1,7 @@
 """AlphaZero-style self-play training of separate Order and Chaos networks.
 
 Each iteration plays ``selfplay.games`` games at once. Every move of every game is chosen by
-PUCT search (``agents.mcts.MCTS`` with a :class:`~agents.neural.NetworkEvaluator`, so each
+PUCT search (``orderchaos.agents.mcts.MCTS`` with a :class:`~orderchaos.agents.network_agent.NetworkEvaluator`, so each
 simulation wave evaluates the leaves of all trees in one batch per role), with Dirichlet
 noise at the root and a temperature for the first ``selfplay.temperature_moves`` plies.
 A fraction of games can pit the networks against the heuristic agent in one seat.
@@ -12,7 +12,7 @@ target, or the exact solver value for positions with at most ``selfplay.solver_d
 empty cells. Rows go to one replay buffer per role; training samples them with random
 symmetry augmentation. With ``mistakes.games``, the networks also play greedy games against
 fixed opponents at intervals, and the moves that lost them, corrected by the solver, are
-mixed into training batches (``train.mistakes``).
+mixed into training batches (``orderchaos.arena.mistakes``).
 """
 
 from __future__ import annotations
@@ -25,19 +25,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from agents.base import Agent
-from agents.network import masked_log_softmax
-from agents.neural import NetworkEvaluator, NeuralAgent, sample_from
-from envs.batch import BatchGame
-from envs.rules import ACTIONS, AGENTS, CHAOS, State
-from train.mistakes import collect_mistakes, mistake_rows, ranked_moves
-from train.replay import ReplayBuffer
-from train.solver_targets import PendingTargets, SolverTargets, SolverWorker, solver_targets
-from train.trainer import Trainer
+from orderchaos.agents.base import Agent
+from orderchaos.agents.network import masked_log_softmax
+from orderchaos.agents.network_agent import NetworkEvaluator, NeuralAgent, sample_from
+from orderchaos.envs.batch import BatchGame
+from orderchaos.envs.rules import ACTIONS, AGENTS, CHAOS, State
+from orderchaos.arena.mistakes import collect_mistakes, mistake_rows, ranked_moves
+from orderchaos.train.replay_buffer import ReplayBuffer
+from orderchaos.train.solver_targets import PendingTargets, SolverTargets, SolverWorker, solver_targets
+from orderchaos.train.trainer import Trainer
 
 
 @dataclass
-class GameLog:
+class SelfPlayGame:
     """The logged positions of one game (those a learner moved in), with their policy
     targets and the engine's observation planes and action masks."""
 
@@ -56,7 +56,7 @@ class GameLog:
         self.masks = [self.masks[i] for i in indices]
 
 
-def value_targets(log: GameLog) -> np.ndarray:
+def value_targets(log: SelfPlayGame) -> np.ndarray:
     """The final outcome from the view of the player to move in each logged position."""
     return np.array([1.0 if log.winner == s.to_play else -1.0 for s in log.states], np.float32)
 
@@ -67,7 +67,7 @@ one action per game and, per game, the policy target to log for that position (N
 position is not logged)."""
 
 
-def play_lockstep(n_games: int, choose: MoveChooser) -> list[GameLog]:
+def play_lockstep(n_games: int, choose: MoveChooser) -> list[SelfPlayGame]:
     """Play ``n_games`` games from the empty board in one :class:`envs.BatchGame` until
     every game has ended; ``choose`` picks the moves of the unfinished games at each ply.
 
@@ -75,7 +75,7 @@ def play_lockstep(n_games: int, choose: MoveChooser) -> list[GameLog]:
     observation planes and masks of the logged positions.
     """
     game = BatchGame(n_games)
-    logs = [GameLog() for _ in range(n_games)]
+    logs = [SelfPlayGame() for _ in range(n_games)]
     actions = np.zeros(n_games, np.int64)
     ply = 0
     while True:
@@ -115,7 +115,7 @@ def play_selfplay_games(
     opponents: dict[int, tuple[int, Agent]] | None = None,
     target_temperature: float = 1.0,
     on_policy: Collection[int] = (),
-) -> list[GameLog]:
+) -> list[SelfPlayGame]:
     """Play ``n_games`` games in lockstep (:func:`play_lockstep`) with batched PUCT search
     for every network move: one search wave evaluates the leaves of all trees at once.
 
@@ -128,7 +128,7 @@ def play_selfplay_games(
     are still labelled with the search's targets, so that training sees the positions the
     network alone reaches and is corrected there (DAgger-style).
     """
-    from agents.mcts import MCTS
+    from orderchaos.agents.mcts import MCTS
 
     opponents = opponents or {}
     on_policy = set(int(g) for g in on_policy)
@@ -181,11 +181,11 @@ def play_selfplay_games(
     return play_lockstep(n_games, choose)
 
 
-def play_heuristic_games(n_games: int, openings: int, rng: np.random.Generator) -> list[GameLog]:
+def play_heuristic_games(n_games: int, openings: int, rng: np.random.Generator) -> list[SelfPlayGame]:
     """``n_games`` games of the heuristic agent against itself, in lockstep, each after
     ``openings`` uniformly random plies that do not end the game. The heuristic's
     positions are logged with its move as a one-hot policy."""
-    from agents.registry import make
+    from orderchaos.agents.registry import make
 
     agents = [make("heuristic", seed=int(seed)) for seed in rng.integers(2**31, size=n_games)]
 
@@ -219,7 +219,7 @@ class TrainingRows:
     values: np.ndarray
 
     @classmethod
-    def from_logs(cls, logs: list[GameLog]) -> "TrainingRows | None":
+    def from_logs(cls, logs: list[SelfPlayGame]) -> "TrainingRows | None":
         """The rows of every logged position (None when there are none)."""
         logs = [log for log in logs if log.states]
         if not logs:
@@ -294,7 +294,7 @@ class AlphaZeroTrainer(Trainer):
                 buf.load_state_dict(state["mistakes"][role])
 
     def _opponents(self, n_games: int) -> dict[int, tuple[int, Agent]]:
-        from agents.registry import make
+        from orderchaos.agents.registry import make
 
         count = int(round(self.config.selfplay.heuristic_fraction * n_games))
         seed = int(self.rng.integers(2**31))
@@ -323,7 +323,7 @@ class AlphaZeroTrainer(Trainer):
             on_policy=range(int(round(cfg.selfplay.on_policy_fraction * len(opponents)))),
         )
         play_seconds = time.perf_counter() - started
-        imitation: list[GameLog] = []
+        imitation: list[SelfPlayGame] = []
         if cfg.selfplay.imitation_games:
             imitation = play_heuristic_games(cfg.selfplay.imitation_games, cfg.selfplay.warmup_openings, self.rng)
             for log in imitation:
@@ -341,7 +341,7 @@ class AlphaZeroTrainer(Trainer):
             "charts/games_played": float(self.games_played),
         }
 
-    def store(self, logs: list[GameLog], solver_depth: int | None = None) -> dict[str, float]:
+    def store(self, logs: list[SelfPlayGame], solver_depth: int | None = None) -> dict[str, float]:
         """Turn game logs into training rows for the replay buffer of the role that moved.
 
         Positions with at most ``selfplay.solver_depth`` empty cells get exact solver
@@ -400,7 +400,7 @@ class AlphaZeroTrainer(Trainer):
         """One round of ``mistakes``: each configured role's network plays greedy games
         against the opponents, and the losing move of each lost game that the solver (or,
         with ``mistakes.rollouts``, play-outs) can place joins that role's mistake positions
-        (``train.mistakes``)."""
+        (``orderchaos.arena.mistakes``)."""
         cfg = self.config.mistakes
         started = time.perf_counter()
         for net in self.nets.values():

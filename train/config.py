@@ -65,7 +65,7 @@ class NetworkConfig:
     window_features: bool = _field(
         True,
         "also feed the trunk fixed per-cell counts of the live five-cell windows through each "
-        "cell by how many identical stones they hold (agents.network.WindowFeatures); false "
+        "cell by how many identical stones they hold (orderchaos.agents.network.WindowFeatures); false "
         "gives the plain network of policies trained before this option",
     )
     init_from: str = _field(
@@ -242,7 +242,7 @@ class ReplayConfig:
 
 @dataclass
 class MistakesConfig:
-    """Learning from lost games (alphazero; ``train.mistakes``): at intervals each network
+    """Learning from lost games (alphazero; ``orderchaos.arena.mistakes``): at intervals each network
     plays greedy games against fixed opponents, the solver finds the move that lost each
     lost game, and those positions, with the proven winning moves as targets, are mixed
     into training batches."""
@@ -252,7 +252,7 @@ class MistakesConfig:
     )
     interval: int = _field(4, "iterations between rounds", min=1)
     opponents: list[str] = _field(
-        ["heuristic"], "agent specs the networks play in these games (see agents.registry)"
+        ["heuristic"], "agent specs the networks play in these games (see orderchaos.agents.registry)"
     )
     roles: list[str] = _field(
         ["order", "chaos"], "whose lost games are searched", choices=["order", "chaos"]
@@ -296,7 +296,7 @@ class EvalConfig:
     interval: int = _field(10, "iterations between evaluations (0: only at the end)", min=0)
     games: int = _field(40, "games per opponent and seat", min=1)
     opponents: list[str] = _field(
-        ["random", "heuristic"], "agent specs to play in both seats (see agents.registry)"
+        ["random", "heuristic"], "agent specs to play in both seats (see orderchaos.agents.registry)"
     )
     openings: int = _field(
         2, "random opening plies per game so that greedy players differ between games", min=0
@@ -559,7 +559,7 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -
 
 def save_config(config: TrainConfig, path: str | Path) -> None:
     """Write the resolved config as YAML (atomically)."""
-    from agents.network import atomic_write_bytes
+    from orderchaos.files import atomic_write_bytes
 
     text = yaml.safe_dump(config_to_dict(config), sort_keys=False)
     atomic_write_bytes(Path(path), text.encode())

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from agents.network import PolicyValueNet, masked_log_softmax
-from envs.encoding import action_mask, encode_states
-from envs.rules import AGENTS, State
-from train.trainer import Trainer, build_network
+from orderchaos.agents.network import PolicyValueNet, masked_log_softmax
+from orderchaos.envs.encoding import action_mask, encode_states
+from orderchaos.envs.rules import AGENTS, State
+from orderchaos.train.trainer import Trainer, build_network
 
 
 @dataclass

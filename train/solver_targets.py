@@ -1,6 +1,6 @@
 """Exact solver targets for training positions, optionally computed in a worker process.
 
-For positions late in a game the exact solver (``agents.solver.solve``) gives the true
+For positions late in a game the exact solver (``orderchaos.agents.solver.solve``) gives the true
 value and, for a position the mover wins, the set of winning moves. :class:`SolverWorker`
 runs the solver in one persistent spawned process (this module imports no torch, so the
 worker starts fast): if the compiled solver crashes, the run loses that batch of targets
@@ -19,7 +19,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
-from envs.rules import ORDER, State
+from orderchaos.agents.solver import first_proven_win
+from orderchaos.envs.rules import ORDER, State
 
 
 @dataclass
@@ -39,7 +40,7 @@ def solver_targets(
     candidates: list[list[int]] | None = None,
     fastest_plies: int = 0,
 ) -> SolverTargets:
-    """Solve each state within ``node_limit`` nodes (``agents.solver.solve``); unproven ones
+    """Solve each state within ``node_limit`` nodes (``orderchaos.agents.solver.solve``); unproven ones
     are left out. Empty when the solver module is not installed.
 
     With ``moves``, a won position lists every winning move. Listing them all needs a proof
@@ -53,7 +54,7 @@ def solver_targets(
     """
     out = SolverTargets()
     try:
-        from agents.solver import default_solver, solve
+        from orderchaos.agents.solver import default_solver, solve
     except ImportError:
         return out
     for i, state in enumerate(states):
@@ -78,13 +79,6 @@ def solver_targets(
                 out.winning_moves[i] = [found]
     return out
 
-
-def first_proven_win(state: State, candidates: list[int], node_limit: int, solve) -> int | None:
-    """The first of ``candidates`` after which the mover provably still wins, or None."""
-    for action in candidates:  # solve() returns a finished board's winner at once
-        if solve(state.apply(action), node_limit=node_limit).winner == state.to_play:
-            return int(action)
-    return None
 
 
 def _exit_with_parent(parent_pid: int) -> None:

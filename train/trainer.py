@@ -19,12 +19,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from agents.network import CheckpointError, PolicyValueNet, load_policy_dir, resolve_device
-from agents.neural import NetworkEvaluator, NeuralAgent, find_policy_dir, pretrained_dir
-from envs.rules import AGENTS
-from train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from train.config import NetworkConfig, TrainConfig, config_to_dict, save_config
-from train.logging import RunLogger
+from orderchaos.agents.network import PolicyValueNet, resolve_device
+from orderchaos.agents.network_agent import NetworkEvaluator, NeuralAgent
+from orderchaos.agents.policy_files import (
+    CheckpointError,
+    find_policy_dir,
+    latest_checkpoint,
+    load_latest_good_checkpoint,
+    load_policy_dir,
+    pretrained_dir,
+    save_checkpoint,
+)
+from orderchaos.envs.rules import AGENTS
+from orderchaos.train.config import NetworkConfig, TrainConfig, config_to_dict, save_config
+from orderchaos.train.run_logger import RunLogger
 
 CONFIG_FILE = "config.yaml"
 
@@ -52,9 +60,9 @@ def evaluate_policies(
     agent = NeuralAgent(evaluator, sims=0, temp=0.0, seed=seed, name="trained")
     out: dict[str, float] = {}
     try:
-        from train.evaluate import play_match
+        from orderchaos.arena.matches import play_match
     except ImportError as exc:
-        warnings.warn(f"match evaluation skipped: train.evaluate is unavailable ({exc})", stacklevel=2)
+        warnings.warn(f"match evaluation skipped: orderchaos.arena.matches is unavailable ({exc})", stacklevel=2)
     else:
         for k, spec in enumerate(cfg.opponents):
             name = tag_name(spec)
@@ -64,9 +72,9 @@ def evaluate_policies(
             out[f"eval/chaos_vs_{name}_winrate"] = 1.0 - as_chaos.order_win_rate
     if cfg.positions:
         try:
-            from train.positions import DEFAULT_POSITIONS, load_positions, positions_accuracy
+            from orderchaos.arena.positions import DEFAULT_POSITIONS, load_positions, positions_accuracy
         except ImportError as exc:
-            warnings.warn(f"positions accuracy skipped: train.positions is unavailable ({exc})", stacklevel=2)
+            warnings.warn(f"positions accuracy skipped: orderchaos.arena.positions is unavailable ({exc})", stacklevel=2)
         else:
             if not Path(DEFAULT_POSITIONS).is_file():
                 warnings.warn(f"positions accuracy skipped: {DEFAULT_POSITIONS} is missing", stacklevel=2)
@@ -155,10 +163,15 @@ class Trainer:
         """Continue ``run_dir`` from its latest checkpoint (from scratch if it has none yet)."""
         trainer = cls(config, run_dir)
         save_config(config, Path(run_dir) / CONFIG_FILE)
-        checkpoint = latest_checkpoint(run_dir)
-        if checkpoint is None:
+        loaded = load_latest_good_checkpoint(run_dir, device=trainer.device)
+        if loaded is None:
             return trainer
-        nets, meta, state = load_checkpoint(checkpoint, device=trainer.device)
+        for bad, reason in loaded.skipped:
+            warnings.warn(f"skipping checkpoint {bad.name}: {reason}", stacklevel=2)
+        if loaded.skipped:
+            warnings.warn(f"resuming from {loaded.path.name}, the newest checkpoint that verifies",
+                          stacklevel=2)
+        checkpoint, nets, meta, state = loaded.path, loaded.nets, loaded.meta, loaded.trainer_state
         if meta.get("algorithm") != cls.algorithm:
             raise ValueError(
                 f"checkpoint {checkpoint} was written by {meta.get('algorithm')!r}, not {cls.algorithm!r}"
@@ -310,14 +323,3 @@ class Trainer:
         }
         return {k: v for k, v in shown.items() if not math.isnan(v)}
 
-
-def make_trainer(config: TrainConfig, run_dir: str | Path, resume: bool = False) -> Trainer:
-    """The trainer of ``config.algorithm`` for ``run_dir``: a new run, or (``resume``) a
-    continuation from the run's latest checkpoint."""
-    if config.algorithm == "alphazero":
-        from train.alphazero import AlphaZeroTrainer as cls
-    elif config.algorithm == "ppo":
-        from train.ppo import PPOTrainer as cls
-    else:
-        raise ValueError(f"unknown algorithm {config.algorithm!r}; accepted: alphazero, ppo")
-    return cls.resume(config, run_dir) if resume else cls.create(config, run_dir)

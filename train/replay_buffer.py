@@ -3,7 +3,7 @@
 Each entry is one position seen by one role's network: the observation planes (encoding
 v1), the legal-action mask, the search policy target and the value target (outcome from the
 view of the player to move). Sampling can map each sampled position through a random one of
-the 16 symmetries of the game (``envs.symmetry``), so the network sees every image.
+the 16 symmetries of the game (``orderchaos.envs.symmetry``), so the network sees every image.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from envs.encoding import OBS_SHAPE
-from envs.rules import ACTIONS
-from envs.symmetry import NUM_SYMMETRIES, transform_planes, transform_policy
+from orderchaos.envs.encoding import OBS_SHAPE
+from orderchaos.envs.rules import ACTIONS
+from orderchaos.envs.symmetry import NUM_SYMMETRIES, transform_planes, transform_policy
 
 
 class ReplayBuffer:

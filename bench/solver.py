@@ -3,7 +3,7 @@
 Measured on the same seeded positions (reached by epsilon-heuristic play, so they look like
 real games), each with a fresh transposition table:
 
-* the project solver (:mod:`agents.solver`, numba kernel);
+* the project solver (:mod:`orderchaos.agents.solver`, numba kernel);
 * its peer: a straightforward pure-Python alpha-beta with a transposition table (plain
   position key) and the four / double-threat rules -- :func:`baseline_solve` below -- capped
   by a time limit per position (how many it finished is reported);
@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from envs.rules import (
+from orderchaos.envs.rules import (
     CELL_WINDOW_MASKS,
     CHAOS,
     ORDER,
@@ -40,7 +40,7 @@ ABORTED = None
 def sensible_positions(count: int, empties: int, seed: int, epsilon: float = 0.15) -> list[State]:
     """``count`` distinct undecided positions with ``empties`` empty cells, from seeded
     heuristic-vs-heuristic play with a random move at chance ``epsilon``."""
-    from agents.simple import epsilon_heuristic_position
+    from orderchaos.agents.simple import epsilon_heuristic_position
 
     rng = np.random.default_rng(seed)
     found: list[State] = []
@@ -140,7 +140,7 @@ def _solver_times(
     positions: list[State], options: dict, cap: float, tt_bits: int = 20
 ) -> list[tuple[str | None, int, float]]:
     """(winner, nodes, seconds) per position, each with a fresh Solver built from ``options``."""
-    from agents.solver import Solver
+    from orderchaos.agents.solver import Solver
 
     out = []
     for state in positions:
@@ -161,8 +161,8 @@ def _baseline_times(positions: list[State], cap: float) -> list[tuple[str | None
 _PURE_PYTHON_SCRIPT = """
 import json, sys, warnings
 warnings.simplefilter("ignore")
-from agents.solver import Solver
-from envs.rules import parse_board
+from orderchaos.agents.solver import Solver
+from orderchaos.envs.rules import parse_board
 cap = float(sys.argv[1])
 rows = []
 for board in sys.argv[2:]:
@@ -278,7 +278,7 @@ def run(quick: bool = False) -> dict:
     print(f"\nExact solver on {len(positions)} positions with 20-22 empty cells "
           f"(seeded epsilon-heuristic play)")
     print(f"{'solver':<34}{'median s':>12}{'max s':>10}{'nodes/s':>12}{'finished':>10}")
-    for name, rows in (("numba kernel (agents.solver)", ours),
+    for name, rows in (("numba kernel (orderchaos.agents.solver)", ours),
                        (f"pure-Python alpha-beta + TT (cap {base_cap:g}s)", base)):
         print(f"{name:<34}{_median_seconds(rows):>12.5f}{max(r[2] for r in rows):>10.3f}"
               f"{_rate(rows):>12.0f}{sum(r[0] is not None for r in rows):>7}/{len(rows)}")
@@ -317,9 +317,9 @@ def probe_opening(first_action: int, cap: float, total: float, tt_bits: int = 25
     every Chaos reply (one per symmetry class) an Order win, ``cap`` seconds each and
     ``total`` seconds in all, with one shared transposition table. If every reply is
     proven, the empty board is a proven Order win."""
-    from agents.solver import Solver
-    from envs.rules import action_name
-    from envs.symmetry import canonical_key
+    from orderchaos.agents.solver import Solver
+    from orderchaos.envs.rules import action_name
+    from orderchaos.envs.symmetry import canonical_key
 
     solver = Solver(tt_bits=tt_bits)
     start = time.perf_counter()
@@ -346,7 +346,7 @@ def probe_opening(first_action: int, cap: float, total: float, tt_bits: int = 25
 
 
 if __name__ == "__main__":
-    if "--moonshot" in sys.argv:  # python -m agents.solver_benchmark --moonshot [CAP TOTAL]
+    if "--moonshot" in sys.argv:  # python -m orderchaos.bench.solver --moonshot [CAP TOTAL]
         rest = [float(v) for v in sys.argv[sys.argv.index("--moonshot") + 1:]]
         cap, total = (rest + [90.0, 1200.0][len(rest):])[:2]
         summary = probe_opening(2 * 14, cap, total)  # c3 X, the solver's own first choice

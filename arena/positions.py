@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import Agent
-from agents.simple import epsilon_heuristic_position
-from envs.rules import (
+from orderchaos.agents.base import Agent
+from orderchaos.agents.simple import epsilon_heuristic_position
+from orderchaos.envs.rules import (
     ACTIONS,
     AGENTS,
     BoardStringError,
@@ -36,8 +36,8 @@ from envs.rules import (
     action_name,
     parse_board,
 )
-from envs.symmetry import canonical_key
-from train.evaluate import json_lines
+from orderchaos.envs.symmetry import canonical_key
+from orderchaos.arena.game_files import json_lines
 
 DEFAULT_POSITIONS: Path = Path(__file__).resolve().parent / "data" / "positions_12-18.jsonl"
 """The shipped set: solver-labelled positions with 12 to 18 empty cells."""
@@ -167,7 +167,7 @@ def positions_accuracy(
     used as it is. An illegal move from the agent raises IllegalActionError.
     """
     if isinstance(agent, str):
-        from agents.registry import make
+        from orderchaos.agents.registry import make
 
         agent = make(agent, seed=seed)
     counts = {side: [0, 0] for side in AGENTS}  # side -> [positions, correct]
@@ -235,7 +235,7 @@ def make_positions(
     """
     from tqdm import tqdm
 
-    from agents.solver import solve
+    from orderchaos.agents.solver import solve
 
     lo, hi = _check_empties(empties)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:

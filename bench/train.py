@@ -1,6 +1,6 @@
 """``orderchaos bench train``: network evaluation throughput and self-play speed.
 
-Prints positions per second of :class:`~agents.neural.NetworkEvaluator` (encoding, masking,
+Prints positions per second of :class:`~orderchaos.agents.network_agent.NetworkEvaluator` (encoding, masking,
 both role networks, softmax -- the whole leaf-evaluation path) next to the bare network
 forward pass at a few batch sizes and network sizes, then self-play games per second with
 batched PUCT search. Ratios compare each figure with its peer measured in the same run.
@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from agents.network import PolicyValueNet
-from agents.neural import NetworkEvaluator
-from envs.encoding import encode_states
-from envs.rules import AGENTS, State
+from orderchaos.agents.network import PolicyValueNet
+from orderchaos.agents.network_agent import NetworkEvaluator
+from orderchaos.envs.encoding import encode_states
+from orderchaos.envs.rules import AGENTS, State
 
 
 def random_positions(n: int, seed: int = 0) -> list[State]:
@@ -77,7 +77,7 @@ def selfplay_throughput(
     games: int, simulations: int, channels: int, blocks: int, seed: int = 0
 ) -> dict[str, float]:
     """Games/s and moves/s of one batch of self-play games with batched PUCT search."""
-    from train.alphazero import play_selfplay_games
+    from orderchaos.train.alphazero import play_selfplay_games
 
     torch.manual_seed(seed)
     nets = {role: PolicyValueNet(channels, blocks).eval() for role in AGENTS}

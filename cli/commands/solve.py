@@ -29,8 +29,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Solve every board and print one line each; 2 if any board was malformed."""
-    from agents.solver import Solver
-    from envs.rules import BoardStringError, action_name, parse_board
+    from orderchaos.agents.solver import Solver
+    from orderchaos.envs.rules import BoardStringError, action_name, parse_board
 
     if args.time_limit is not None and not args.time_limit > 0:
         print(f"orderchaos solve: --time-limit must be a positive number of seconds, got "

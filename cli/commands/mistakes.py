@@ -5,7 +5,7 @@
 
 Plays the agent in one role against the opponent (each game after K seeded random plies),
 and walks every lost game back with the exact solver to the last position the agent
-provably won: the move it played there lost the game (``train.mistakes``). Prints the
+provably won: the move it played there lost the game (``orderchaos.arena.mistakes``). Prints the
 loss count, how many losing moves were placed, the empty cells at each, and the first K
 positions with the move played and the proven winning moves. ``--json`` prints one object
 with every mistake (board string, played and winning moves by name).
@@ -36,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Play, search the lost games, and report."""
-    from agents.registry import SpecError
+    from orderchaos.agents.registry import SpecError
 
     try:
         return _run(args)
@@ -46,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agents.registry import make
-    from envs.rules import action_name, render_ascii
-    from train.mistakes import collect_mistakes, ranked_moves
+    from orderchaos.agents.registry import make
+    from orderchaos.envs.rules import action_name, render_ascii
+    from orderchaos.arena.mistakes import collect_mistakes, ranked_moves
 
     if args.games < 1 or args.node_limit < 1 or args.show < 0:
         raise ValueError("--games and --node-limit must be positive and --show at least 0, got "

@@ -1,10 +1,10 @@
 """The network player: a batched two-network evaluator, the agent, and its loaders.
 
-* :class:`NetworkEvaluator` implements :class:`agents.base.Evaluator` over a pair of
+* :class:`NetworkEvaluator` implements :class:`orderchaos.agents.base.Evaluator` over a pair of
   networks: each state is evaluated by the Order net when Order is to move and by the Chaos
   net otherwise, both as one batch each; illegal actions get zero probability.
 * :class:`NeuralAgent` plays from the network alone (``sims=0``: greedy with ``temp=0`` or
-  sampling with ``temp>0``) or with PUCT search (``sims>0``, the shared ``agents.mcts.MCTS``).
+  sampling with ``temp>0``) or with PUCT search (``sims>0``, the shared ``orderchaos.agents.mcts.MCTS``).
 * :func:`pretrained_agent` (registry spec ``pretrained``) plays the shipped weights;
   :func:`run_dir_agent` (a run directory as a spec) plays a run's latest checkpoint. Both
   share one cached evaluator per policy (:func:`shared_evaluator`), so a match does not
@@ -15,29 +15,29 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from agents.base import SeedLike, make_rng
-from agents.network import (
+from orderchaos.agents.base import SeedLike, make_rng
+from orderchaos.agents.network import PolicyValueNet, masked_log_softmax
+from orderchaos.agents.policy_files import (
+    META_FILE,
+    WEIGHT_FILES,
     CheckpointError,
-    PolicyValueNet,
+    find_policy_dir,
     load_policy_dir,
-    masked_log_softmax,
+    pretrained_dir,
 )
-from envs.encoding import action_masks, encode_states
-from envs.rules import ACTIONS, AGENTS, State
+from orderchaos.envs.encoding import action_masks, encode_states
+from orderchaos.envs.rules import ACTIONS, AGENTS, State
 
 DEFAULT_C_PUCT = 1.5
-CHECKPOINTS_DIR = "checkpoints"
-LATEST = "latest"
 
 
 class NetworkEvaluator:
-    """Evaluate batches of states with one network per role (see :class:`agents.base.Evaluator`).
+    """Evaluate batches of states with one network per role (see :class:`orderchaos.agents.base.Evaluator`).
 
     ``nets`` maps ``"order"`` and ``"chaos"`` to :class:`PolicyValueNet` instances. Networks
     are put in eval mode for evaluation and restored to their previous mode afterwards.
@@ -108,7 +108,7 @@ class NeuralAgent:
     """A player from a :class:`NetworkEvaluator`, with optional PUCT search.
 
     ``sims=0``: the network's policy alone; ``temp=0`` plays its most probable move, ``temp>0``
-    samples. ``sims>0``: runs that many PUCT simulations (``agents.mcts.MCTS``, constant
+    samples. ``sims>0``: runs that many PUCT simulations (``orderchaos.agents.mcts.MCTS``, constant
     ``c``) and plays the most visited move (``temp=0``) or samples the visit distribution.
     """
 
@@ -134,7 +134,7 @@ class NeuralAgent:
         self.name = name
         self._search = None
         if sims > 0:
-            from agents.mcts import MCTS
+            from orderchaos.agents.mcts import MCTS
 
             self._search = MCTS(
                 evaluator,
@@ -167,25 +167,6 @@ class NeuralAgent:
         return sample_from(priors[0].astype(np.float64), self.temp, self.rng)
 
 
-def find_policy_dir(path: str | Path) -> Path:
-    """The policy directory behind ``path``: ``path`` itself when it holds ``meta.json``,
-    else the run's latest checkpoint (``checkpoints/latest`` or, if that link is missing,
-    the newest complete ``checkpoints/step_*``)."""
-    path = Path(path)
-    if (path / "meta.json").is_file():
-        return path
-    ckpt = path / CHECKPOINTS_DIR
-    latest = ckpt / LATEST
-    if (latest / "meta.json").is_file():
-        return latest.resolve()
-    steps = sorted(p for p in ckpt.glob("step_*") if (p / "meta.json").is_file()) if ckpt.is_dir() else []
-    if steps:
-        return steps[-1]
-    raise CheckpointError(
-        f"{str(path)!r} holds no policy: expected meta.json + order/chaos.safetensors there, "
-        f"or a run directory with {CHECKPOINTS_DIR}/{LATEST}"
-    )
-
 
 def load_evaluator(path: str | Path, device: str | torch.device = "cpu") -> NetworkEvaluator:
     """A :class:`NetworkEvaluator` over the policy in ``path`` (policy or run directory),
@@ -209,7 +190,7 @@ def _stamp(file: Path) -> tuple[int, int, int] | None:
 
 
 def _policy_files_key(policy_dir: Path, device: str | torch.device) -> tuple:
-    files = [policy_dir / "meta.json"] + [policy_dir / f"{role}.safetensors" for role in AGENTS]
+    files = [policy_dir / name for name in (META_FILE, *WEIGHT_FILES)]
     stamps = tuple(_stamp(f) for f in files)
     return (str(policy_dir.resolve()), str(torch.device(device)), stamps)
 
@@ -248,19 +229,15 @@ def run_dir_agent(
     )
 
 
-def pretrained_dir() -> Path:
-    """Where the shipped pretrained policy lives (``agents/data/pretrained``)."""
-    return Path(str(resources.files("agents") / "data" / "pretrained"))
-
 
 def pretrained_agent(
     sims: int = 0, temp: float = 0.0, c: float = DEFAULT_C_PUCT, seed: SeedLike = None
 ) -> NeuralAgent:
     """The shipped pretrained Order and Chaos policies as one agent (registry ``pretrained``)."""
     where = pretrained_dir()
-    if not (where / "meta.json").is_file():
+    if not (where / META_FILE).is_file():
         raise CheckpointError(
             f"no pretrained policy is installed at {where}; export one from a run with "
-            f"`python -m train.export RUN_DIR`"
+            f"`orderchaos export RUN_DIR`"
         )
     return NeuralAgent(shared_evaluator(where), sims=sims, temp=temp, c=c, seed=seed, name="pretrained")

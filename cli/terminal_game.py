@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
-from agents.base import Agent
-from envs.rules import (
+from orderchaos.agents.base import Agent
+from orderchaos.envs.rules import (
     AGENTS,
     ORDER,
     SYMBOLS,
@@ -23,7 +23,7 @@ from envs.rules import (
     parse_cell,
     render_ascii,
 )
-from train.evaluate import GameRecord
+from orderchaos.arena.game_files import GameRecord
 
 HELP_TEXT = """\
 Moves: a cell (column a-f, row 1-6) and a symbol, in either order: 'c3 X', 'X c3', 'c3x'.
@@ -87,7 +87,7 @@ class Hint:
 
 def solver_hint(state: State, time_limit: float) -> Hint:
     """Ask the exact solver (within ``time_limit`` seconds) who wins and for a best move."""
-    from agents.solver import solve
+    from orderchaos.agents.solver import solve
 
     result = solve(state, time_limit=time_limit, moves=True)
     best = result.best_actions[0] if result.winner and result.best_actions else None
@@ -249,7 +249,7 @@ class _Session:
         try:
             found = self.hint_fn(self.state, self.hint_time)
         except ImportError:
-            self.say("hint unavailable: the solver (agents.solver) is not installed")
+            self.say("hint unavailable: the solver (orderchaos.agents.solver) is not installed")
             return
         self.say(format_hint(self.state, found, self.hint_time))
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from train.evaluate import (
+from orderchaos.arena.matches import (
     GameTask,
     check_opening_plies,
     check_workers,
@@ -284,7 +284,7 @@ def run_tournament(
     ``specs`` are agent spec strings (at least two, no repeats). ``anchor`` names an
     entrant whose mean rating is set to zero (default: mean of all ratings zero).
     """
-    from agents.registry import resolve
+    from orderchaos.agents.registry import resolve
 
     entrants = list(specs)
     if len(entrants) < 2:

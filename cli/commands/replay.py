@@ -21,8 +21,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read, check and print the games."""
-    from train.evaluate import GameFileError, load_games
-    from train.play import format_replay
+    from orderchaos.arena.game_files import GameFileError, load_games
+    from orderchaos.cli.terminal_game import format_replay
 
     try:
         games = load_games(args.file)

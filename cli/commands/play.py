@@ -26,8 +26,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the opponent and play one game on stdin/stdout."""
-    from agents.registry import SpecError, make
-    from train.play import play_session
+    from orderchaos.agents.registry import SpecError, make
+    from orderchaos.cli.terminal_game import play_session
 
     if args.hint_time <= 0:
         print("orderchaos play: --hint-time must be positive seconds", file=sys.stderr)

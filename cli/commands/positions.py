@@ -31,8 +31,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Score an agent or make a set."""
-    from agents.registry import SpecError
-    from train.positions import PositionsFileError
+    from orderchaos.agents.registry import SpecError
+    from orderchaos.arena.positions import PositionsFileError
 
     try:
         return _make(args) if args.make is not None else _score(args)
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from train.positions import DEFAULT_POSITIONS, load_positions, positions_accuracy
+    from orderchaos.arena.positions import DEFAULT_POSITIONS, load_positions, positions_accuracy
 
     path = args.file or DEFAULT_POSITIONS
     result = positions_accuracy(args.agent, load_positions(path), seed=args.seed)
@@ -57,7 +57,7 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _make(args: argparse.Namespace) -> int:
-    from train.positions import MakeStats, make_positions, parse_empties, save_positions
+    from orderchaos.arena.positions import MakeStats, make_positions, parse_empties, save_positions
 
     if not args.out:
         raise ValueError("--make needs --out F.jsonl (where to write the positions)")

@@ -37,9 +37,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train on the defaults for a few minutes, then evaluate the pair."""
-    from train.config import load_config
-    from train.evaluate import play_match
-    from train.trainer import make_trainer
+    from orderchaos.train.config import load_config
+    from orderchaos.arena.matches import play_match
+    from orderchaos.train.factory import make_trainer
 
     if args.minutes <= 0 or args.games <= 0 or args.warmup_games < 0:
         raise SystemExit("error: --minutes and --games must be positive, --warmup-games >= 0")

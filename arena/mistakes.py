@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from agents.base import Agent
-from envs.encoding import action_masks, encode_states
-from envs.rules import ACTIONS, AGENTS, ORDER, State
+from orderchaos.agents.base import Agent
+from orderchaos.envs.encoding import action_masks, encode_states
+from orderchaos.envs.rules import ACTIONS, AGENTS, ORDER, State
 
 if TYPE_CHECKING:
-    from agents.solver import Solver
+    from orderchaos.agents.solver import Solver
 
 Preferences = Callable[[State], Sequence[int]]
 """The moves a player likes best in a position, most favoured first."""
@@ -96,8 +96,8 @@ def find_mistake(
     exceeds the budget, the first of ``preferences(state)`` (other than the move played)
     proven to win within a quarter of it. ``solver`` defaults to the module-wide one.
     """
-    from agents.solver import default_solver
-    from train.solver_targets import first_proven_win
+    from orderchaos.agents.solver import default_solver
+    from orderchaos.agents.solver import first_proven_win
 
     game = _lost_game(actions, role, start_ply)
     if game is None:
@@ -194,7 +194,7 @@ def collect_mistakes(
     rollouts: int = 0,
 ) -> MistakeHunt:
     """Play ``learner`` as ``role`` against each opponent spec for ``games`` games
-    (``train.evaluate.play_match`` with ``openings`` random plies, seeds from ``seed``) and
+    (``orderchaos.arena.matches.play_match`` with ``openings`` random plies, seeds from ``seed``) and
     return the mistake (:func:`find_mistake`) of every game it lost where one is found;
     with ``rollouts`` (and ``preferences``), a practical one
     (:func:`find_practical_mistake`) where the solver finds none.
@@ -202,9 +202,9 @@ def collect_mistakes(
     The games are walked with a fresh solver, so what is found does not depend on what was
     solved before (a node-limited proof depends on the transposition table's contents).
     """
-    from agents.registry import make
-    from agents.solver import Solver
-    from train.evaluate import play_match
+    from orderchaos.agents.registry import make
+    from orderchaos.agents.solver import Solver
+    from orderchaos.arena.matches import play_match
 
     solver = Solver()
     found: list[Mistake] = []

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.rules import CELL_WINDOW_MASKS, CELLS
+from orderchaos.envs.rules import CELL_WINDOW_MASKS, CELLS
 
 SINGLE_GOAL = 3.0  # single env / PettingZoo tictactoe
 VECTOR_GOAL = 1.0  # vector env at N=4096 / plain numpy bitboard step
@@ -174,7 +174,7 @@ def plain_numpy_runner(n: int) -> Runner:
 
 def vector_runner(n: int, backend: str = "numpy") -> Runner:
     """The native vector env at ``n`` games (observations, masks and info built)."""
-    from envs.vector import OrderChaosVectorEnv
+    from orderchaos.envs.vector import OrderChaosVectorEnv
 
     def run(seconds: float) -> float:
         env = OrderChaosVectorEnv(n, backend=backend)
@@ -218,8 +218,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     """
     import warnings
 
-    from envs.aec import raw_aec_env
-    from envs.order_chaos import OrderChaosEnv
+    from orderchaos.envs.aec import raw_aec_env
+    from orderchaos.envs.order_chaos import OrderChaosEnv
 
     seconds = 0.03 if quick else 1.0
     repeats = 1 if quick else 3

@@ -62,7 +62,7 @@ def _split_known(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Build the config, create or resume the run, train, and print where it went."""
-    from train.config import ConfigError, config_from_dict, help_text, load_config, merge, parse_overrides, read_yaml
+    from orderchaos.train.config import ConfigError, config_from_dict, help_text, load_config, merge, parse_overrides, read_yaml
 
     overrides = _split_known(args)
     if args.help_config:
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
 
-    from train.trainer import make_trainer
+    from orderchaos.train.factory import make_trainer
 
     try:
         trainer = make_trainer(config, run_dir, resume=bool(args.resume))

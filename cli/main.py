@@ -1,6 +1,6 @@
 """The ``orderchaos`` command line: a thin layer over library functions.
 
-Each subcommand lives in ``train/commands/<name>.py`` and provides
+Each subcommand lives in ``cli/commands/<name>.py`` and provides
 ``configure(parser)`` (declare arguments) and ``run(args) -> int`` (call the library
 and print). Modules are imported only when their command runs, so ``orderchaos solve``
 never imports torch.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 
 COMMANDS: dict[str, str] = {
@@ -22,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "solve": "prove the game-theoretic winner of board positions",
     "play": "play against any agent in the terminal",
     "replay": "show saved games move by move",
+    "export": "copy a run's latest policy out, e.g. as the shipped pretrained weights",
     "bench": "benchmarks: env throughput, search speed, training throughput",
     "demo": "a short train-then-evaluate demo on the default config",
 }
@@ -34,15 +36,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, help_text in COMMANDS.items():
-        module = importlib.import_module(f"train.commands.{name}")
+        module = importlib.import_module(f"orderchaos.cli.commands.{name}")
         p = sub.add_parser(name, help=help_text, description=module.__doc__)
         module.configure(p)
         p.set_defaults(_module=module)
     return parser
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:  # noqa: ANN001
+    return f"warning: {message}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``orderchaos``; returns the process exit status."""
+    warnings.formatwarning = _one_line_warning
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -29,9 +29,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Play the round robin, print the table, write the files."""
-    from agents.registry import SpecError
-    from train.evaluate import WorkerCrashError
-    from train.tournament import run_tournament, write_outputs
+    from orderchaos.agents.registry import SpecError
+    from orderchaos.arena.matches import WorkerCrashError
+    from orderchaos.arena.tournament import run_tournament, write_outputs
 
     try:
         result = run_tournament(

@@ -35,8 +35,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Play the match and print the figures."""
-    from agents.registry import SpecError
-    from train.evaluate import WorkerCrashError, play_match, save_games
+    from orderchaos.agents.registry import SpecError
+    from orderchaos.arena.game_files import save_games
+    from orderchaos.arena.matches import WorkerCrashError, play_match
 
     try:
         result = play_match(
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"orderchaos eval: {exc}", file=sys.stderr)
         return 2
     if args.save_games:
-        save_games(args.save_games, result)
+        save_games(args.save_games, result.records, result.order, result.chaos)
     if args.json:
         out = result.to_dict()
         del out["records"]

@@ -13,29 +13,27 @@ reproducible matches.
 
 Example::
 
-    from train.evaluate import play_match
+    from orderchaos.arena.matches import play_match
     result = play_match("heuristic", "random", n=100, seed=1, openings=2)
     print(result.order_win_rate, result.ci95)
 """
 
 from __future__ import annotations
 
-import json
 import math
 import multiprocessing
-import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from agents.base import Agent
-from envs.rules import CHAOS, ORDER, IllegalActionError, State, action_name, has_five_bits
+from orderchaos.agents.base import Agent
+from orderchaos.arena.game_files import GameRecord
+from orderchaos.envs.rules import CHAOS, ORDER, IllegalActionError, State, has_five_bits
 
 MAX_OPENING_PLIES = 30
 """Longest random opening accepted; later positions may have no move that keeps the game going."""
@@ -44,20 +42,6 @@ MAX_OPENING_PLIES = 30
 # ---------------------------------------------------------------------------------------
 # Results
 # ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class GameRecord:
-    """One finished game: every action from the empty board (opening included)."""
-
-    actions: list[int]
-    winner: str
-    length: int
-    opening_plies: int
-
-    def to_dict(self) -> dict:
-        """A JSON-ready dict of the record."""
-        return asdict(self)
 
 
 @dataclass
@@ -212,7 +196,7 @@ def game_seeds(seed: int, spawn_key: tuple[int, ...]) -> tuple[np.random.Generat
 
 def _play_task(task: GameTask) -> GameRecord:
     """Build both agents from their specs with the game's seeds and play the game."""
-    from agents.registry import make
+    from orderchaos.agents.registry import make
 
     rng, order_seed, chaos_seed = game_seeds(task.seed, task.spawn_key)
     opening = random_opening(task.openings, rng)
@@ -270,7 +254,7 @@ def agent_label(agent: Agent | str) -> str:
 
 def _check_agent(agent: object, role: str) -> None:
     if isinstance(agent, str):
-        from agents.registry import resolve
+        from orderchaos.agents.registry import resolve
 
         resolve(agent)  # raises SpecError naming what is accepted
     elif not callable(getattr(agent, "act", None)):
@@ -330,7 +314,7 @@ def _play_with_objects(
     openings: int,
     progress: bool,
 ) -> list[GameRecord]:
-    from agents.registry import make
+    from orderchaos.agents.registry import make
 
     records = []
     bar = _progress_bar(n, progress)
@@ -369,102 +353,3 @@ def summarize(
         order=order,
         chaos=chaos,
     )
-
-
-# ---------------------------------------------------------------------------------------
-# Saved games (JSON lines) for ``orderchaos replay``
-# ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class SavedGame:
-    """A game read back from a JSON-lines file, with the players' labels."""
-
-    index: int
-    order: str
-    chaos: str
-    record: GameRecord
-
-
-class GameFileError(ValueError):
-    """A saved-games file that cannot be read; the message names the file and line."""
-
-
-def save_games(path: str | os.PathLike, result: MatchResult) -> None:
-    """Write each game of ``result`` (kept with ``keep_games=True``) as one JSON line."""
-    if result.games and not result.records:
-        raise ValueError("the match kept no games; play it with keep_games=True to save them")
-    with open(path, "w") as fh:
-        for i, record in enumerate(result.records):
-            line = {"game": i, "order": result.order, "chaos": result.chaos, **record.to_dict()}
-            line["moves"] = [action_name(a) for a in record.actions]
-            fh.write(json.dumps(line) + "\n")
-
-
-def load_games(path: str | os.PathLike) -> list[SavedGame]:
-    """Read and check a saved-games file: every game is replayed with the rules.
-
-    Raises GameFileError naming the line and what is wrong (bad JSON, a missing or
-    mistyped field, an illegal action, a game that does not end where the file says,
-    or a winner that disagrees with the replay).
-    """
-    games = []
-    for where, obj in json_lines(path, GameFileError):
-        actions = obj.get("actions")
-        if not isinstance(actions, list) or not all(
-            isinstance(a, int) and not isinstance(a, bool) for a in actions
-        ):
-            raise GameFileError(f"{where}: 'actions' must be a list of integers 0..71")
-        state = State()
-        for ply, a in enumerate(actions, 1):
-            if state.is_terminal:
-                raise GameFileError(f"{where}: the game is already over before ply {ply}")
-            try:
-                state = state.apply(a)
-            except IllegalActionError as exc:
-                raise GameFileError(f"{where}: ply {ply}: {exc}") from None
-        if not state.is_terminal:
-            raise GameFileError(f"{where}: the game is not finished after {len(actions)} plies")
-        winner = obj.get("winner", state.winner)
-        if winner != state.winner:
-            raise GameFileError(
-                f"{where}: the file says {winner!r} won, but replaying gives {state.winner!r}"
-            )
-        opening = obj.get("opening_plies", 0)
-        if not isinstance(opening, int) or not 0 <= opening <= len(actions):
-            raise GameFileError(f"{where}: 'opening_plies' must be an integer 0..{len(actions)}")
-        record = GameRecord(list(actions), state.winner, len(actions), opening)
-        games.append(
-            SavedGame(
-                int(obj.get("game", len(games))),
-                str(obj.get("order", "")),
-                str(obj.get("chaos", "")),
-                record,
-            )
-        )
-    return games
-
-
-def json_lines(path: str | os.PathLike, error: type[ValueError]) -> Iterator[tuple[str, dict]]:
-    """Yield ``("FILE:LINE", object)`` for every non-blank line of a JSON-lines file.
-
-    A missing file, unreadable text, bad JSON or a line that is not a JSON object raises
-    ``error`` naming the file and line.
-    """
-    try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        raise error(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"{path}: cannot be read as text: {exc}") from None
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise error(f"{where}: bad JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise error(f"{where}: expected a JSON object, got {type(obj).__name__}")
-        yield where, obj

@@ -13,9 +13,9 @@ import importlib
 import json
 
 TARGETS: dict[str, list[str]] = {
-    "env": ["envs.benchmark:run"],
-    "search": ["agents.benchmark:run", "agents.solver_benchmark:run"],
-    "train": ["train.benchmark:run"],
+    "env": ["orderchaos.bench.envs:run"],
+    "search": ["orderchaos.bench.search:run", "orderchaos.bench.solver:run"],
+    "train": ["orderchaos.bench.train:run"],
 }
 
 

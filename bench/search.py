@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from agents.mcts import MCTS, RolloutEvaluator, uniform_legal_priors
-from envs.rules import State, parse_board
+from orderchaos.agents.mcts import MCTS, RolloutEvaluator, uniform_legal_priors
+from orderchaos.envs.rules import State, parse_board
 
 MID_GAME = parse_board("..X... OOOXO. ..X... O..XX. ...... ...X.X")
 """A 12-stone position (Order to move, no four on the board) from seeded random play."""

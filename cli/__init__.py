@@ -1,0 +1,2 @@
+"""The ``orderchaos`` command: one module per subcommand in ``commands/``, plus the
+terminal game. Commands parse arguments, call library functions and print."""
