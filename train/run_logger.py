@@ -34,14 +34,18 @@ class RunLogger:
     """TensorBoard writer plus progress bar for one run.
 
     ``start_step`` is where the run (re)starts: TensorBoard events after it from an earlier,
-    killed attempt are purged, and the progress bar starts there.
+    killed attempt are purged. The bar shows the run's progress as a percentage, which is
+    by iterations or by time, whichever limit comes first (see :meth:`set_progress`), so a
+    time-limited run shows its time budget and an honest ETA.
     """
+
+    STEPS = 1000  # the bar's resolution: per-mille of the run
 
     def __init__(
         self,
         run_dir: str | Path,
         config: dict[str, Any],
-        total_steps: int,
+        start_progress: float = 0.0,
         start_step: int = 0,
         progress: bool = True,
     ) -> None:
@@ -51,7 +55,11 @@ class RunLogger:
         if start_step == 0:
             self.writer.add_text("hyperparameters", hyperparameter_table(config))
         self.bar = tqdm(
-            total=total_steps, initial=start_step, disable=not progress, unit="it", dynamic_ncols=True
+            total=self.STEPS,
+            initial=round(self.STEPS * min(1.0, start_progress)),
+            disable=not progress,
+            dynamic_ncols=True,
+            bar_format="{l_bar}{bar}| [{elapsed}<{remaining}{postfix}]",
         )
         self.postfix: dict[str, str] = {}
 
@@ -66,9 +74,11 @@ class RunLogger:
             self.postfix[key] = f"{value:.3g}" if isinstance(value, float) else str(value)
         self.bar.set_postfix(self.postfix, refresh=False)
 
-    def advance(self, steps: int = 1) -> None:
-        """Move the progress bar on."""
-        self.bar.update(steps)
+    def set_progress(self, fraction: float) -> None:
+        """Move the bar to ``fraction`` (0..1) of the run."""
+        target = round(self.STEPS * min(1.0, max(0.0, fraction)))
+        if target > self.bar.n:
+            self.bar.update(target - self.bar.n)
 
     def message(self, text: str) -> None:
         """Print a line without breaking the progress bar."""

@@ -272,7 +272,7 @@ class Trainer:
         the end. Returns the last evaluation's scalars."""
         cfg = self.config
         logger = RunLogger(
-            self.run_dir, config_to_dict(cfg), cfg.run.iterations, self.iteration, cfg.run.progress
+            self.run_dir, config_to_dict(cfg), self.progress(), self.iteration, cfg.run.progress
         )
         limit = cfg.run.time_limit_minutes * 60.0
         evaluated_at = -1
@@ -288,7 +288,7 @@ class Trainer:
                 metrics["charts/elapsed_minutes"] = self.elapsed / 60.0
                 logger.scalars(metrics, self.iteration)
                 logger.show(**self.progress_fields(metrics))
-                logger.advance()
+                logger.set_progress(self.progress())
                 if self.iteration % cfg.run.checkpoint_interval == 0:
                     self.checkpoint()
                 if cfg.eval.enabled and cfg.eval.interval and self.iteration % cfg.eval.interval == 0:
@@ -311,9 +311,10 @@ class Trainer:
         if "eval/positions_accuracy" in metrics:
             logger.show(acc=metrics["eval/positions_accuracy"])
 
-    def progress_fields(self, metrics: dict[str, float]) -> dict[str, float]:
+    def progress_fields(self, metrics: dict[str, float]) -> dict[str, float | int]:
         """What the progress bar shows after an iteration."""
         shown = {
+            "it": self.iteration,
             "min": self.elapsed / 60.0,
             "games/s": metrics.get("charts/games_per_sec", 0.0),
             "Lp_o": metrics.get("order/losses/policy", float("nan")),

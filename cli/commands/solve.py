@@ -5,6 +5,10 @@ side to move follows from the stone count. One line per board is printed -- one 
 object per line with --json (fields board, to_move, winner, nodes, seconds, and
 best_actions with --moves). winner is null when --time-limit was hit. Every board is
 processed; malformed ones are reported on stderr and make the exit status 2.
+
+On a terminal a progress line (nodes, elapsed seconds) is kept up to date on stderr while a
+board is being solved; Ctrl-C stops at once, prints the board's line with the winner
+unknown, and exits with status 130.
 """
 
 from __future__ import annotations
@@ -12,6 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from collections.abc import Callable
+
+FIRST_CHUNK_NODES = 200_000
+MAX_CHUNK_NODES = 3_200_000
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +34,32 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--time-limit", type=float, default=None, metavar="S",
         help="seconds per board (winner is unknown when it runs out); default: no limit",
     )
+    parser.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None,
+        help="show a progress line on stderr (default: when stderr is a terminal)",
+    )
+
+
+def solve_in_chunks(solver, state, time_limit: float | None, moves: bool,
+                    report: Callable[[int, float], None]):  # noqa: ANN001, ANN201
+    """Solve ``state`` in node-limited chunks (doubling up to ``MAX_CHUNK_NODES``) so that a
+    progress line can be shown and Ctrl-C is felt within seconds. Proven subtrees stay in
+    the solver's table between chunks, so the chunks add up to one search. Returns the
+    final ``SolveResult`` with the nodes and seconds of all chunks."""
+    from orderchaos.agents.solver import SolveResult
+
+    start = time.perf_counter()
+    nodes, chunk = 0, FIRST_CHUNK_NODES
+    while True:
+        left = None if time_limit is None else time_limit - (time.perf_counter() - start)
+        if left is not None and left <= 0:
+            return SolveResult(None, nodes, time.perf_counter() - start)
+        result = solver.solve(state, node_limit=chunk, time_limit=left, moves=moves)
+        nodes += result.nodes
+        report(nodes, time.perf_counter() - start)
+        if result.winner is not None:
+            return SolveResult(result.winner, nodes, time.perf_counter() - start, result.best_actions)
+        chunk = min(2 * chunk, MAX_CHUNK_NODES)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     solver = Solver()
     status = 0
+    show_progress = sys.stderr.isatty() if args.progress is None else args.progress
+
+    def report(nodes: int, seconds: float) -> None:
+        if show_progress:
+            print(f"\r  solving: {nodes:,} nodes, {seconds:.1f} s", end="", file=sys.stderr, flush=True)
+
     for text in args.boards:
         try:
             state = parse_board(text)
@@ -45,7 +86,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"orderchaos solve: bad board {text!r}: {err}", file=sys.stderr)
             status = 2
             continue
-        result = solver.solve(state, time_limit=args.time_limit, moves=args.moves)
+        try:
+            result = solve_in_chunks(solver, state, args.time_limit, args.moves, report)
+        except KeyboardInterrupt:
+            if show_progress:
+                print(file=sys.stderr)
+            print(f"{state.to_string()}  {state.to_play} to move  winner: unknown (interrupted)",
+                  flush=True)
+            return 130
+        if show_progress:
+            print("\r" + " " * 60 + "\r", end="", file=sys.stderr, flush=True)
         record = {
             "board": state.to_string(),
             "to_move": state.to_play,
