@@ -4,45 +4,23 @@ minimax, batched search across trees, seeding and argument checks."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orderchaos.agents.mcts import MCTS, MCTSAgent, RolloutEvaluator, SearchResult, uniform_legal_priors
+from orderchaos.agents.mcts import (
+    MCTS,
+    MCTSAgent,
+    RolloutEvaluator,
+    SearchResult,
+    uniform_legal_priors,
+)
 from orderchaos.agents.rollout import random_playout
 from orderchaos.envs.rules import State, parse_board
 
-WIN_IN_ONE = parse_board("XXXX.. OO.... " + "." * 24)  # Order to move: X on cell 4 wins
-LONE_FOUR = parse_board("XXXX.. .....O " + "." * 24)  # Chaos to move: only O on cell 4 holds
-
-
-def random_position(seed: int, empties: int) -> State:
-    """A non-terminal position with ``empties`` empty cells, from random legal play
-    (games that end earlier are replayed with the same generator until one gets there)."""
-    rng = np.random.default_rng(seed)
-    while True:
-        state = State()
-        while state.num_empty > empties and not state.is_terminal:
-            state = state.apply(int(rng.choice(state.legal_actions())))
-        if not state.is_terminal:
-            return state
-
-
-@lru_cache(maxsize=None)
-def mover_wins(state: State) -> bool:
-    """Brute-force minimax: does the player to move win with best play?"""
-    mover = state.to_play
-    for a in state.legal_actions():
-        nxt = state.apply(a)
-        if nxt.is_terminal:
-            if nxt.winner == mover:
-                return True
-        elif not mover_wins(nxt):
-            return True
-    return False
+from helpers import LONE_FOUR, WIN_IN_ONE, mover_wins, play_random_to
 
 
 class HashEvaluator:
@@ -70,7 +48,7 @@ class HashEvaluator:
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 36))
 def test_playouts_agree_with_the_rules_engine(seed: int, empties: int) -> None:
-    start = random_position(seed, empties)
+    start = play_random_to(seed, empties)
     winner, actions = random_playout(start, seed=seed)
     state = start
     for i, a in enumerate(actions):
@@ -128,7 +106,7 @@ def test_puct_with_a_network_evaluator_also_blocks() -> None:
 def test_solver_proofs_match_brute_force_minimax(seed: int, empties: int, use_priors: bool) -> None:
     # UCT proves 6-empty positions within ~25k simulations; the Python fake network is
     # slower per simulation, so PUCT gets at most 5 empties.
-    state = random_position(seed, min(empties, 5) if use_priors else empties)
+    state = play_random_to(seed, min(empties, 5) if use_priors else empties)
     search = MCTS(HashEvaluator() if use_priors else RolloutEvaluator(), simulations=200_000, seed=seed)
     result = search.search(state)
 
@@ -150,7 +128,7 @@ def test_solver_proofs_match_brute_force_minimax(seed: int, empties: int, use_pr
 
 
 def batch_positions() -> list[State]:
-    return [State(), LONE_FOUR, random_position(3, 20), random_position(4, 9), WIN_IN_ONE]
+    return [State(), LONE_FOUR, play_random_to(3, 20), play_random_to(4, 9), WIN_IN_ONE]
 
 
 def same(a: SearchResult, b: SearchResult) -> bool:
@@ -212,7 +190,7 @@ def test_search_result_policy_and_visits() -> None:
 
 
 def test_mcts_agent_is_reproducible_and_seeds_matter() -> None:
-    state = random_position(8, 30)
+    state = play_random_to(8, 30)
 
     def moves(seed: int) -> list[int]:
         agent = MCTSAgent(sims=150, seed=seed)

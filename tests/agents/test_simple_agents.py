@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from orderchaos.agents.simple import (
     HeuristicAgent,
@@ -18,23 +17,7 @@ from orderchaos.agents.simple import (
 )
 from orderchaos.envs.rules import State, parse_board
 
-WIN_IN_ONE = parse_board("XXXX.. OO.... " + "." * 24)  # Order to move: X on e1 (cell 4) wins
-LONE_FOUR = parse_board("XXXX.. .....O " + "." * 24)  # Chaos to move: must put O on cell 4
-
-
-@st.composite
-def positions(draw: st.DrawFn, min_empty: int = 1) -> State:
-    """A non-terminal position reached by random legal play."""
-    seed = draw(st.integers(0, 2**32 - 1))
-    plies = draw(st.integers(0, 36 - min_empty))
-    rng = np.random.default_rng(seed)
-    state = State()
-    for _ in range(plies):
-        nxt = state.apply(int(rng.choice(state.legal_actions())))
-        if nxt.is_terminal:
-            break
-        state = nxt
-    return state
+from helpers import LONE_FOUR, WIN_IN_ONE, positions
 
 
 def play(order: object, chaos: object, state: State = State()) -> list[int]:
@@ -48,7 +31,7 @@ def play(order: object, chaos: object, state: State = State()) -> list[int]:
 
 
 @settings(max_examples=40, deadline=None)
-@given(positions())
+@given(positions(terminal=False))
 def test_random_agent_plays_legal_moves_and_uniform_policy(state: State) -> None:
     agent = RandomAgent(seed=1)
     assert agent.act(state) in state.legal_actions()
@@ -60,7 +43,7 @@ def test_random_agent_plays_legal_moves_and_uniform_policy(state: State) -> None
 
 
 @settings(max_examples=40, deadline=None)
-@given(positions())
+@given(positions(terminal=False))
 def test_heuristic_policy_is_uniform_over_legal_best_actions(state: State) -> None:
     agent = HeuristicAgent(seed=0)
     best = agent.best_actions(state)
@@ -82,7 +65,7 @@ def test_heuristic_order_makes_an_open_four() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(positions())
+@given(positions(terminal=False))
 def test_heuristic_chaos_never_completes_an_avoidable_five(state: State) -> None:
     if state.to_play_index == 0:
         state = state.apply(HeuristicAgent(seed=0).act(state))
@@ -102,7 +85,7 @@ def test_heuristic_chaos_never_completes_an_avoidable_five(state: State) -> None
 
 
 @settings(max_examples=60, deadline=None)
-@given(positions())
+@given(positions(terminal=False))
 def test_double_threat_moves_are_exactly_the_moves_leaving_two_completion_cells(state: State) -> None:
     if state.threats():
         return

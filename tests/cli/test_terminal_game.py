@@ -5,17 +5,23 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orderchaos.envs.rules import State, cell_name
 from orderchaos.arena.game_files import GameRecord
-from orderchaos.cli.terminal_game import Hint, MoveInputError, format_hint, format_replay, parse_move, play_session
+from orderchaos.cli.terminal_game import (
+    Hint,
+    MoveInputError,
+    format_hint,
+    format_replay,
+    parse_move,
+    play_session,
+)
+from orderchaos.envs.rules import State, cell_name
 
-REPO = Path(__file__).resolve().parents[1]
+from helpers import REPO
 
 
 @settings(max_examples=50, deadline=None)

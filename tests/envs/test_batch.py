@@ -9,11 +9,19 @@ from hypothesis import strategies as st
 
 from orderchaos.envs.batch import BatchGame
 from orderchaos.envs.encoding import action_mask, encode_states
-from orderchaos.envs.rules import CELLS, WINDOWS, BoardStringError, IllegalActionError, State, parse_board
+from orderchaos.envs.rules import (
+    CELLS,
+    WINDOWS,
+    BoardStringError,
+    IllegalActionError,
+    State,
+    parse_board,
+)
+
+from helpers import FULL_BOARD_NO_FIVE
 
 BACKENDS = ["numpy", "torch"]
 WINNER_INDEX = {None: -1, "order": 0, "chaos": 1}
-FULL_BOARD_NO_FIVE = "XXOXXO" "OOXOOX" "XXOXXO" "OOXOOX" "XXOXXO" "OOXOOX"
 
 
 def as_numpy(array: object) -> np.ndarray:

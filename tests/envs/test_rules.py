@@ -4,11 +4,8 @@ random games, and bad input."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from orderchaos.envs.rules import (
-    ACTIONS,
     CELLS,
     FULL,
     WINDOWS,
@@ -24,56 +21,19 @@ from orderchaos.envs.rules import (
     threat_pairs,
 )
 
-FULL_BOARD_NO_FIVE = "XXOXXO" "OOXOOX" "XXOXXO" "OOXOOX" "XXOXXO" "OOXOOX"
+from helpers import (
+    FULL_BOARD_NO_FIVE,
+    NAIVE_LINES,
+    assert_reaches_ends,
+    check_examples,
+    ends_by_chaos_five,
+    naive_facts,
+    positions,
+)
 
 # ---------------------------------------------------------------------------------------
-# An independent, naive checker on a 6x6 grid of characters.
+# The independent checker (helpers.naive_facts) works on a 6x6 grid of characters.
 # ---------------------------------------------------------------------------------------
-
-
-def naive_lines() -> list[list[tuple[int, int]]]:
-    """Every run of five cells along a row, column or diagonal, as (row, col) pairs."""
-    lines = []
-    for r in range(6):
-        for c in range(6):
-            for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
-                cells = [(r + i * dr, c + i * dc) for i in range(5)]
-                if all(0 <= rr < 6 and 0 <= cc < 6 for rr, cc in cells):
-                    lines.append(cells)
-    return lines
-
-
-NAIVE_LINES = naive_lines()
-
-
-def naive_facts(board: str) -> dict:
-    """Winner, terminal, winning cells, decided, threats and legal actions, by brute force."""
-    grid = [list(board[r * 6 : r * 6 + 6]) for r in range(6)]
-    winning: set[int] = set()
-    threats: set[tuple[int, int]] = set()
-    decided = True
-    for line in NAIVE_LINES:
-        chars = [grid[r][c] for r, c in line]
-        if chars.count("X") == 5 or chars.count("O") == 5:
-            winning.update(r * 6 + c for r, c in line)
-        if not ("X" in chars and "O" in chars):
-            decided = False
-        for sym, index in (("X", 0), ("O", 1)):
-            if chars.count(sym) == 4 and chars.count(".") == 1:
-                r, c = line[chars.index(".")]
-                threats.add((r * 6 + c, index))
-    full = "." not in board
-    winner = "order" if winning else ("chaos" if full else None)
-    terminal = winner is not None
-    legal = [] if terminal else [2 * i + s for i, ch in enumerate(board) if ch == "." for s in (0, 1)]
-    return {
-        "winner": winner,
-        "terminal": terminal,
-        "winning_line": tuple(sorted(winning)),
-        "decided": decided,
-        "threats": sorted(threats),
-        "legal": legal,
-    }
 
 
 def place(board: str, action: int) -> str:
@@ -163,49 +123,41 @@ def test_full_board_is_a_chaos_win_and_decided_comes_first() -> None:
 # ---------------------------------------------------------------------------------------
 
 
-@st.composite
-def random_positions(draw: st.DrawFn) -> State:
-    """A position reached by random legal play, from the empty board."""
-    picks = draw(st.lists(st.integers(0, 10**6), max_size=CELLS))
-    state = State()
-    for pick in picks:
-        legal = state.legal_actions()
-        if not legal:
-            break
-        state = state.apply(legal[pick % len(legal)])
-    return state
+def test_rules_agree_with_brute_force() -> None:
+    def check(state: State) -> None:
+        facts = naive_facts(state.to_string())
+        assert state.winner == facts["winner"]
+        assert state.is_terminal == facts["terminal"]
+        assert state.winning_line == facts["winning_line"]
+        assert state.decided == facts["decided"]
+        assert state.threats() == facts["threats"]
+        assert threat_pairs(state.x, state.o) == facts["threats"]
+        assert state.legal_actions() == facts["legal"]
+        assert [a for a, ok in enumerate(state.legal_mask()) if ok] == facts["legal"]
+        if not state.is_terminal:
+            assert legal_action_list(state.x, state.o) == facts["legal"]
+        assert parse_board(state.to_string()) == state
+        assert state.to_play == ("order", "chaos")[state.to_string().count(".") % 2 == 1]
+
+    # whole random games: finished games, decided boards and fives made by Chaos included
+    assert_reaches_ends(check_examples(positions(), check, max_examples=60))
 
 
-@settings(max_examples=60, deadline=None)
-@given(random_positions())
-def test_rules_agree_with_brute_force(state: State) -> None:
-    facts = naive_facts(state.to_string())
-    assert state.winner == facts["winner"]
-    assert state.is_terminal == facts["terminal"]
-    assert state.winning_line == facts["winning_line"]
-    assert state.decided == facts["decided"]
-    assert state.threats() == facts["threats"]
-    assert threat_pairs(state.x, state.o) == facts["threats"]
-    assert state.legal_actions() == facts["legal"]
-    assert [a for a, ok in enumerate(state.legal_mask()) if ok] == facts["legal"]
-    if not state.is_terminal:
-        assert legal_action_list(state.x, state.o) == facts["legal"]
-    assert parse_board(state.to_string()) == state
-    assert state.to_play == ("order", "chaos")[state.to_string().count(".") % 2 == 1]
+def test_apply_never_changes_the_original() -> None:
+    ends: list[State] = []
 
+    def check(state: State) -> None:
+        for action in state.legal_actions():
+            before = (state.x, state.o)
+            after = state.apply(action)
+            assert (state.x, state.o) == before
+            assert after == state.apply_unchecked(action)
+            assert after.to_string() == place(state.to_string(), action)
+        ends.append(max((state.apply(a) for a in state.legal_actions()), key=lambda s: (
+            ends_by_chaos_five(s), s.decided, s.is_terminal)))
 
-@settings(max_examples=40, deadline=None)
-@given(random_positions(), st.integers(0, ACTIONS - 1))
-def test_apply_never_changes_the_original(state: State, pick: int) -> None:
-    legal = state.legal_actions()
-    if not legal:
-        return
-    before = (state.x, state.o)
-    action = legal[pick % len(legal)]
-    after = state.apply(action)
-    assert (state.x, state.o) == before
-    assert after == state.apply_unchecked(action)
-    assert after.to_string() == place(state.to_string(), action)
+    check_examples(positions(terminal=False), check, max_examples=40)
+    assert_reaches_ends(ends)  # moves that end games, fill boards and make Chaos's fives
 
 
 def test_window_tables() -> None:

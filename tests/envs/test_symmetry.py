@@ -7,8 +7,6 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from test_rules import random_positions as positions
-
 from orderchaos.envs.encoding import action_mask, encode_state
 from orderchaos.envs.rules import ACTIONS, CELLS, State
 from orderchaos.envs.symmetry import (
@@ -24,6 +22,8 @@ from orderchaos.envs.symmetry import (
     transform_policy,
     transform_state,
 )
+
+from helpers import assert_reaches_ends, check_examples, positions
 
 symmetries = st.integers(0, NUM_SYMMETRIES - 1)
 
@@ -59,21 +59,24 @@ def test_board_transforms_move_lines_to_lines() -> None:
                 assert max(abs(r - r2), abs(col - col2)) == max(abs(pr - qr), abs(pc - qc))
 
 
-@settings(max_examples=40, deadline=None)
-@given(positions(), symmetries)
-def test_values_are_invariant(state: State, g: int) -> None:
-    image = transform_state(state, g)
-    assert transform_state(image, INVERSE[g]) == state
-    assert image.has_five == state.has_five
-    assert image.decided == state.decided
-    assert image.is_terminal == state.is_terminal
-    assert image.winner == state.winner
-    assert image.num_stones == state.num_stones and image.to_play == state.to_play
-    swap = 1 if g >= 8 else 0
-    mapped = sorted((CELL_PERM[g & 7][c], s ^ swap) for c, s in state.threats())
-    assert image.threats() == mapped
-    assert image.winning_line == tuple(sorted(CELL_PERM[g & 7][c] for c in state.winning_line))
-    assert sorted(transform_action(a, g) for a in state.legal_actions()) == image.legal_actions()
+def test_values_are_invariant() -> None:
+    def check(example: tuple[State, int]) -> None:
+        state, g = example
+        image = transform_state(state, g)
+        assert transform_state(image, INVERSE[g]) == state
+        assert image.has_five == state.has_five
+        assert image.decided == state.decided
+        assert image.is_terminal == state.is_terminal
+        assert image.winner == state.winner
+        assert image.num_stones == state.num_stones and image.to_play == state.to_play
+        swap = 1 if g >= 8 else 0
+        mapped = sorted((CELL_PERM[g & 7][c], s ^ swap) for c, s in state.threats())
+        assert image.threats() == mapped
+        assert image.winning_line == tuple(sorted(CELL_PERM[g & 7][c] for c in state.winning_line))
+        assert sorted(transform_action(a, g) for a in state.legal_actions()) == image.legal_actions()
+
+    seen = check_examples(st.tuples(positions(), symmetries), check, max_examples=40)
+    assert_reaches_ends([state for state, _ in seen])  # winners and winning lines get checked
 
 
 @settings(max_examples=40, deadline=None)

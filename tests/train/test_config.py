@@ -22,7 +22,9 @@ from orderchaos.train.config import (
     save_config,
 )
 
-CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.yaml"))
+from helpers import REPO
+
+CONFIGS = sorted((REPO / "configs").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])

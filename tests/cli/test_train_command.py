@@ -1,0 +1,66 @@
+"""orderchaos train: smoke runs of both algorithms through the CLI, the run is an agent,
+refusals of bad configs and of overwriting a run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from orderchaos.cli.main import main
+from orderchaos.envs.encoding import OBS_VERSION
+
+from helpers import SMOKE, play_one_game
+
+
+def run_cli(*argv: str) -> int:
+    return main(["train", *argv])
+
+
+def assert_run_dir(run_dir: Path, algorithm: str, step: int) -> None:
+    assert (run_dir / "config.yaml").is_file()
+    assert list(run_dir.glob("events.out.tfevents*"))
+    latest = run_dir / "checkpoints" / "latest"
+    for name in ("order.safetensors", "chaos.safetensors", "meta.json", "trainer_state.pt"):
+        assert (latest / name).is_file(), name
+    meta = json.loads((latest / "meta.json").read_text())
+    assert meta["algorithm"] == algorithm and meta["step"] == step
+    assert meta["obs_version"] == OBS_VERSION and "git_commit" in meta
+    assert meta["config"]["algorithm"] == algorithm
+
+
+@pytest.mark.parametrize("algorithm", ["alphazero", "ppo"])
+def test_smoke_config_trains_end_to_end_and_the_run_is_an_agent(tmp_path: Path, algorithm: str, capsys) -> None:
+    run_dir = tmp_path / algorithm
+    assert run_cli(SMOKE, f"algorithm={algorithm}", "--run-dir", str(run_dir)) == 0
+    assert_run_dir(run_dir, algorithm, step=3)
+    out = capsys.readouterr().out
+    assert "eval/order_vs_random_winrate" in out
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    for tag in ("order/losses/policy", "chaos/losses/value", "charts/games_per_sec", "charts/SPS",
+                "eval/order_vs_random_winrate", "eval/chaos_vs_random_winrate"):
+        assert tag in tags, tag
+    assert "hyperparameters" in str(events.Tags())
+    assert play_one_game(str(run_dir)) in ("order", "chaos")
+    assert play_one_game(f"{run_dir}:sims=4,seed=1") in ("order", "chaos")
+
+
+def test_cli_refuses_bad_config_naming_the_key(tmp_path: Path, capsys) -> None:
+    assert run_cli(SMOKE, "optim.lrr=1", "--run-dir", str(tmp_path / "x")) == 2
+    assert "optim.lrr" in capsys.readouterr().err
+    assert run_cli(SMOKE, "mcts.simulations=-3", "--run-dir", str(tmp_path / "x")) == 2
+    assert "mcts.simulations" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_cli_refuses_to_overwrite_a_run(tmp_path: Path, capsys) -> None:
+    run_dir = tmp_path / "r"
+    args = (SMOKE, "run.iterations=1", "eval.enabled=false", "--run-dir", str(run_dir))
+    assert run_cli(*args) == 0
+    assert run_cli(*args) == 2
+    assert "--resume" in capsys.readouterr().err

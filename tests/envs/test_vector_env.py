@@ -1,0 +1,111 @@
+"""The native vector env (envs/vector.py) against single envs."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+from orderchaos.envs import (
+    BoardStringError,
+    IllegalActionError,
+    OrderChaosEnv,
+    OrderChaosVectorEnv,
+)
+from orderchaos.envs.rules import parse_board
+
+
+def test_make_vec_gives_the_native_vector_env() -> None:
+    vec = gymnasium.make_vec("OrderChaos-v0", num_envs=5, vectorization_mode="vector_entry_point")
+    assert isinstance(vec.unwrapped, OrderChaosVectorEnv)
+    assert vec.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
+    obs, info = vec.reset(seed=1)
+    assert obs["observation"].shape == (5, 3, 6, 6) and obs["action_mask"].shape == (5, 72)
+    assert vec.observation_space.contains(obs)
+    assert set(info) >= {"to_play", "winner", "rewards", "decided", "winning_line"}
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_vector_env_matches_single_envs_with_next_step_autoreset(backend: str) -> None:
+    n = 4
+    vec = OrderChaosVectorEnv(n, backend=backend)
+    singles = [OrderChaosEnv() for _ in range(n)]
+    obs, _ = vec.reset()
+    single_obs = [env.reset()[0] for env in singles]
+    pending = [False] * n
+    rng = np.random.default_rng(3)
+    to_np = vec.game.xp.to_numpy
+    for _ in range(80):
+        actions = np.array([rng.choice(np.flatnonzero(o["action_mask"])) if o["action_mask"].any() else 0 for o in single_obs])
+        obs, reward, terminated, truncated, info = vec.step(vec.game.xp.asarray(actions))
+        for i, env in enumerate(singles):
+            if pending[i]:  # NEXT_STEP: this step restarts the game and ignores the action
+                single_obs[i], _ = env.reset()
+                expected_reward, expected_done, expected_info = 0.0, False, env.core.info()
+            else:
+                single_obs[i], expected_reward, expected_done, _, expected_info = env.step(int(actions[i]))
+            assert np.array_equal(to_np(obs["observation"])[i], single_obs[i]["observation"])
+            assert np.array_equal(to_np(obs["action_mask"])[i], single_obs[i]["action_mask"])
+            assert to_np(reward)[i] == expected_reward and to_np(terminated)[i] == expected_done
+            assert not to_np(truncated)[i]
+            winner = expected_info["winner"]
+            assert to_np(info["winner"])[i] == {None: -1, "order": 0, "chaos": 1}[winner]
+            assert to_np(info["decided"])[i] == expected_info["decided"]
+            assert list(to_np(info["rewards"])[i]) == [expected_info["rewards"]["order"], expected_info["rewards"]["chaos"]]
+            assert tuple(np.flatnonzero(to_np(info["winning_line"])[i])) == tuple(expected_info["winning_line"])
+            assert to_np(info["to_play"])[i] == ("order", "chaos").index(expected_info["to_play"])
+            pending[i] = expected_done
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_vector_step_results_are_never_changed_by_later_steps(backend: str) -> None:
+    vec = OrderChaosVectorEnv(6, backend=backend)
+    to_np = vec.game.xp.to_numpy
+    obs, _ = vec.reset()
+    rng = np.random.default_rng(5)
+    kept: list[tuple[object, np.ndarray]] = []
+    for _ in range(60):  # several games end and restart on the way
+        masks = to_np(obs["action_mask"])
+        actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
+        obs, reward, terminated, truncated, info = vec.step(vec.game.xp.asarray(actions))
+        for array in (*obs.values(), reward, terminated, truncated, *info.values()):
+            kept.append((array, to_np(array).copy()))
+    assert all(np.array_equal(to_np(array), snapshot) for array, snapshot in kept)
+
+
+def test_vector_illegal_actions() -> None:
+    vec = OrderChaosVectorEnv(3)
+    vec.reset()
+    vec.step(np.array([0, 2, 4]))
+    before = (vec.game.states(), vec.game.observations())
+    with pytest.raises(IllegalActionError, match="game 1"):
+        vec.step(np.array([6, 2, 8]))
+    assert vec.game.states() == before[0] and np.array_equal(vec.game.observations(), before[1])
+    lose = OrderChaosVectorEnv(2, illegal_action="lose")
+    lose.reset()
+    lose.step(np.array([0, 0]))
+    _, reward, terminated, _, info = lose.step(np.array([1, 3]))
+    assert list(reward) == [-1.0, 0.0] and list(terminated) == [True, False]
+    assert list(info["illegal"]) == [True, False] and info["winner"][0] == 0
+
+
+def test_vector_board_option_and_restart_position() -> None:
+    vec = OrderChaosVectorEnv(2)
+    obs, _ = vec.reset(options={"board": ["XXXX" + "." * 32, "O" + "." * 35]})
+    assert vec.game.states()[1] == parse_board("O" + "." * 35)
+    vec.step(np.array([8, 2]))  # game 0: X on e1 makes five
+    _, reward, terminated, _, _ = vec.step(np.array([10, 4]))
+    assert vec.game.states()[0] == parse_board("XXXX" + "." * 32)  # restarted from its board
+    with pytest.raises(ValueError, match="one per game"):
+        vec.reset(options={"board": ["." * 36]})
+    with pytest.raises(BoardStringError, match="already over"):
+        vec.reset(options={"board": "XXXXX" + "." * 31})
+
+
+def test_vector_render() -> None:
+    vec = OrderChaosVectorEnv(2, render_mode="ansi")
+    vec.reset()
+    vec.step(np.array([0, 3]))
+    frames = vec.render()
+    assert len(frames) == 2 and "(X)" in frames[0] and "(O)" in frames[1]

@@ -1,0 +1,286 @@
+"""What the tests share: paths, boards, the random-game strategies and position generators,
+and the brute-force oracles. Imported as ``helpers`` (``pythonpath = ["tests"]`` in
+pyproject.toml); no test module imports another.
+
+Oracles here use nothing beyond ``orderchaos.envs.rules`` (State, apply, legal actions,
+winner), so they stay independent of the solver, MCTS and the trainer they check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orderchaos.envs.rules import CELLS, CHAOS, ORDER, State, parse_board
+
+REPO = Path(__file__).resolve().parent.parent
+SMOKE = str(REPO / "configs" / "smoke.yaml")
+
+FULL_BOARD_NO_FIVE = "XXOXXO" "OOXOOX" "XXOXXO" "OOXOOX" "XXOXXO" "OOXOOX"
+WIN_IN_ONE = parse_board("XXXX.. OO.... " + "." * 24)  # Order to move: X on e1 (action 8) wins
+LONE_FOUR = parse_board("XXXX.. .....O " + "." * 24)  # Chaos to move: only O on e1 (action 9) holds
+
+
+# ---------------------------------------------------------------------------------------
+# Random games and positions.
+# ---------------------------------------------------------------------------------------
+
+
+def random_game(seed: int, careful_chaos: bool = False) -> list[State]:
+    """Every position of one game of uniformly random legal moves, from the empty board to
+    the end (about 40% end by a five Chaos made, 18% on a full board). A ``careful_chaos``
+    picks at random among the moves that complete no five and leave no four, when there
+    are any: such games mostly fill the board (decided boards)."""
+    rng = np.random.default_rng(seed)
+    states = [State()]
+    while not states[-1].is_terminal:
+        state = states[-1]
+        legal = state.legal_actions()
+        if careful_chaos and state.to_play == CHAOS:
+            safe = [a for a in legal if not (nxt := state.apply(a)).is_terminal and not nxt.threats()]
+            legal = safe or legal
+        states.append(state.apply(legal[int(rng.integers(len(legal)))]))
+    return states
+
+
+def game_actions(states: Sequence[State]) -> list[int]:
+    """The actions that lead from each position of a game to the next."""
+    out = []
+    for before, after in zip(states, states[1:]):
+        cell = ((before.x | before.o) ^ (after.x | after.o)).bit_length() - 1
+        out.append(2 * cell + (1 if after.o != before.o else 0))
+    return out
+
+
+@st.composite
+def games(draw: st.DrawFn) -> list[State]:
+    """A whole random game (every position, the last one terminal); in about half of them
+    Chaos plays carefully, so that boards fill up."""
+    return random_game(draw(st.integers(0, 2**32 - 1)), careful_chaos=draw(st.booleans()))
+
+
+@st.composite
+def positions(draw: st.DrawFn, terminal: bool = True) -> State:
+    """A position of a whole random game (see ``games``): half of the examples are the
+    game's final position (``terminal``) or the one before it (not ``terminal``: then the
+    position is never finished), the others any ply alike. The ply comes from the game's
+    seed, not from Hypothesis, whose integers favour small values."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    states = random_game(seed, careful_chaos=draw(st.booleans()))
+    last = len(states) - 1 if terminal else len(states) - 2
+    rng = np.random.default_rng([seed, 1])
+    return states[last if rng.random() < 0.5 else int(rng.integers(last + 1))]
+
+
+def ends_by_chaos_five(state: State) -> bool:
+    """A five stands and Chaos placed the last stone (Chaos completed it and lost)."""
+    return state.has_five and state.to_play == ORDER
+
+
+def assert_reaches_ends(states: Sequence[State], terminal: float = 0.25, decided: float = 0.05,
+                        chaos_five: float = 0.05) -> None:
+    """A good share of ``states`` are finished games, decided boards and fives made by
+    Chaos (the cases a generator of short openings never shows)."""
+    n = len(states)
+    assert n >= 10, n
+    shares = {
+        "terminal": sum(s.is_terminal for s in states) / n,
+        "decided": sum(s.decided for s in states) / n,
+        "chaos_five": sum(ends_by_chaos_five(s) for s in states) / n,
+    }
+    wanted = {"terminal": terminal, "decided": decided, "chaos_five": chaos_five}
+    assert all(shares[k] >= wanted[k] for k in wanted), (shares, wanted)
+
+
+def check_examples(strategy: st.SearchStrategy, check: Callable[[Any], None], max_examples: int) -> list:
+    """Run ``check`` on ``max_examples`` examples of ``strategy`` (derandomized, so the
+    coverage a test asserts afterwards is the same on every run) and return them."""
+    seen: list = []
+
+    @settings(max_examples=max_examples, deadline=None, derandomize=True, database=None)
+    @given(strategy)
+    def run(example: Any) -> None:
+        check(example)
+        seen.append(example)
+
+    run()
+    return seen
+
+
+def play_random_to(seed: int, empties: int) -> State:
+    """A non-terminal position with ``empties`` empty cells, from random legal play (games
+    that end earlier are replayed with the same generator until one gets there)."""
+    rng = np.random.default_rng(seed)
+    while True:
+        state = State()
+        while state.num_empty > empties and not state.is_terminal:
+            legal = state.legal_actions()
+            state = state.apply(legal[int(rng.integers(len(legal)))])
+        if not state.is_terminal:
+            return state
+
+
+def endgames(n: int, empties: int, seed: int) -> list[State]:
+    """``n`` non-terminal positions with ``empties`` empty cells, from random play."""
+    return [play_random_to(seed * 1000 + i, empties) for i in range(n)]
+
+
+def random_board(seed: int, empties: int) -> State:
+    """A random board (not necessarily reachable by play) with ``empties`` empty cells and
+    no five on it."""
+    rng = np.random.default_rng(seed)
+    while True:
+        cells = rng.permutation(CELLS)[: CELLS - empties]
+        symbols = rng.integers(0, 2, size=len(cells))
+        x = sum(1 << int(c) for c, s in zip(cells, symbols) if s == 0)
+        o = sum(1 << int(c) for c, s in zip(cells, symbols) if s == 1)
+        state = State(x, o)
+        if not state.has_five:
+            return state
+
+
+def play_one_game(agent_spec: str) -> str:
+    """The winner of one game the agent of ``agent_spec`` plays against itself."""
+    from orderchaos.agents.registry import make
+
+    agent = make(agent_spec)
+    state = State()
+    while not state.is_terminal:
+        state = state.apply(agent.act(state))
+    return state.winner
+
+
+# ---------------------------------------------------------------------------------------
+# Networks and training runs.
+# ---------------------------------------------------------------------------------------
+
+
+def tiny_nets(seed: int = 0) -> dict:
+    """Two small seeded PolicyValueNets in eval mode, one per role."""
+    import torch
+
+    from orderchaos.agents.network import PolicyValueNet
+
+    torch.manual_seed(seed)
+    return {role: PolicyValueNet(8, 1, 16).eval() for role in ("order", "chaos")}
+
+
+def run_weights(run_dir: Path) -> dict:
+    """The latest policy of a run (or policy directory): role -> tensor name -> tensor."""
+    from safetensors.torch import load_file
+
+    from orderchaos.agents.policy_files import find_policy_dir
+
+    latest = find_policy_dir(run_dir)
+    return {role: load_file(str(latest / f"{role}.safetensors")) for role in ("order", "chaos")}
+
+
+def train_smoke(run_dir: Path, *overrides: str) -> dict:
+    """Train the smoke config two iterations (no evaluation) and return its weights."""
+    from orderchaos.train.config import load_config
+    from orderchaos.train.factory import make_trainer
+
+    config = load_config(SMOKE, ["eval.enabled=false", "run.iterations=2", *overrides])
+    make_trainer(config, run_dir).fit()
+    return run_weights(run_dir)
+
+
+# ---------------------------------------------------------------------------------------
+# Brute-force oracles.
+# ---------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=None)
+def brute_force(state: State) -> str:
+    """The winner with best play: plain minimax on State, no pruning or rules beyond
+    orderchaos.envs.rules (a few empty cells only)."""
+    if state.winner is not None:
+        return state.winner
+    mover = state.to_play
+    results = {brute_force(state.apply(a)) for a in state.legal_actions()}
+    return mover if mover in results else (CHAOS if mover == ORDER else ORDER)
+
+
+def mover_wins(state: State) -> bool:
+    """Does the player to move in a non-terminal ``state`` win with best play?"""
+    assert not state.is_terminal
+    return brute_force(state) == state.to_play
+
+
+def winning_moves(state: State) -> list[int]:
+    """The legal moves after which the mover still wins with best play."""
+    return [a for a in state.legal_actions() if brute_force(state.apply(a)) == state.to_play]
+
+
+@lru_cache(maxsize=None)
+def order_wins_within(state: State, plies: int) -> bool:
+    """Can Order force a five within ``plies`` plies (Chaos resisting)?"""
+    if state.has_five:
+        return True
+    if state.is_full or plies <= 0:
+        return False
+    children = [order_wins_within(state.apply(a), plies - 1) for a in state.legal_actions()]
+    return any(children) if state.to_play == ORDER else all(children)
+
+
+@lru_cache(maxsize=None)
+def plies_to_five(state: State) -> float:
+    """Plies until Order forces a five with best play (Chaos delaying), inf if never."""
+    if state.has_five:
+        return 0
+    if state.is_full:
+        return float("inf")
+    children = [plies_to_five(state.apply(a)) for a in state.legal_actions()]
+    return 1 + (min(children) if state.to_play == ORDER else max(children))
+
+
+def naive_lines() -> list[list[tuple[int, int]]]:
+    """Every run of five cells along a row, column or diagonal, as (row, col) pairs."""
+    lines = []
+    for r in range(6):
+        for c in range(6):
+            for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+                cells = [(r + i * dr, c + i * dc) for i in range(5)]
+                if all(0 <= rr < 6 and 0 <= cc < 6 for rr, cc in cells):
+                    lines.append(cells)
+    return lines
+
+
+NAIVE_LINES = naive_lines()
+
+
+def naive_facts(board: str) -> dict:
+    """Winner, terminal, winning cells, decided, threats and legal actions of a board
+    string, by brute force on a 6x6 grid of characters (independent of the rules engine)."""
+    grid = [list(board[r * 6 : r * 6 + 6]) for r in range(6)]
+    winning: set[int] = set()
+    threats: set[tuple[int, int]] = set()
+    decided = True
+    for line in NAIVE_LINES:
+        chars = [grid[r][c] for r, c in line]
+        if chars.count("X") == 5 or chars.count("O") == 5:
+            winning.update(r * 6 + c for r, c in line)
+        if not ("X" in chars and "O" in chars):
+            decided = False
+        for sym, index in (("X", 0), ("O", 1)):
+            if chars.count(sym) == 4 and chars.count(".") == 1:
+                r, c = line[chars.index(".")]
+                threats.add((r * 6 + c, index))
+    full = "." not in board
+    winner = "order" if winning else ("chaos" if full else None)
+    terminal = winner is not None
+    legal = [] if terminal else [2 * i + s for i, ch in enumerate(board) if ch == "." for s in (0, 1)]
+    return {
+        "winner": winner,
+        "terminal": terminal,
+        "winning_line": tuple(sorted(winning)),
+        "decided": decided,
+        "threats": sorted(threats),
+        "legal": legal,
+    }

@@ -1,0 +1,120 @@
+"""Checkpoints: seeded reproducibility, init_from, resume (also after SIGKILL) and pruning."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from orderchaos.agents.network import PolicyValueNet
+from orderchaos.agents.policy_files import (
+    find_policy_dir,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
+from orderchaos.cli.main import main
+from orderchaos.train.config import load_config
+from orderchaos.train.factory import make_trainer
+
+from helpers import REPO, SMOKE, train_smoke
+
+
+def run_cli(*argv: str) -> int:
+    return main(["train", *argv])
+
+
+@pytest.mark.parametrize("algorithm", ["alphazero", "ppo"])
+def test_seeded_runs_are_reproducible(tmp_path: Path, algorithm: str) -> None:
+    a = train_smoke(tmp_path / "a", f"algorithm={algorithm}")
+    b = train_smoke(tmp_path / "b", f"algorithm={algorithm}")
+    c = train_smoke(tmp_path / "c", f"algorithm={algorithm}", "seed=7")
+    for role in a:
+        for key in a[role]:
+            assert torch.equal(a[role][key], b[role][key]), (role, key)
+    assert any(not torch.equal(a["order"][k], c["order"][k]) for k in a["order"])
+
+
+def test_init_from_starts_both_networks_from_a_policy_and_refuses_a_mismatch(tmp_path: Path, capsys) -> None:
+    source = train_smoke(tmp_path / "source")
+    config = load_config(SMOKE, ["eval.enabled=false", f"network.init_from={tmp_path / 'source'}"])
+    trainer = make_trainer(config, tmp_path / "child")
+    for role in source:
+        for key, value in trainer.nets[role].state_dict().items():
+            assert torch.equal(value.cpu(), source[role][key]), (role, key)
+    fresh = make_trainer(load_config(SMOKE, ["eval.enabled=false"]), tmp_path / "fresh")
+    assert any(not torch.equal(v.cpu(), source["order"][k]) for k, v in fresh.nets["order"].state_dict().items())
+    # A policy of another shape, or no policy at all, is refused naming the key.
+    args = ("run.iterations=1", "eval.enabled=false", f"network.init_from={tmp_path / 'source'}", "network.channels=4")
+    assert run_cli(SMOKE, *args, "--run-dir", str(tmp_path / "bad")) == 2
+    assert "network.init_from" in capsys.readouterr().err
+    args = ("run.iterations=1", "eval.enabled=false", f"network.init_from={tmp_path / 'nowhere'}")
+    assert run_cli(SMOKE, *args, "--run-dir", str(tmp_path / "bad2")) == 2
+    assert "network.init_from" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists() and not (tmp_path / "bad2").exists()  # nothing written
+
+
+def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    first = train_smoke(run_dir)  # two iterations
+    config = load_config(SMOKE, ["eval.enabled=false", "run.iterations=3"])
+    trainer = make_trainer(config, run_dir, resume=True)
+    assert trainer.iteration == 2 and trainer.games_played == 2 * config.selfplay.games
+    assert len(trainer.replay["order"]) > 0
+    for role in first:
+        for key, value in trainer.nets[role].state_dict().items():
+            assert torch.equal(value.cpu(), first[role][key])
+    trainer.fit()
+    assert json.loads((find_policy_dir(run_dir) / "meta.json").read_text())["step"] == 3
+
+
+def test_resume_after_sigkill_loses_at_most_one_interval(tmp_path: Path) -> None:
+    run_dir = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "orderchaos", "train", SMOKE, "run.iterations=200", "eval.enabled=false",
+           "--run-dir", str(run_dir)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and latest_checkpoint(run_dir) is None:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    checkpoint = latest_checkpoint(run_dir)
+    assert checkpoint is not None
+    _, meta, state = load_checkpoint(checkpoint)
+    step = meta["step"]
+    assert step >= 1 and state is not None and state["iteration"] == step
+    resumed = subprocess.run(
+        [sys.executable, "-m", "orderchaos", "train", "--resume", str(run_dir), f"run.iterations={step + 2}"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"from iteration {step}" in resumed.stdout + resumed.stderr
+    assert json.loads((find_policy_dir(run_dir) / "meta.json").read_text())["step"] == step + 2
+
+
+def test_checkpoints_are_pruned_and_latest_points_to_the_newest(tmp_path: Path) -> None:
+    nets = {role: PolicyValueNet(4, 0, 4) for role in ("order", "chaos")}
+    for step in (1, 2, 3, 4):
+        save_checkpoint(tmp_path, step, nets, {"algorithm": "test"}, {"iteration": step}, keep=2)
+    root = tmp_path / "checkpoints"
+    assert sorted(p.name for p in root.glob("step_*")) == ["step_0000003", "step_0000004"]
+    assert (root / "latest").resolve().name == "step_0000004"
+    (root / ".step_0000005.torn").mkdir()  # a crashed save's temp dir is never picked up
+    (root / ".step_0000005.torn" / "meta.json").write_text("{")
+    _, meta, state = load_checkpoint(latest_checkpoint(tmp_path))
+    assert meta["step"] == 4 and state == {"iteration": 4}
+    (root / "latest").unlink()  # without the link, the newest complete step is used
+    assert latest_checkpoint(tmp_path).name == "step_0000004"

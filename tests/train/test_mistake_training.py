@@ -1,0 +1,101 @@
+"""Alphazero training with mistakes: rounds collect them, batches draw their share, a
+resume keeps them, and the fine-tune config runs from the shipped weights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from orderchaos.agents.policy_files import latest_checkpoint, load_checkpoint
+from orderchaos.agents.registry import make
+from orderchaos.arena.mistakes import collect_mistakes, mistake_rows
+from orderchaos.envs.rules import CHAOS, ORDER
+from orderchaos.train.config import load_config
+from orderchaos.train.factory import make_trainer
+
+from helpers import REPO, SMOKE
+
+
+def mistake_config(tmp_path: Path, *extra: str):
+    return load_config(
+        SMOKE,
+        [
+            "mistakes.games=6",
+            "mistakes.interval=1",
+            "mistakes.opponents=[random]",
+            "mistakes.node_limit=20000",
+            "mistakes.min_rows=1",
+            "mistakes.fraction=0.25",
+            "mistakes.rollouts=1",
+            "mistakes.candidates=3",
+            *extra,
+        ],
+    )
+
+
+def test_training_rounds_collect_mistakes_and_a_resume_keeps_them(tmp_path: Path) -> None:
+    config = mistake_config(tmp_path)
+    trainer = make_trainer(config, tmp_path / "run")
+    try:
+        trainer.fit()
+        kept = {role: len(buf) for role, buf in trainer.mistakes.items()}
+        rows = {role: buf.policies[: len(buf)].copy() for role, buf in trainer.mistakes.items()}
+    finally:
+        trainer.close()
+    assert sum(kept.values()) > 0
+    _, _, state = load_checkpoint(latest_checkpoint(tmp_path / "run"))
+    assert {r: len(s["values"]) for r, s in state["extra"]["mistakes"].items()} == kept
+    again = make_trainer(config, tmp_path / "run", resume=True)
+    try:
+        for role, buf in again.mistakes.items():
+            assert len(buf) == kept[role] and np.array_equal(buf.policies[: len(buf)], rows[role])
+    finally:
+        again.close()
+
+
+def test_batches_draw_the_configured_share_from_mistakes(tmp_path: Path) -> None:
+    config = mistake_config(tmp_path, "optim.batch_size=32", "selfplay.warmup_games=0")
+    trainer = make_trainer(config, tmp_path / "run")
+    try:
+        trainer.generate()
+        trainer.flush()
+        hunt = collect_mistakes(make("random", seed=0), ORDER, ["random"], 10, 3, openings=2, node_limit=20000)
+        trainer.mistakes[ORDER].add(*mistake_rows(hunt.mistakes))
+        drawn: list[int] = []
+        sample = trainer.mistakes[ORDER].sample
+        trainer.mistakes[ORDER].sample = lambda n, *a, **k: (drawn.append(n), sample(n, *a, **k))[1]
+        metrics = trainer.train_role(ORDER, 3)
+    finally:
+        trainer.close()
+    assert drawn == [8, 8, 8] and np.isfinite(metrics["order/losses/policy"])
+
+
+def test_the_finetune_config_trains_from_the_shipped_weights_with_mistakes(tmp_path: Path) -> None:
+    config = load_config(
+        REPO / "configs" / "alphazero_finetune.yaml",
+        [
+            "run.iterations=1",
+            "run.progress=false",
+            "run.time_limit_minutes=0",
+            "selfplay.games=2",
+            "selfplay.imitation_games=1",
+            "selfplay.solver_node_limit=2000",
+            "selfplay.solver_process=false",
+            "mcts.simulations=4",
+            "optim.updates_per_iteration=1",
+            "replay.min_positions=1",
+            "mistakes.games=2",
+            "mistakes.node_limit=2000",
+            "eval.enabled=false",
+        ],
+    )
+    trainer = make_trainer(config, tmp_path / "run")
+    try:
+        metrics = trainer.train_iteration()
+    finally:
+        trainer.close()
+    # the config hunts both roles, Chaos with play-outs
+    assert {f"{role}/mistakes/{key}" for role in (ORDER, CHAOS) for key in ("found", "practical", "kept")} <= set(metrics)
+    assert metrics["chaos/mistakes/kept"] == metrics["chaos/mistakes/found"] >= metrics["chaos/mistakes/practical"]
+    assert np.isfinite(metrics["order/losses/policy"])

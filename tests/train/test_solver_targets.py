@@ -1,0 +1,173 @@
+"""Solver targets and the solver worker process(es)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from orderchaos.train.config import load_config
+from orderchaos.train.factory import make_trainer
+
+from helpers import SMOKE, endgames
+
+
+def test_solver_worker_matches_in_process_targets_and_survives_a_dead_worker() -> None:
+    from orderchaos.train.solver_targets import SolverWorker, solver_targets
+
+    late = endgames(4, empties=5, seed=4)
+    worker = SolverWorker()
+    try:
+        assert worker.targets(late, 20_000, True) == solver_targets(late, 20_000, True)
+        os.kill(next(iter(worker._pool._processes)), signal.SIGKILL)  # a crashed solver
+        with pytest.warns(UserWarning, match="solver worker died"):
+            assert worker.targets(late, 20_000, True).values == {}
+        assert worker.failures == 1
+        assert worker.targets(late, 20_000, True) == solver_targets(late, 20_000, True)
+    finally:
+        worker.close()
+
+
+def test_solver_workers_deal_out_a_batch_and_merge_it_in_order() -> None:
+    from orderchaos.train.solver_targets import SolverWorker, solver_targets
+
+    positions = endgames(4, empties=5, seed=6) + endgames(3, empties=7, seed=7)
+    expected = solver_targets(positions, 20_000, True)
+    assert len(expected.values) == len(positions)
+    worker = SolverWorker(workers=3)
+    try:
+        assert worker.targets(positions, 20_000, True) == expected
+        assert worker.targets(positions[:2], 20_000, True) == solver_targets(positions[:2], 20_000, True)
+    finally:
+        worker.close()
+    with pytest.raises(ValueError, match="workers"):
+        SolverWorker(workers=0)
+
+
+WORKER_SCRIPT = """
+import sys, time
+from orderchaos.envs.rules import State
+from orderchaos.train.solver_targets import SolverWorker
+worker = SolverWorker()
+worker.targets([State().apply(0)], node_limit=10, moves=False)
+print(*worker._pool._processes, flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/status") as fh:  # a zombie is as good as gone
+        return "zombie" not in fh.read()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc")
+def test_solver_worker_exits_when_its_trainer_is_killed() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", WORKER_SCRIPT], stdout=subprocess.PIPE, text=True)
+    try:
+        worker_pid = int(proc.stdout.readline().split()[0])
+        assert _alive(worker_pid)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while _alive(worker_pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(worker_pid), "the solver worker outlived its killed parent"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_solver_targets_from_the_worker_join_the_replay_when_flushed(tmp_path: Path) -> None:
+    from orderchaos.agents.solver import solve
+    from orderchaos.train.alphazero import play_heuristic_games
+
+    depth = 20
+    config = load_config(SMOKE, ["eval.enabled=false", f"selfplay.solver_depth={depth}", "selfplay.solver_process=true"])
+    trainer = make_trainer(config, tmp_path / "run")
+    try:
+        logs = play_heuristic_games(3, 0, np.random.default_rng(2))
+        stats = trainer.store(logs)
+        late = [s for log in logs for s in log.states if s.num_empty <= depth]
+        assert stats["charts/solver_positions"] == len(late) > 0
+        assert len(trainer.replay["order"]) == len(trainer.replay["chaos"]) == 0  # still solving
+        limit = config.selfplay.solver_node_limit
+        proven = [s for s in late if solve(s, node_limit=limit).winner is not None]
+        assert trainer.flush()["charts/solver_values"] == len(proven) > 0
+        for index, role in enumerate(("order", "chaos")):
+            mine = [(log, s) for log in logs for s in log.states if s.to_play_index == index]
+            buffer = trainer.replay[role]
+            assert len(buffer) == len(mine)
+            for row, (log, state) in enumerate(mine):
+                exact = solve(state, node_limit=limit, moves=True) if state.num_empty <= depth else None
+                if exact is not None and exact.winner is not None:
+                    assert buffer.values[row] == (1.0 if exact.winner == state.to_play else -1.0)
+                    if exact.winner == state.to_play:
+                        assert set(np.flatnonzero(buffer.policies[row])) == set(exact.best_actions)
+                else:
+                    assert buffer.values[row] == (1.0 if log.winner == state.to_play else -1.0)
+        assert trainer.flush() == {}
+    finally:
+        trainer.close()
+
+
+def test_solver_candidates_give_a_proven_win_when_listing_all_wins_is_too_dear() -> None:
+    from orderchaos.agents.solver import solve
+    from orderchaos.train.alphazero import play_heuristic_games
+    from orderchaos.train.solver_targets import solver_targets
+
+    logs = play_heuristic_games(8, 4, np.random.default_rng(3))
+    positions = [s for log in logs for s in log.states if s.num_empty == 26]
+    budget = 20_000  # enough to prove most of these won, too little to list every winning move
+    listed = solver_targets(positions, budget, True)
+    unlisted = [i for i, v in listed.values.items() if v == 1.0 and i not in listed.winning_moves]
+    assert unlisted
+    every = [s.legal_actions() for s in positions]  # candidates: every move, so a win is there
+    with_candidates = solver_targets(positions, budget, True, every)
+    assert with_candidates.values == listed.values
+    found = [i for i in unlisted if i in with_candidates.winning_moves]
+    assert found
+    for i in found:
+        (move,) = with_candidates.winning_moves[i]
+        assert solve(positions[i].apply(move), node_limit=10**6).winner == positions[i].to_play
+    for i, moves in listed.winning_moves.items():  # fully listed positions are left alone
+        assert with_candidates.winning_moves[i] == moves
+
+
+def test_fastest_plies_narrow_orders_winning_moves_to_the_quickest_forced_fives() -> None:
+    from orderchaos.agents.solver import Solver
+    from orderchaos.train.alphazero import play_heuristic_games
+    from orderchaos.train.solver_targets import solver_targets
+
+    logs = play_heuristic_games(8, 4, np.random.default_rng(5))
+    positions = [s for log in logs for s in log.states if 12 <= s.num_empty <= 15]
+    listed = solver_targets(positions, 200_000, True)
+    fastest = solver_targets(positions, 200_000, True, fastest_plies=9)
+    assert fastest.values == listed.values
+    check = Solver(tt_bits=16)
+    narrowed = 0
+    for i, moves in listed.winning_moves.items():
+        kept, state = fastest.winning_moves[i], positions[i]
+        if state.to_play != "order":
+            assert kept == moves  # Chaos targets are never narrowed
+            continue
+        assert kept and set(kept) <= set(moves)
+        soonest = next(
+            (d for d in range(1, 10) if any(check.order_wins_within(state.apply(a), d - 1) for a in moves)),
+            None,
+        )
+        if soonest is None:
+            assert kept == moves
+            continue
+        assert kept == [a for a in moves if check.order_wins_within(state.apply(a), soonest - 1)]
+        narrowed += len(kept) < len(moves)
+    assert narrowed > 0
