@@ -145,15 +145,16 @@ def random_board(seed: int, empties: int) -> State:
             return state
 
 
-def play_one_game(agent_spec: str) -> str:
-    """The winner of one game the agent of ``agent_spec`` plays against itself."""
+def self_play_moves(agent: Any) -> list[int]:
+    """The moves of one game an agent (or agent spec) plays against itself."""
     from orderchaos.agents.registry import make
 
-    agent = make(agent_spec)
-    state = State()
+    agent = make(agent) if isinstance(agent, str) else agent
+    state, moves = State(), []
     while not state.is_terminal:
-        state = state.apply(agent.act(state))
-    return state.winner
+        moves.append(agent.act(state))
+        state = state.apply(moves[-1])
+    return moves
 
 
 # ---------------------------------------------------------------------------------------

@@ -185,7 +185,10 @@ def test_search_result_policy_and_visits() -> None:
     assert p0[result.best_action] == 1.0
     sharp = result.policy(0.25)
     assert sharp.max() >= p1.max()
-    assert -1.0 <= result.value <= 1.0
+    # The root value is the mean of its backed-up results from the mover's view: the
+    # children's visit-weighted q plus the root's own evaluation (one result in [-1, 1]).
+    backed_up = float((result.visits * result.q).sum())
+    assert abs(result.value * (result.visits.sum() + 1) - backed_up) <= 1.0 + 1e-3
     with pytest.raises(ValueError, match="temperature"):
         result.policy(-1)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -129,15 +130,20 @@ def test_openings_differ_between_games() -> None:
 
 
 def test_match_figures_are_consistent() -> None:
-    result = play_match("random", "heuristic", n=10, seed=0)
-    assert result.games == 10 == result.order_wins + result.chaos_wins
+    start = time.perf_counter()
+    result = play_match("random", "heuristic", n=10, seed=0, keep_games=True)
+    wall = time.perf_counter() - start
+    assert result.games == 10 == len(result.records)
+    assert result.order_wins == sum(r.winner == "order" for r in result.records)
+    assert result.chaos_wins == sum(r.winner == "chaos" for r in result.records)
     assert result.order_win_rate == result.order_wins / 10
     assert result.ci95 == wilson_interval(result.order_wins, 10)
-    assert result.records == []  # not kept by default
+    assert math.isclose(result.mean_length, sum(r.length for r in result.records) / 10)
+    assert 0 < result.seconds <= wall  # seconds of this match, not milliseconds or a total
+    assert play_match("random", "heuristic", n=10, seed=0).records == []  # not kept by default
     d = result.to_dict()
-    assert isinstance(d["ci95"], list) and len(d["ci95"]) == 2
+    assert d["ci95"] == list(result.ci95) and d["order_wins"] == result.order_wins
     assert d["order"] == "random" and d["chaos"] == "heuristic"
-    assert math.isclose(result.games_per_sec * result.seconds, 10)
 
 
 def test_agent_objects_play_with_one_worker_only() -> None:

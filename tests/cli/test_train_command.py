@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from orderchaos.agents.network_agent import NeuralAgent, load_evaluator
+from orderchaos.agents.registry import make
 from orderchaos.cli.main import main
 from orderchaos.envs.encoding import OBS_VERSION
+from orderchaos.envs.rules import State
 
-from helpers import SMOKE, play_one_game
+from helpers import SMOKE, self_play_moves
 
 
 def run_cli(*argv: str) -> int:
@@ -46,8 +50,14 @@ def test_smoke_config_trains_end_to_end_and_the_run_is_an_agent(tmp_path: Path, 
                 "eval/order_vs_random_winrate", "eval/chaos_vs_random_winrate"):
         assert tag in tags, tag
     assert "hyperparameters" in str(events.Tags())
-    assert play_one_game(str(run_dir)) in ("order", "chaos")
-    assert play_one_game(f"{run_dir}:sims=4,seed=1") in ("order", "chaos")
+    # The run as an agent is its newest checkpoint (step 3 of the 2 kept), with the spec's
+    # parameters: it plays as an agent loaded straight from that checkpoint's files.
+    newest, older = (load_evaluator(run_dir / "checkpoints" / f"step_{s:07d}") for s in (3, 2))
+    assert self_play_moves(str(run_dir)) == self_play_moves(NeuralAgent(newest))
+    assert self_play_moves(f"{run_dir}:sims=4,seed=1") == self_play_moves(NeuralAgent(newest, sims=4, seed=1))
+    states = [State(), State().apply(14)]
+    assert np.array_equal(make(str(run_dir)).evaluator.evaluate(states)[0], newest.evaluate(states)[0])
+    assert not np.array_equal(newest.evaluate(states)[0], older.evaluate(states)[0])
 
 
 def test_cli_refuses_bad_config_naming_the_key(tmp_path: Path, capsys) -> None:

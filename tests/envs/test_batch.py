@@ -152,19 +152,29 @@ def test_bad_construction_arguments() -> None:
         BatchGame(2, illegal_action="ignore")
 
 
-def test_torch_outputs_stay_on_device_and_match_numpy() -> None:
+def test_torch_outputs_are_tensors_of_the_same_values_and_dtypes_as_numpy() -> None:
     import torch
 
     rng = np.random.default_rng(7)
     games = {b: BatchGame(32, b) for b in BACKENDS}
-    for _ in range(20):
+    ended = 0
+    for _ in range(40):
         masks = games["numpy"].action_masks()
         actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
         active = masks.any(1)
         results = {b: g.step(actions if b == "numpy" else torch.as_tensor(actions), active) for b, g in games.items()}
-        assert isinstance(results["torch"].reward, torch.Tensor)
-        assert np.array_equal(results["numpy"].reward, as_numpy(results["torch"].reward))
-        assert np.array_equal(games["numpy"].observations(), as_numpy(games["torch"].observations()))
+        arrays = [(results["numpy"], results["torch"])]
+        arrays += [((getattr(games["numpy"], n)(),), (getattr(games["torch"], n)(),))
+                   for n in ("observations", "action_masks", "winning_lines")]
+        arrays += [((getattr(games["numpy"], n),), (getattr(games["torch"], n),))
+                   for n in ("terminated", "winner", "decided", "to_play", "num_stones", "live_windows")]
+        for plain, tensors in arrays:
+            for a, t in zip(plain, tensors):
+                assert isinstance(t, torch.Tensor) and t.device == games["torch"].xp.device
+                assert str(t.dtype).removeprefix("torch.") == str(a.dtype)
+                assert np.array_equal(a, as_numpy(t))
+        ended += int(results["numpy"].terminated.sum())
+    assert ended > 10  # the games got to their ends
 
 
 def test_observations_are_copies() -> None:
