@@ -96,6 +96,29 @@ class Services:
                 self._solver = Solver()
             return self._solver.solve(state, time_limit=time_limit, moves=True)
 
+    def winning_move(self, state: State, time_limit: float) -> int | None:
+        """One move that provably keeps the mover's win, found within ``time_limit``
+        (sensible moves first), or None; for when :meth:`solve` ran out of time listing all."""
+        import time
+
+        from orderchaos.agents.solver import Solver, fallback_action
+
+        deadline = time.perf_counter() + time_limit
+        first = fallback_action(state)
+        with self._solver_lock:
+            if self._solver is None:
+                self._solver = Solver()
+            for action in [first] + [a for a in state.legal_actions() if a != first]:
+                child = state.apply(action)
+                if child.winner == state.to_play:
+                    return action
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    return None
+                if self._solver.solve(child, time_limit=left).winner == state.to_play:
+                    return action
+        return None
+
     def evaluator(self) -> Any:
         """The pretrained network evaluator, or None when it cannot be loaded (see
         :meth:`evaluator_error`)."""
@@ -388,10 +411,15 @@ def make_hint(services: Services, state: State) -> dict[str, Any]:
     result = services.solve(state, limit)
     if result.winner is not None:
         best = result.best_actions or []
+        if result.winner == mover and not best:
+            found = services.winning_move(state, limit)
+            best = [] if found is None else [found]
         if result.winner == mover:
             shown = best[:3]
-            text = f"Solver: {_title(mover)} to move wins with perfect play; winning moves: " + (
-                ", ".join(action_name(a) for a in shown) + (f" (and {len(best) - 3} more)" if len(best) > 3 else "")
+            text = f"Solver: {_title(mover)} to move wins with perfect play; " + (
+                "winning moves: " + ", ".join(action_name(a) for a in shown)
+                + (f" (and {len(best) - 3} more)" if len(best) > 3 else "")
+                if shown else "no winning move was found in time"
             )
         else:
             shown = []
