@@ -30,7 +30,6 @@ FOUR_BOARD = "XXXX.." + ".O...." + "...O.." + "O....." + "....O." + "......"
 
 @pytest.fixture(scope="module")
 def small_set() -> list[LabelledPosition]:
-    pytest.importorskip("orderchaos.agents.solver")
     return make_positions(8, empties=(5, 7), seed=1, time_limit=10.0)
 
 
@@ -53,20 +52,17 @@ def test_made_sets_are_seeded(small_set) -> None:
 
 
 def test_solver_scores_one_and_random_does_not(small_set) -> None:
-    pytest.importorskip("orderchaos.agents.solver")
     assert positions_accuracy("solver", small_set).accuracy == 1.0
     scores = [positions_accuracy("random", small_set, seed=s).accuracy for s in range(5)]
     assert sum(scores) / len(scores) < 0.9
 
 
-@pytest.mark.skipif(not DEFAULT_POSITIONS.exists(), reason="shipped set not generated yet")
 def test_shipped_set_loads_and_random_is_well_below_the_solver() -> None:
     positions = load_positions(DEFAULT_POSITIONS)
     assert 300 <= len(positions) <= 500
     assert all(12 <= p.state.num_empty <= 18 for p in positions)
     result = positions_accuracy("random", positions, seed=0)
     assert result.accuracy < 0.6
-    pytest.importorskip("orderchaos.agents.solver")
     assert positions_accuracy("solver", positions[:10]).accuracy == 1.0
 
 

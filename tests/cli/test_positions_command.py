@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from orderchaos.arena.positions import (
     LabelledPosition,
@@ -33,7 +32,6 @@ def test_positions_command(tmp_path, capsys) -> None:
 
 
 def test_positions_command_makes_a_set(tmp_path, capsys) -> None:
-    pytest.importorskip("orderchaos.agents.solver")
     out = tmp_path / "made.jsonl"
     argv = ["positions", "--make", "3", "--empties", "6-7", "--out", str(out), "--seed", "2"]
     assert main(argv) == 0
