@@ -221,7 +221,7 @@ def board_view(state: State) -> dict[str, Any]:
         "to_play": None if state.is_terminal else state.to_play,
         "winner": state.winner,
         "winning_line": list(state.winning_line),
-        "threats": [{"cell": c, "symbol": SYMBOLS[s]} for c, s in state.threats()],
+        "threats": [] if state.is_terminal else [{"cell": c, "symbol": SYMBOLS[s]} for c, s in state.threats()],
     }
 
 
@@ -620,6 +620,20 @@ def load_upload(name: str, content: str) -> list[SavedGame]:
             raise WebError(str(exc).replace(tmp + os.sep, "")) from None
 
 
+def move_marks(verdicts: list[str | None]) -> list[str | None]:
+    """For each move between positions with these solver verdicts (the game's positions in
+    order, Order to move at even plies): ``"throws"`` when the mover had a proven win and
+    lost it, ``"keeps"`` when the proven result stayed, None when either is unproven."""
+    marks: list[str | None] = []
+    for ply, (before, after) in enumerate(zip(verdicts, verdicts[1:])):
+        mover = AGENTS[ply % 2]
+        if before is None or after is None:
+            marks.append(None)
+        else:
+            marks.append("throws" if before == mover and after != mover else "keeps")
+    return marks
+
+
 def analyse_game(services: Services, actions: list[int]) -> dict[str, Any]:
     """Per position: the solver's verdict (None when not proven within the study time) and
     the network's value for Order; per move: whether it keeps the result or throws it away."""
@@ -629,13 +643,7 @@ def analyse_game(services: Services, actions: list[int]) -> dict[str, Any]:
     verdicts: list[str | None] = [None] * len(states)
     for i in reversed(range(len(states))):  # late positions first: their proofs help earlier ones
         verdicts[i] = services.solve(states[i], services.limits.study_time).winner
-    marks: list[str | None] = []
-    for i, a in enumerate(actions):
-        before, after, mover = verdicts[i], verdicts[i + 1], states[i].to_play
-        if before is None or after is None:
-            marks.append(None)
-        else:
-            marks.append("throws" if before == mover and after != mover else "keeps")
+    marks = move_marks(verdicts)
     values: list[float | None] = []
     evaluator = services.evaluator()
     live = [s for s in states if not s.is_terminal]

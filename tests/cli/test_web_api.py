@@ -281,6 +281,14 @@ def test_watch_plays_pauses_and_steps(client: TestClient) -> None:
         view = receive(ws, "state", "watch")
 
 
+def test_move_marks() -> None:
+    # ply 0 Order keeps its win; 1 and 2 touch an unproven position; 3 Chaos keeps its win;
+    # 4 Order, lost, keeps the result whatever it plays; 5 Chaos throws its win away
+    verdicts = ["order", "order", None, "chaos", "chaos", "chaos", "order"]
+    assert sessions.move_marks(verdicts) == ["keeps", None, None, "keeps", "keeps", "throws"]
+    assert sessions.move_marks(["order", "chaos"]) == ["throws"]
+
+
 def saved_games(path: Path, n: int = 2) -> None:
     """Write ``n`` heuristic-vs-random games as ``orderchaos eval --save-games`` does."""
     records = [play_game(make("heuristic", seed=i), make("random", seed=i)) for i in range(n)]
@@ -345,3 +353,14 @@ def test_import_orderchaos_does_not_import_the_web_stack() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_serve_refuses_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from orderchaos.cli.main import main
+
+    assert main(["serve", "--games-dir", str(tmp_path / "missing")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    assert main(["serve", "--port", "70000"]) == 2
+    assert "--port must be" in capsys.readouterr().err
+    assert main(["serve", "--move-time", "0"]) == 2
+    assert "--move-time must be positive" in capsys.readouterr().err

@@ -51,8 +51,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A live server on 127.0.0.1 and a free port, its games folder holding match.jsonl;
     yields the page's URL."""
     games = tmp_path_factory.mktemp("games")
-    records = [play_game(make("heuristic", seed=i), make("random", seed=i)) for i in range(3)]
-    save_games(games / "match.jsonl", records, "heuristic", "random")
+    records = [play_game(make("heuristic", seed=i), make("heuristic", seed=100 + i)) for i in range(3)]
+    save_games(games / "match.jsonl", records, "heuristic", "heuristic")
     app = create_app(games, Limits(move_time=10, hint_time=0.5, study_time=0.1))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
@@ -134,7 +134,6 @@ def test_play_a_game_to_its_end_by_clicking(page: Page) -> None:
     assert clicks >= 5 and ("you win!" in status or "random wins" in status)
     cells = board(page)
     assert set(cells) <= {"X", "O", ""} and cells.count("X") >= clicks
-    screenshot(page, "web_play.png")
 
 
 def test_an_illegal_click_shows_an_error_and_changes_nothing(page: Page) -> None:
@@ -153,6 +152,7 @@ def test_an_illegal_click_shows_an_error_and_changes_nothing(page: Page) -> None
     wait_for_turn_or_end(page)
     page.click("button[data-action=hint]")
     expect(page.get_by_test_id("hint")).to_contain_text(re.compile("Solver|Network"))
+    screenshot(page, "web_play.png")
 
 
 def test_watch_mode_advances(page: Page) -> None:

@@ -116,14 +116,17 @@ function buildBoard() {
   for (let c = 0; c < CELLS; c++) {
     const x = MARGIN + (c % SIZE) * STEP, y = MARGIN + Math.floor(c / SIZE) * STEP;
     const group = svg("g", { class: "cell", "data-cell": String(c) });
-    const title = `${cellName(c)}`;
-    group.append(svg("rect", { x, y, width: STEP, height: STEP, "aria-label": title }));
+    group.append(svg("rect", { x, y, width: STEP, height: STEP, "aria-label": cellName(c) }));
     group.append(svg("text", { x: x + STEP / 2, y: y + STEP / 2 + 1 }, ""));
     group.addEventListener("click", () => clickCell(c));
     board.append(group);
     cellNodes.push(group);
   }
   board.append(overlay);
+}
+
+function title(role) {
+  return role.charAt(0).toUpperCase() + role.slice(1);
 }
 
 function cellName(c) {
@@ -146,8 +149,7 @@ function drawBoard(view) {
     const mark = svg("g", { class: "threat" });
     mark.append(svg("circle", { cx: x + STEP / 2, cy: y + STEP / 2, r: STEP / 2 - 8 }));
     mark.append(svg("text", { x: x + STEP - 9, y: y + 10 }, threat.symbol));
-    const title = svg("title", {}, `a four: ${threat.symbol} at ${cellName(threat.cell)} makes five`);
-    mark.append(title);
+    mark.append(svg("title", {}, `a four: ${threat.symbol} at ${cellName(threat.cell)} makes five`));
     overlay.append(mark);
   }
 }
@@ -286,8 +288,8 @@ function studyView() {
   let text = `${file}, game #${record.index} (${record.order || "?"} vs ${record.chaos || "?"}): ply ${ply} of ${record.length}`;
   if (ply > 0) text += `, ${ply % 2 ? "Order" : "Chaos"} played ${record.moves[ply - 1]}`;
   const analysis = ui.study.analysis;
-  if (analysis && analysis.verdicts[ply]) text += `; solver: ${analysis.verdicts[ply]} wins from here`;
-  if (ply === record.length) text += `. ${record.winner === "order" ? "Order" : "Chaos"} won.`;
+  if (analysis && analysis.verdicts[ply]) text += `; solver: ${title(analysis.verdicts[ply])} wins from here`;
+  if (ply === record.length) text += `. ${title(record.winner)} won.`;
   return { board: cells, last, ...facts, status: text, winner: ply === record.length ? record.winner : null };
 }
 
