@@ -10,8 +10,10 @@ Only ``board`` and ``good_actions`` are read back; the other fields are for peop
 
 Sets are made from sensible play: both sides play the heuristic agent, with a seeded
 chance ``epsilon`` of a uniformly random move instead, until a randomly chosen number of
-empty cells is reached. The solver then labels the position; it is kept only when the
-mover is winning and not every legal move wins, and it is new up to the 16 symmetries.
+empty cells is reached. The solver then labels the position (within a node limit, so a
+set is the same on every machine); it is kept only when the mover is winning and not
+every legal move wins, and it is new up to the 16 symmetries. The shipped set's command
+is in ``arena/data/README.md``.
 """
 
 from __future__ import annotations
@@ -222,34 +224,44 @@ def make_positions(
     empties: tuple[int, int] = (12, 18),
     seed: int = 0,
     *,
-    time_limit: float = 5.0,
+    node_limit: int = 1_000_000,
+    time_limit: float | None = None,
     progress: bool = False,
     epsilon: float = 0.3,
     stats: MakeStats | None = None,
 ) -> list[LabelledPosition]:
     """Make ``n`` solver-labelled positions with ``empties[0]..empties[1]`` empty cells.
 
-    Positions the solver cannot prove within ``time_limit`` seconds are skipped. Gives up
-    after ``200 * n`` attempts and returns what it has. Pass a MakeStats as ``stats`` to
-    learn what was dropped and how long the solver took.
+    Reproducible: candidate ``k`` is played with its own generator, seeded ``(seed, k)``,
+    and labelled by one Solver made for the call, within ``node_limit`` nodes (positions
+    it cannot prove are skipped). So the same arguments give the same set on any machine,
+    and asking for fewer positions gives a prefix of the larger set. A ``time_limit``
+    (seconds per position) is an extra cap that makes the set depend on the machine's
+    speed. Gives up after ``200 * n`` attempts and returns what it has. Pass a MakeStats as
+    ``stats`` to learn what was dropped and how long the solver took.
     """
     from tqdm import tqdm
 
-    from orderchaos.agents.solver import solve
+    from orderchaos.agents.solver import Solver
 
     lo, hi = _check_empties(empties)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"the number of positions must be a positive integer, got {n!r}")
-    if not time_limit > 0:
+    if time_limit is not None and not time_limit > 0:
         raise ValueError(f"time_limit must be positive seconds, got {time_limit!r}")
+    if isinstance(node_limit, bool) or not isinstance(node_limit, int) or node_limit < 1:
+        raise ValueError(f"node_limit must be a positive integer, got {node_limit!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     stats = stats if stats is not None else MakeStats()
     start = time.perf_counter()
-    rng = np.random.default_rng(seed)
+    solver = Solver()
     seen: set[int] = set()
     found: list[LabelledPosition] = []
     bar = tqdm(total=n, disable=not progress, unit="pos", leave=False)
     try:
         while len(found) < n and stats.attempts < 200 * n:
+            rng = np.random.default_rng([seed, stats.attempts])
             stats.attempts += 1
             state = epsilon_heuristic_position(int(rng.integers(lo, hi + 1)), rng, epsilon)
             if state is None:
@@ -260,9 +272,9 @@ def make_positions(
                 stats.duplicates += 1
                 continue
             seen.add(key)
-            result = solve(state, time_limit=time_limit, moves=True)
+            result = solver.solve(state, time_limit=time_limit, node_limit=node_limit, moves=True)
             stats.solver_seconds += result.seconds
-            # a proven result whose move list ran out of time is as good as unproven here
+            # a proven result whose move list ran out of budget is as good as unproven here
             if result.winner is None or not result.best_actions:
                 stats.unproven += 1
                 continue

@@ -3,8 +3,9 @@
   orderchaos positions --agent SPEC [--file F.jsonl] [--seed S] [--json]
       the share of positions where the agent plays a move that keeps the mover's forced
       win, overall and by side to move (default file: the shipped 12-18 empties set);
-  orderchaos positions --make N --empties 12-18 --out F.jsonl [--seed S] [--time-limit T]
-      label N positions from sensible (epsilon-heuristic) play with the exact solver.
+  orderchaos positions --make N --empties 12-18 --out F.jsonl [--seed S] [--node-limit N]
+      label N positions from sensible (epsilon-heuristic) play with the exact solver; the
+      same arguments give the same file, and a smaller N a prefix of it.
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--empties", default="12-18", metavar="LOW-HIGH",
                         help="with --make: empty cells of the positions (default 12-18)")
     parser.add_argument("--out", metavar="F.jsonl", help="with --make: where to write the set")
-    parser.add_argument("--time-limit", type=float, default=5.0, metavar="S",
-                        help="with --make: solver seconds per position, else skip it (default 5)")
+    parser.add_argument("--node-limit", type=int, default=1_000_000, metavar="N",
+                        help="with --make: solver nodes per position, else skip it (default 1000000)")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="S",
+                        help="with --make: also a cap in solver seconds per position (default none; "
+                             "a time cap makes the set depend on the machine)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,6 +70,7 @@ def _make(args: argparse.Namespace) -> int:
         args.make,
         parse_empties(args.empties),
         args.seed,
+        node_limit=args.node_limit,
         time_limit=args.time_limit,
         progress=sys.stderr.isatty(),
         stats=stats,

@@ -30,7 +30,7 @@ FOUR_BOARD = "XXXX.." + ".O...." + "...O.." + "O....." + "....O." + "......"
 
 @pytest.fixture(scope="module")
 def small_set() -> list[LabelledPosition]:
-    return make_positions(8, empties=(5, 7), seed=1, time_limit=10.0)
+    return make_positions(8, empties=(5, 7), seed=1)
 
 
 def test_made_positions_are_labelled_exactly(small_set) -> None:
@@ -47,7 +47,7 @@ def test_made_positions_are_labelled_exactly(small_set) -> None:
 
 
 def test_made_sets_are_seeded(small_set) -> None:
-    again = make_positions(8, empties=(5, 7), seed=1, time_limit=10.0)
+    again = make_positions(8, empties=(5, 7), seed=1)
     assert again == small_set
 
 
