@@ -24,8 +24,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--open", action="store_true", help="open the page in a web browser")
     parser.add_argument(
-        "--move-time", type=float, default=10.0, metavar="S",
-        help="seconds an agent may think about one move before the move fails (default 10)",
+        "--move-time", type=float, default=30.0, metavar="S",
+        help="seconds an agent may think about one move before the move fails (default 30)",
     )
     parser.add_argument(
         "--hint-time", type=float, default=1.0, metavar="S",

@@ -46,6 +46,8 @@ SUGGESTED_AGENTS = ["random", "heuristic", "mcts:sims=800", "pretrained", "pretr
 MAX_SPEC_CHARS = 200
 MAX_NAME_CHARS = 200
 MAX_WATCH_DELAY_MS = 10_000
+SOLVER_TIME = 3.0
+"""Seconds per move for a solver opponent whose spec gives no ``time=``."""
 
 
 class WebError(ValueError):
@@ -60,7 +62,7 @@ class TimedOut(WebError):
 class Limits:
     """The server's time and size limits (seconds and bytes)."""
 
-    move_time: float = 10.0
+    move_time: float = 30.0
     """Seconds an agent may think about one move before the move ends with an error."""
     build_time: float = 120.0
     """Seconds to build an agent (the first ``pretrained`` imports torch and loads weights)."""
@@ -180,7 +182,8 @@ async def off_loop(fn: Callable[..., T], *args: Any, timeout: float, what: str) 
 
 def effective_spec(spec: object, limits: Limits) -> str:
     """Check an agent spec and give the one to build: an agent whose only budget is a
-    time limit (the solver) gets ``time=`` from the per-move limit unless the spec sets it.
+    time limit (the solver) gets ``time=`` (SOLVER_TIME, or less to fit in the per-move
+    limit) unless the spec sets it.
 
     Raises WebError for a missing, overlong or unknown spec.
     """
@@ -194,7 +197,7 @@ def effective_spec(spec: object, limits: Limits) -> str:
     except SpecError as exc:
         raise WebError(f"bad agent spec {spec!r}: {exc}") from None
     if "time" in info.params and "sims" not in info.params and "time" not in params:
-        budget = round(0.8 * limits.move_time, 3)
+        budget = round(min(SOLVER_TIME, 0.8 * limits.move_time), 3)
         spec = f"{spec},time={budget:g}" if ":" in spec else f"{spec}:time={budget:g}"
     return spec
 
@@ -296,8 +299,8 @@ class PlayGame:
         self.generation += 1
         self.state, self.history = State(), []
         self.human, self.spec, self.agent = side, spec, agent
-        await self.send(self.view())
         self.maybe_agent_move()
+        await self.send(self.view())
 
     async def move(self, msg: dict[str, Any]) -> None:
         """Play the human's move: ``cell`` (0..35) and ``symbol`` (X/O), or ``text`` like c3 X."""
@@ -313,8 +316,8 @@ class PlayGame:
         except IllegalActionError as exc:
             raise WebError(f"illegal move {action_name(action)}: {exc}") from None
         self.history.append((action, True))
-        await self.send(self.view())
         self.maybe_agent_move()
+        await self.send(self.view())
 
     def maybe_agent_move(self) -> None:
         """Start the agent's reply in the background when it is the agent's turn."""

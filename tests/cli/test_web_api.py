@@ -249,8 +249,9 @@ def test_a_crashing_or_stuck_agent_ends_its_move_with_an_error(
 
 
 def test_solver_gets_the_move_time_as_its_budget() -> None:
-    assert sessions.effective_spec("solver", Limits(move_time=5)) == "solver:time=4"
-    assert sessions.effective_spec("solver:seed=2", Limits(move_time=5)) == "solver:seed=2,time=4"
+    assert sessions.effective_spec("solver", Limits(move_time=30)) == "solver:time=3"
+    assert sessions.effective_spec("solver", Limits(move_time=2.5)) == "solver:time=2"
+    assert sessions.effective_spec("solver:seed=2", Limits(move_time=30)) == "solver:seed=2,time=3"
     assert sessions.effective_spec("solver:time=1", Limits(move_time=5)) == "solver:time=1"
     assert sessions.effective_spec("mcts:sims=800", Limits(move_time=5)) == "mcts:sims=800"
 
