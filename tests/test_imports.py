@@ -1,0 +1,35 @@
+"""``import orderchaos`` (and its envs and agents rooms) stays light: no torch, ray or web
+stack until something that needs them is used (checked in a fresh interpreter)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("torch", "ray", "fastapi", "starlette", "uvicorn")
+
+PROBE = """
+import json, sys
+import {module}
+print(json.dumps(sorted(name for name in {heavy!r} if name in sys.modules)))
+"""
+
+
+def heavy_modules_after(statement_module: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", PROBE.format(module=statement_module, heavy=HEAVY)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("module", ["orderchaos", "orderchaos.envs", "orderchaos.agents"])
+def test_importing_stays_light(module: str) -> None:
+    assert heavy_modules_after(module) == []
+
+
+def test_the_probe_sees_a_heavy_import() -> None:
+    """The check itself: a module that does import torch is reported."""
+    assert heavy_modules_after("orderchaos.agents.network") == ["torch"]
