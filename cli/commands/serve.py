@@ -76,7 +76,11 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     limits = Limits(move_time=args.move_time, hint_time=args.hint_time)
-    app = create_app(args.games_dir, limits, warm_up=True)
+    loopback_names = ["localhost", "127.0.0.1", "[::1]", "::1", args.host]
+    app = create_app(
+        args.games_dir, limits, warm_up=True,
+        allowed_hosts=loopback_names if is_loopback(args.host) else None,
+    )
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
     print(f"orderchaos serve: open {url} (Ctrl-C stops)", flush=True)

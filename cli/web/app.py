@@ -4,7 +4,8 @@ Every message is size-checked and decoded here, then handed to a
 :class:`~orderchaos.cli.web.sessions.Connection`; whatever goes wrong with one message is
 answered with an ``error`` message and the connection stays open. A WebSocket opened by a
 page from another site (its ``Origin`` is not this server) is refused, so a web page in the
-same browser cannot drive the local server.
+same browser cannot drive the local server, and with ``allowed_hosts`` (what ``serve`` sets
+when it binds loopback) a request naming another host is refused, which stops DNS rebinding.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
@@ -32,12 +35,17 @@ UPLOAD_OVERHEAD_BYTES = 64 * 1024
 
 
 def create_app(
-    games_dir: str | Path | None = None, limits: Limits | None = None, *, warm_up: bool = False
+    games_dir: str | Path | None = None,
+    limits: Limits | None = None,
+    *,
+    warm_up: bool = False,
+    allowed_hosts: list[str] | None = None,
 ) -> Starlette:
     """The web app; ``games_dir`` is the only folder whose files can be opened by name.
 
     ``warm_up`` loads the solver's compiled kernels in the background at startup, so the
-    first hint does not wait for them.
+    first hint does not wait for them. ``allowed_hosts`` (None: any) lists the host names
+    that requests may be addressed to.
     """
     services = Services(limits or Limits(), Path(games_dir) if games_dir is not None else None)
 
@@ -60,6 +68,7 @@ def create_app(
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],
         lifespan=lifespan,
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)] if allowed_hosts else None,
     )
     app.state.services = services
     return app

@@ -9,6 +9,15 @@ a per-move time limit (:func:`off_loop`), so the event loop stays free for other
 stuck agent ends its move with an error instead of freezing the page.
 
 This module imports no web framework; :mod:`orderchaos.cli.web.app` wraps it in Starlette.
+
+Messages from the page (JSON objects, by ``type``): ``new_game`` (side, opponent), ``move``
+(cell and symbol, or text such as "c3 X"), ``undo``, ``hint``, ``state`` (send the play
+view again); ``watch`` (order, chaos, delay_ms), ``pause``, ``resume``, ``step``, ``speed``
+(delay_ms); ``list_files``, ``open_file`` (name), ``upload`` (name, content), ``analyse``
+(game: its position in the file). Answers: ``hello`` (suggestions, limits), ``state`` (a
+play or watch view: board, to_play, winner, winning_line, threats, last, moves, status),
+``hint``, ``files``, ``games``, ``analysis`` (verdicts, marks, values) and ``error``
+(message).
 """
 
 from __future__ import annotations

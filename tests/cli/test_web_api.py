@@ -341,6 +341,12 @@ def test_cross_site_sockets_are_refused(client: TestClient) -> None:
             ws.receive_json()
 
 
+def test_requests_to_other_host_names_are_refused_when_asked() -> None:
+    with TestClient(create_app(None, FAST, allowed_hosts=["127.0.0.1"])) as guarded:
+        assert guarded.get("/", headers={"host": "rebound.example"}).status_code == 400
+        assert guarded.get("/", headers={"host": "127.0.0.1:8000"}).status_code == 200
+
+
 def test_loopback_check() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("example.org")
