@@ -28,15 +28,28 @@ def test_make_vec_gives_the_native_vector_env() -> None:
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 def test_vector_env_matches_single_envs_with_next_step_autoreset(backend: str) -> None:
-    n = 4
-    vec = OrderChaosVectorEnv(n, backend=backend)
-    singles = [OrderChaosEnv() for _ in range(n)]
+    reasons = match_single_envs(backend, end_when_decided=False, n=4, steps=80)
+    assert reasons["five"] > 0 and reasons["full"] > 0 and reasons["decided"] == 0
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_vector_env_with_end_when_decided_matches_single_envs(backend: str) -> None:
+    reasons = match_single_envs(backend, end_when_decided=True, n=8, steps=150)
+    assert reasons["decided"] >= 3 and reasons["full"] == 0 and reasons["five"] > 0
+
+
+def match_single_envs(backend: str, end_when_decided: bool, n: int, steps: int) -> dict[str, int]:
+    """Step a vector env and n single envs with the same random actions, compare every
+    output, and count how the single games ended."""
+    vec = OrderChaosVectorEnv(n, backend=backend, end_when_decided=end_when_decided)
+    singles = [OrderChaosEnv(end_when_decided=end_when_decided) for _ in range(n)]
+    reasons = {"five": 0, "full": 0, "decided": 0}
     obs, _ = vec.reset()
     single_obs = [env.reset()[0] for env in singles]
     pending = [False] * n
     rng = np.random.default_rng(3)
     to_np = vec.game.xp.to_numpy
-    for _ in range(80):
+    for _ in range(steps):
         actions = np.array([rng.choice(np.flatnonzero(o["action_mask"])) if o["action_mask"].any() else 0 for o in single_obs])
         obs, reward, terminated, truncated, info = vec.step(vec.game.xp.asarray(actions))
         for i, env in enumerate(singles):
@@ -56,6 +69,9 @@ def test_vector_env_matches_single_envs_with_next_step_autoreset(backend: str) -
             assert tuple(np.flatnonzero(to_np(info["winning_line"])[i])) == tuple(expected_info["winning_line"])
             assert to_np(info["to_play"])[i] == ("order", "chaos").index(expected_info["to_play"])
             pending[i] = expected_done
+            if expected_done:
+                reasons[expected_info["end_reason"]] += 1
+    return reasons
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
