@@ -382,6 +382,8 @@ class PlayGame:
             raise WebError("start a new game first")
         if self.state.is_terminal:
             raise WebError("the game is over; no hint needed")
+        if self.thinking or self.state.to_play != self.human:
+            raise WebError(f"hints are for your move: wait for {self.spec} to move")
         state = self.state
         hint = await off_loop(
             make_hint, self.services, state, timeout=self.services.limits.hint_time + 30,
