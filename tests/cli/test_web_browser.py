@@ -147,8 +147,9 @@ def test_an_illegal_click_shows_an_error_and_changes_nothing(page: Page) -> None
     expect(status).to_contain_text("already holds")
     expect(status).to_contain_text("Error")
     assert board(page) == before
-    page.keyboard.type("f6")  # keyboard play: the cell name places the chosen symbol (O)
-    expect(page.locator("[data-cell='35']")).to_have_text("O")
+    free = max(c for c, s in enumerate(before) if not s)
+    page.keyboard.type(f"{'abcdef'[free % 6]}{free // 6 + 1}")  # keyboard: a cell name places O
+    expect(page.locator(f"[data-cell='{free}']")).to_have_text("O")
     wait_for_turn_or_end(page)
     page.click("button[data-action=hint]")
     expect(page.get_by_test_id("hint")).to_contain_text(re.compile("Solver|Network"))
@@ -169,8 +170,8 @@ def test_watch_mode_advances(page: Page) -> None:
     if "paused" in (page.get_by_test_id("status").text_content() or ""):
         page.click("button[data-action=watch-step]")
         expect(stones).to_have_count(paused + 1)
-    screenshot(page, "web_watch.png")
-    page.click("button[data-action=watch-pause]")  # resume to the end
+        screenshot(page, "web_watch.png")
+        page.click("button[data-action=watch-pause]")  # resume to the end
     expect(page.get_by_test_id("status")).to_contain_text("Game over", timeout=60_000)
 
 
