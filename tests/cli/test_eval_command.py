@@ -44,3 +44,17 @@ def test_eval_command_reports_bad_specs(capsys) -> None:
     assert main(["eval", "--order", "nope", "--chaos", "random", "--games", "2"]) == 2
     err = capsys.readouterr().err
     assert "unknown agent 'nope'" in err and "accepted" in err
+
+
+def test_eval_with_two_workers_gives_the_same_games(tmp_path, capsys) -> None:
+    argv = ["eval", "--order", "heuristic", "--chaos", "mcts:sims=20", "--games", "6", "--seed", "5",
+            "--openings", "2", "--json"]
+    results, games = [], []
+    for workers in ("1", "2"):
+        path = tmp_path / f"w{workers}.jsonl"
+        assert main([*argv, "--workers", workers, "--save-games", str(path)]) == 0
+        results.append(json.loads(capsys.readouterr().out))
+        games.append([(g.record.actions, g.record.winner) for g in load_games(path)])
+    assert games[0] == games[1] and len(games[0]) == 6
+    for key in ("games", "order_wins", "chaos_wins", "ci95", "mean_length"):
+        assert results[0][key] == results[1][key]
