@@ -1,16 +1,22 @@
 """Solver benchmark (part of ``orderchaos bench search``).
 
-Measured on the same seeded positions (reached by epsilon-heuristic play, so they look like
-real games), each with a fresh transposition table:
+Both solvers measured here are this project's own: no outside solver for Order and Chaos
+exists to compare with. On the same positions, each with a fresh transposition table:
 
 * the project solver (:mod:`orderchaos.agents.solver`, numba kernel);
-* its peer: a straightforward pure-Python alpha-beta with a transposition table (plain
-  position key) and the four / double-threat rules -- :func:`baseline_solve` below -- capped
-  by a time limit per position (how many it finished is reported);
+* its baseline: a straightforward pure-Python alpha-beta with a transposition table (plain
+  position key) and the four / double-threat rules -- :func:`baseline_solve` below --
+  capped by a time limit per position (how many it finished is reported, and a median
+  over capped runs is a lower bound);
 * optionally the same numba kernel run as plain Python (``NUMBA_DISABLE_JIT=1`` in a child
-  process) on a few easier positions, to show what the JIT itself buys;
+  process) on a few positions, to show what the JIT itself buys;
 * the reach: the fewest stones on the board at which the solver proves typical positions
   within a time cap.
+
+The positions come from seeded epsilon-heuristic play (so they look like real games), and
+only those that need search are kept: no four already on the board, and at least
+``MIN_NODES`` solver nodes to prove (most positions of such play are proven in a handful of
+nodes, which says nothing about a solver). Each kept position's node count is reported.
 """
 
 from __future__ import annotations
@@ -218,12 +224,10 @@ def _jit_comparison(quick: bool, seed: int) -> dict:
     return {"numba_nodes_per_s": _rate(jit), "pure_python_nodes_per_s": _rate(plain)}
 
 
-def _ablation(quick: bool, seed: int) -> dict:
-    """Each idea switched off (or on) alone, on the same positions."""
-    empties = 26 if quick else 28
-    hard = sensible_positions(3 if quick else 6, empties, seed=2)
-    cap = 1.0 if quick else 20.0
-    print(f"\nAblation on {len(hard)} positions with {empties} empty cells (cap {cap:g}s each)")
+def _ablation(quick: bool, hard: list[State]) -> dict:
+    """Each idea switched off (or on) alone, on the same positions that need search."""
+    cap = 0.5 if quick else 20.0
+    print(f"\nAblation on {len(hard)} of those positions (cap {cap:g}s each)")
     print(f"{'variant':<40}{'total s':>10}{'nodes':>14}{'proven':>8}")
     out = {}
     for name, options in ABLATIONS.items():
@@ -258,15 +262,54 @@ def _reach(cap: float, per_level: int, seed: int, quick: bool) -> tuple[int | No
     return best, rows
 
 
+MIN_NODES = 1000
+"""A benchmark position must need at least this many solver nodes."""
+
+
+def hard_positions(
+    count: int, empties: tuple[int, ...], seed: int, node_cap: int, per_level: int
+) -> tuple[list[tuple[State, int]], dict]:
+    """Up to ``count`` positions from seeded epsilon-heuristic play at each of ``empties``
+    (``per_level`` candidates a level) that need search: no four on the board, proven by a
+    fresh solver within ``node_cap`` nodes, with at least MIN_NODES nodes. Returns
+    (state, nodes) pairs, hardest last, and how the candidates were sorted out."""
+    from orderchaos.agents.solver import Solver
+
+    stats = {"candidates": 0, "with_a_four": 0, "easy": 0, "over_cap": 0}
+    kept: list[tuple[State, int]] = []
+    for e in empties:
+        for state in sensible_positions(per_level, e, seed + e):
+            stats["candidates"] += 1
+            if threat_pairs(state.x, state.o):
+                stats["with_a_four"] += 1
+                continue
+            result = Solver(tt_bits=20).solve(state, node_limit=node_cap)
+            if result.winner is None:
+                stats["over_cap"] += 1
+            elif result.nodes < MIN_NODES:
+                stats["easy"] += 1
+            else:
+                kept.append((state, result.nodes))
+    kept.sort(key=lambda pair: pair[1])
+    if len(kept) > count:  # spread over the range of difficulty, hardest kept
+        step = (len(kept) - 1) / (count - 1) if count > 1 else 0
+        kept = [kept[round(i * step)] for i in range(count)] if count > 1 else kept[-1:]
+    return kept, stats
+
+
 def run(quick: bool = False) -> dict:
-    """Measure the solver against the pure-Python baseline, its own ideas one by one, and
-    how far it reaches; print tables and return the figures."""
+    """Measure the solver against the pure-Python baseline on positions that need search,
+    its own ideas one by one, and how far it reaches; print tables and return the figures."""
     seed = 2024
-    per_count = 4 if quick else 6
     base_cap = 0.5 if quick else 10.0
     solver_cap = 5.0 if quick else 60.0
-    positions = [s for e in (20, 21, 22) for s in sensible_positions(per_count, e, seed + e)]
-    _solver_times(positions[:1], {}, solver_cap)  # compile / load the numba kernel first
+    empties = (24, 26, 28) if quick else (22, 23, 24, 25, 26, 27, 28)
+    _solver_times([sensible_positions(1, 22, seed)[0]], {}, solver_cap)  # compile / load the kernel first
+    picked, stats = hard_positions(4 if quick else 16, empties, seed, node_cap=100_000 if quick else 5_000_000,
+                                   per_level=25 if quick else 40)
+    if not picked:
+        raise RuntimeError(f"no position needing {MIN_NODES}+ nodes among {stats['candidates']} candidates")
+    positions = [state for state, _ in picked]
 
     ours = _solver_times(positions, {}, solver_cap)
     base = _baseline_times(positions, base_cap)
@@ -275,19 +318,31 @@ def run(quick: bool = False) -> dict:
     ours_median, base_median = _median_seconds(ours), _median_seconds(base)
     capped = 2 * finished <= len(base)  # the baseline median is then a lower bound
     ratio = base_median / ours_median if ours_median > 0 else float("inf")
-    print(f"\nExact solver on {len(positions)} positions with 20-22 empty cells "
-          f"(seeded epsilon-heuristic play)")
-    print(f"{'solver':<34}{'median s':>12}{'max s':>10}{'nodes/s':>12}{'finished':>10}")
+    both = [b[2] / s[2] for s, b in zip(ours, base) if b[0] is not None and s[2] > 0]
+    print("\nBoth solvers below are this project's own (no outside Order and Chaos solver exists): "
+          "the numba kernel,\nand a plain pure-Python alpha-beta + TT written as its baseline.")
+    print(f"Exact solver on {len(positions)} positions needing {MIN_NODES:,}+ nodes, with {min(empties)}-"
+          f"{max(empties)} empty cells (seeded epsilon-heuristic play; of {stats['candidates']} candidates "
+          f"{stats['with_a_four']} held a four, {stats['easy']} took fewer nodes, {stats['over_cap']} "
+          f"more than the cap)")
+    print("  nodes per position: " + ", ".join(f"{n:,}" for _, n in picked))
+    print(f"{'solver':<44}{'median s':>10}{'worst s':>10}{'nodes/s':>12}{'finished':>10}")
     for name, rows in (("numba kernel (orderchaos.agents.solver)", ours),
                        (f"pure-Python alpha-beta + TT (cap {base_cap:g}s)", base)):
-        print(f"{name:<34}{_median_seconds(rows):>12.5f}{max(r[2] for r in rows):>10.3f}"
-              f"{_rate(rows):>12.0f}{sum(r[0] is not None for r in rows):>7}/{len(rows)}")
+        print(f"{name:<44}{_median_seconds(rows):>10.4f}{max(r[2] for r in rows):>10.3f}"
+              f"{_rate(rows):>12,.0f}{sum(r[0] is not None for r in rows):>7}/{len(rows)}")
     print(f"median speed-up over the baseline: {'>=' if capped else ''}{ratio:.0f}x"
-          f"{' (baseline median hit its cap)' if capped else ''}; values agree: {agree}")
+          f"{' (the baseline median hit its cap)' if capped else ''}; on the {len(both)} positions "
+          f"both finished: median {statistics.median(both) if both else float('nan'):.0f}x; "
+          f"values agree: {agree}")
 
     figures: dict = {
         "positions": len(positions),
+        "min_nodes": MIN_NODES,
+        "nodes": [n for _, n in picked],
+        "selection": stats,
         "solver_median_s": ours_median,
+        "solver_worst_s": max(r[2] for r in ours),
         "solver_max_s": max(r[2] for r in ours),
         "solver_nodes_per_s": _rate(ours),
         "baseline_median_s": base_median,
@@ -295,15 +350,17 @@ def run(quick: bool = False) -> dict:
         "baseline_cap_s": base_cap,
         "speedup_median": ratio,
         "speedup_is_lower_bound": capped,
+        "speedup_median_both_finished": statistics.median(both) if both else None,
         "values_agree": agree,
+        "peers": "both our own: numba kernel vs pure-Python alpha-beta baseline",
     }
 
     # The JIT itself: the same kernel as plain Python, on positions that need many nodes
     # (pairing test off), both capped; the rates are compared, not the verdicts.
     figures.update(_jit_comparison(quick, seed))
 
-    # Each idea, switched off (or on) alone, on harder positions.
-    figures["ablation"] = _ablation(quick, seed)
+    # Each idea, switched off (or on) alone, on the hardest of those positions.
+    figures["ablation"] = _ablation(quick, positions[-6:])
 
     print(f"\nReach: fewest stones at which typical positions are proven within {solver_cap:g}s")
     reach, rows = _reach(solver_cap, 2 if quick else 3, seed, quick)
