@@ -3,7 +3,10 @@
 Prints positions per second of :class:`~orderchaos.agents.network_agent.NetworkEvaluator` (encoding, masking,
 both role networks, softmax -- the whole leaf-evaluation path) next to the bare network
 forward pass at a few batch sizes and network sizes, then self-play games per second with
-batched PUCT search. Ratios compare each figure with its peer measured in the same run.
+batched PUCT search, and the training backends side by side (local, Ray with 1 and 2
+actors: self-play games/s, updates/s, Ray's overhead at one actor, and a projection, marked
+as such, for 16 and 64 actors). Ratios compare each figure with its peer measured in the
+same run.
 """
 
 from __future__ import annotations
@@ -140,4 +143,136 @@ def _measure(quick: bool) -> dict[str, Any]:
             f"{games:>6} {sims:>5} {row['net']:>6} {row['games_per_sec']:>8.2f} "
             f"{row['moves_per_sec']:>8.1f} {row['leaf_evals_per_sec']:>12,.0f}"
         )
-    return {"network": net_rows, "selfplay": play_rows}
+    backends = backend_table(quick)
+    print_backend_table(backends, quick)
+    return {"network": net_rows, "selfplay": play_rows, "backends": backends}
+
+
+# ---------------------------------------------------------------------------------------
+# Training backends side by side: local, and Ray with 1 and 2 actors.
+# ---------------------------------------------------------------------------------------
+
+
+def _bench_overrides(quick: bool) -> list[str]:
+    """A training config for the backend table: self-play and learning only (no solver,
+    warm-up, imitation or evaluation, which the backends share)."""
+    if quick:
+        size = ["network.channels=8", "network.blocks=1", "selfplay.games=4", "mcts.simulations=8",
+                "optim.updates_per_iteration=4", "optim.batch_size=32", "replay.min_positions=16"]
+    else:
+        size = ["network.channels=32", "network.blocks=4", "selfplay.games=32", "mcts.simulations=32",
+                "optim.updates_per_iteration=32", "optim.batch_size=256", "replay.min_positions=256"]
+    return [*size, "eval.enabled=false", "selfplay.solver_depth=0", "selfplay.warmup_games=0",
+            "selfplay.imitation_games=0", "selfplay.heuristic_fraction=0.5", "run.progress=false",
+            "run.threads=1", "device=cpu", "seed=0"]
+
+
+def _measure_backend(overrides: list[str], iterations: int) -> dict[str, float]:
+    """Build a trainer, play and train one unmeasured iteration (actor start, compilation),
+    then ``iterations`` measured ones: self-play games/s (the learner's wall time waiting
+    for games), actor-side games/s per actor, and learner updates/s."""
+    import tempfile
+
+    from orderchaos.train.config import load_config
+    from orderchaos.train.factory import make_trainer
+
+    config = load_config(None, overrides)
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = make_trainer(config, tmp)
+        try:
+            games = play_s = train_s = 0.0
+            updates = 0
+            actor_rates = []
+            for it in range(iterations + 1):
+                started = time.perf_counter()
+                stats = trainer.generate()
+                played = time.perf_counter()
+                trained = [trainer.train_role(role) for role in AGENTS]
+                done = time.perf_counter()
+                trainer.iteration += 1
+                if it == 0:
+                    continue
+                games += config.selfplay.games
+                play_s += played - started
+                train_s += done - played
+                updates += sum(config.optim.updates_per_iteration for t in trained if t)
+                actor_rates.append(stats.get("charts/actor_games_per_sec", stats.get("charts/games_per_sec", 0.0)))
+        finally:
+            trainer.close()
+    return {
+        "games_per_iteration": config.selfplay.games,
+        "selfplay_games_per_sec": games / play_s,
+        "actor_games_per_sec": float(np.mean(actor_rates)),
+        "updates_per_sec": updates / train_s if train_s else 0.0,
+        "learner_seconds_per_iteration": train_s / iterations,
+        "selfplay_seconds_per_iteration": play_s / iterations,
+    }
+
+
+def backend_table(quick: bool = False, actors: tuple[int, ...] = (1, 2), iterations: int | None = None) -> list[dict[str, Any]]:
+    """The local backend and the Ray backend with each of ``actors`` self-play actors (sync
+    mode), on one config; rows of :func:`_measure_backend` figures. Ray rows need ray (a
+    local instance is started for them unless this process is connected already); in
+    ``quick`` mode without a connection they are left out."""
+    iterations = iterations or (1 if quick else 3)
+    overrides = _bench_overrides(quick)
+    rows = [{"backend": "local", **_measure_backend(overrides, iterations)}]
+    try:
+        import ray
+    except ImportError:
+        print("(ray rows skipped: ray is not installed; pip install 'orderchaos[ray]')")
+        return rows
+    if quick and not ray.is_initialized():
+        print("(ray rows skipped in --quick; run without --quick to measure them)")
+        return rows
+    from orderchaos.train.config import load_config
+    from orderchaos.train.ray_backend import connect
+
+    owns = connect(load_config(None, ["run.backend=ray"]).run)
+    try:
+        for n in actors:
+            ray_overrides = [*overrides, "run.backend=ray", f"run.actors={n}", "run.sync=true"]
+            rows.append({"backend": f"ray x{n}", "actors": n, **_measure_backend(ray_overrides, iterations)})
+    finally:
+        if owns:
+            ray.shutdown()
+    return rows
+
+
+def projection(rows: list[dict[str, Any]], actors: int) -> dict[str, float]:
+    """PROJECTED (not measured) games/s of the Ray backend with ``actors`` actors, each on
+    its own core, from the row with the most actors: per-actor games/s ``g``, the
+    learner's seconds per iteration ``L`` and Ray's measured overhead per iteration ``o``
+    (the learner's wait beyond ``G / (n g)``). Sync: ``G / (G / (N g) + o + L)``; async:
+    ``min(N g, G / L)`` (the learner's pace bounds it)."""
+    ray_rows = [r for r in rows if r["backend"].startswith("ray")]
+    base = max(ray_rows, key=lambda r: r["actors"])
+    g, games = base["actor_games_per_sec"], base["games_per_iteration"]
+    learner = base["learner_seconds_per_iteration"]
+    overhead = max(0.0, base["selfplay_seconds_per_iteration"] - games / (base["actors"] * g))
+    return {
+        "actors": actors,
+        "sync_games_per_sec": games / (games / (actors * g) + overhead + learner),
+        "async_games_per_sec": min(actors * g, games / learner) if learner else actors * g,
+    }
+
+
+def print_backend_table(rows: list[dict[str, Any]], quick: bool = False) -> None:
+    """The backend table, the overhead of Ray at one actor and the projection."""
+    print(f"\n{'backend':>8} {'self-play games/s':>18} {'games/s per actor':>18} {'updates/s':>10} {'learner s/it':>13}")
+    for r in rows:
+        print(f"{r['backend']:>8} {r['selfplay_games_per_sec']:>18.2f} {r['actor_games_per_sec']:>18.2f} "
+              f"{r['updates_per_sec']:>10.1f} {r['learner_seconds_per_iteration']:>13.2f}")
+    local = rows[0]
+    one = next((r for r in rows if r["backend"] == "ray x1"), None)
+    if one is not None:
+        overhead = local["selfplay_games_per_sec"] / one["selfplay_games_per_sec"] - 1
+        print(f"overhead of Ray at 1 actor: {100 * overhead:+.0f}% self-play time per game against local")
+    if any(r["backend"].startswith("ray") for r in rows):
+        print("PROJECTION (not measured; one core per actor, from the measured per-actor games/s, "
+              "Ray overhead and learner seconds per iteration above):")
+        for n in (16, 64):
+            p = projection(rows, n)
+            print(f"  {n:>3} actors: sync ~{p['sync_games_per_sec']:.0f} games/s, "
+                  f"async ~{p['async_games_per_sec']:.0f} games/s (learner-bound at "
+                  f"{rows[0]['games_per_iteration'] / max(rows[-1]['learner_seconds_per_iteration'], 1e-9):.0f})")

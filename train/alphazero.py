@@ -208,6 +208,87 @@ def play_heuristic_games(n_games: int, openings: int, rng: np.random.Generator) 
     return play_lockstep(n_games, choose)
 
 
+def heuristic_opponents(fraction: float, n_games: int, rng: np.random.Generator) -> dict[int, tuple[int, Agent]]:
+    """The heuristic agent in one seat (alternating) of the first ``fraction`` of ``n_games``."""
+    from orderchaos.agents.registry import make
+
+    count = int(round(fraction * n_games))
+    seed = int(rng.integers(2**31))
+    return {g: (g % 2, make("heuristic", seed=seed + g)) for g in range(count)}
+
+
+def play_training_games(
+    evaluator: NetworkEvaluator, config: Any, n_games: int, n_imitation: int, rng: np.random.Generator
+) -> tuple[list[SelfPlayGame], list[SelfPlayGame], float]:
+    """One batch of an iteration's games as ``config`` (a TrainConfig) says: ``n_games``
+    self-play games (:func:`play_selfplay_games`, some against the heuristic agent) and
+    ``n_imitation`` heuristic imitation games, of which only ``imitation_roles``' positions
+    are kept. Returns the self-play logs, the imitation logs and the self-play seconds.
+    The local trainer plays an iteration with it, each Ray actor its share."""
+    cfg = config
+    started = time.perf_counter()
+    opponents = heuristic_opponents(cfg.selfplay.heuristic_fraction, n_games, rng)
+    logs = play_selfplay_games(
+        evaluator,
+        n_games,
+        simulations=cfg.mcts.simulations,
+        c_puct=cfg.mcts.c_puct,
+        dirichlet_alpha=cfg.mcts.dirichlet_alpha,
+        dirichlet_fraction=cfg.mcts.dirichlet_fraction,
+        temperature=cfg.selfplay.temperature,
+        temperature_moves=cfg.selfplay.temperature_moves,
+        rng=rng,
+        opponents=opponents,
+        target_temperature=cfg.selfplay.target_temperature,
+        on_policy=range(int(round(cfg.selfplay.on_policy_fraction * len(opponents)))),
+    )
+    play_seconds = time.perf_counter() - started
+    imitation: list[SelfPlayGame] = []
+    if n_imitation:
+        imitation = play_heuristic_games(n_imitation, cfg.selfplay.warmup_openings, rng)
+        for log in imitation:
+            log.keep_only([i for i, s in enumerate(log.states) if s.to_play in cfg.selfplay.imitation_roles])
+    return logs, imitation, play_seconds
+
+
+def hunt_round(
+    evaluator: NetworkEvaluator, config: Any, rng: np.random.Generator
+) -> tuple[dict[str, tuple[np.ndarray, ...]], dict[str, float]]:
+    """One round of ``mistakes`` (``config`` a MistakesConfig) with the networks of
+    ``evaluator``: each configured role plays greedy games against the opponents, and the
+    losing move of each lost game that the solver (or, with ``rollouts``, play-outs) can
+    place becomes a row. Returns the rows per role (``mistake_rows`` arrays; roles that
+    found none are left out) and the round's metrics. The local trainer runs it in the
+    learner; the Ray backend on an actor."""
+    cfg = config
+    learner = NeuralAgent(evaluator, sims=0, temp=0.0, name="learner")
+
+    def preferences(state: State) -> list[int]:
+        priors, _ = evaluator.evaluate([state])
+        return ranked_moves(priors[0], cfg.candidates)
+
+    rows: dict[str, tuple[np.ndarray, ...]] = {}
+    metrics: dict[str, float] = {}
+    for role in cfg.roles:
+        hunt = collect_mistakes(
+            learner,
+            role,
+            cfg.opponents,
+            cfg.games,
+            int(rng.integers(2**31)),
+            openings=cfg.openings,
+            node_limit=cfg.node_limit,
+            preferences=preferences,
+            rollouts=cfg.rollouts,
+        )
+        if hunt.mistakes:
+            rows[role] = tuple(mistake_rows(hunt.mistakes))
+        metrics[f"{role}/mistakes/lost_rate"] = hunt.lost / hunt.games
+        metrics[f"{role}/mistakes/found"] = float(len(hunt.mistakes))
+        metrics[f"{role}/mistakes/practical"] = float(hunt.practical)
+    return rows, metrics
+
+
 @dataclass
 class TrainingRows:
     """Training rows from game logs: positions, planes, masks, policy and value targets."""
@@ -269,6 +350,8 @@ class AlphaZeroTrainer(Trainer):
         self.mistakes = {role: ReplayBuffer(config.mistakes.capacity) for role in AGENTS}
         self.evaluator = NetworkEvaluator(self.nets, device=self.device)
         self.solver = SolverWorker(config.selfplay.solver_workers)
+        # bf16 autocast of the learner's forward pass: CUDA only (the CPU path stays float32)
+        self.bf16 = config.optim.bf16 and self.device.type == "cuda"
         self._pending: list[tuple[TrainingRows, list[int], PendingTargets]] = []
 
     def close(self) -> None:
@@ -293,41 +376,15 @@ class AlphaZeroTrainer(Trainer):
             if role in state.get("mistakes", {}):
                 buf.load_state_dict(state["mistakes"][role])
 
-    def _opponents(self, n_games: int) -> dict[int, tuple[int, Agent]]:
-        from orderchaos.agents.registry import make
-
-        count = int(round(self.config.selfplay.heuristic_fraction * n_games))
-        seed = int(self.rng.integers(2**31))
-        return {g: (g % 2, make("heuristic", seed=seed + g)) for g in range(count)}
-
     def generate(self) -> dict[str, float]:
         """Play one batch of self-play games (and imitation games) and store their
         positions; returns statistics."""
         cfg = self.config
         for net in self.nets.values():
             net.eval()
-        started = time.perf_counter()
-        opponents = self._opponents(cfg.selfplay.games)
-        logs = play_selfplay_games(
-            self.evaluator,
-            cfg.selfplay.games,
-            simulations=cfg.mcts.simulations,
-            c_puct=cfg.mcts.c_puct,
-            dirichlet_alpha=cfg.mcts.dirichlet_alpha,
-            dirichlet_fraction=cfg.mcts.dirichlet_fraction,
-            temperature=cfg.selfplay.temperature,
-            temperature_moves=cfg.selfplay.temperature_moves,
-            rng=self.rng,
-            opponents=opponents,
-            target_temperature=cfg.selfplay.target_temperature,
-            on_policy=range(int(round(cfg.selfplay.on_policy_fraction * len(opponents)))),
+        logs, imitation, play_seconds = play_training_games(
+            self.evaluator, cfg, cfg.selfplay.games, cfg.selfplay.imitation_games, self.rng
         )
-        play_seconds = time.perf_counter() - started
-        imitation: list[SelfPlayGame] = []
-        if cfg.selfplay.imitation_games:
-            imitation = play_heuristic_games(cfg.selfplay.imitation_games, cfg.selfplay.warmup_openings, self.rng)
-            for log in imitation:
-                log.keep_only([i for i, s in enumerate(log.states) if s.to_play in cfg.selfplay.imitation_roles])
         stats = self.flush()
         stats.update(self.store(logs + imitation))
         self.games_played += len(logs)
@@ -350,9 +407,12 @@ class AlphaZeroTrainer(Trainer):
         next iteration's, or the next checkpoint's); otherwise they are solved here.
         ``solver_depth`` overrides ``selfplay.solver_depth``.
         """
+        return self.store_rows(TrainingRows.from_logs(logs), solver_depth)
+
+    def store_rows(self, rows: "TrainingRows | None", solver_depth: int | None = None) -> dict[str, float]:
+        """:meth:`store` for rows already gathered from game logs (None: no rows)."""
         cfg = self.config.selfplay
         depth = cfg.solver_depth if solver_depth is None else solver_depth
-        rows = TrainingRows.from_logs(logs)
         if rows is None:
             return {}
         late = [i for i, s in enumerate(rows.states) if s.num_empty <= depth] if depth else []
@@ -401,37 +461,21 @@ class AlphaZeroTrainer(Trainer):
         against the opponents, and the losing move of each lost game that the solver (or,
         with ``mistakes.rollouts``, play-outs) can place joins that role's mistake positions
         (``orderchaos.arena.mistakes``)."""
-        cfg = self.config.mistakes
         started = time.perf_counter()
         for net in self.nets.values():
             net.eval()
-        learner = NeuralAgent(self.evaluator, sims=0, temp=0.0, name="learner")
+        rows, metrics = hunt_round(self.evaluator, self.config.mistakes, self.rng)
+        return {**self.add_mistakes(rows, metrics), "charts/mistake_seconds": time.perf_counter() - started}
 
-        def preferences(state: State) -> list[int]:
-            priors, _ = self.evaluator.evaluate([state])
-            return ranked_moves(priors[0], cfg.candidates)
-
-        metrics: dict[str, float] = {}
-        for role in cfg.roles:
-            hunt = collect_mistakes(
-                learner,
-                role,
-                cfg.opponents,
-                cfg.games,
-                int(self.rng.integers(2**31)),
-                openings=cfg.openings,
-                node_limit=cfg.node_limit,
-                preferences=preferences,
-                rollouts=cfg.rollouts,
-            )
-            if hunt.mistakes:
-                self.mistakes[role].add(*mistake_rows(hunt.mistakes))
-            metrics[f"{role}/mistakes/lost_rate"] = hunt.lost / hunt.games
-            metrics[f"{role}/mistakes/found"] = float(len(hunt.mistakes))
-            metrics[f"{role}/mistakes/practical"] = float(hunt.practical)
-            metrics[f"{role}/mistakes/kept"] = float(len(self.mistakes[role]))
-        metrics["charts/mistake_seconds"] = time.perf_counter() - started
-        return metrics
+    def add_mistakes(self, rows: dict[str, tuple[np.ndarray, ...]], metrics: dict[str, float]) -> dict[str, float]:
+        """Add a :func:`hunt_round`'s rows to the mistake positions; its metrics, with how
+        many each role keeps."""
+        out = dict(metrics)
+        for role in self.config.mistakes.roles:
+            if role in rows:
+                self.mistakes[role].add(*rows[role])
+            out[f"{role}/mistakes/kept"] = float(len(self.mistakes[role]))
+        return out
 
     def warm_up(self) -> dict[str, float]:
         """Fill the replay buffers from heuristic games and pre-train both networks."""
@@ -471,7 +515,9 @@ class AlphaZeroTrainer(Trainer):
             m = torch.from_numpy(masks).to(self.device).bool()
             pi = torch.from_numpy(targets).to(self.device)
             z = torch.from_numpy(values).to(self.device)
-            logits, v = net(x)
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+                logits, v = net(x)
+            logits, v = logits.float(), v.float()  # no-ops in float32 (the CPU path)
             logp = masked_log_softmax(logits, m).masked_fill(~m, 0.0)
             policy_loss = -(pi * logp).sum(1).mean()
             value_loss = torch.mean((v - z) ** 2)

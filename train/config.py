@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,42 @@ class RunConfig:
     keep_checkpoints: int = _field(2, "how many checkpoint directories to keep on disk", min=1)
     threads: int = _field(0, "torch CPU threads (0: leave torch's default)", min=0)
     progress: bool = _field(True, "show a live tqdm progress bar")
+    backend: str = _field(
+        "local",
+        "where self-play runs (alphazero): 'local' plays in the training process (solver "
+        "targets in local worker processes); 'ray' plays on `actors` Ray actors, with solver "
+        "targets and the mistake hunt on Ray workers too (needs pip install 'orderchaos[ray]'; "
+        "see docs/ray.md)",
+        choices=["local", "ray"],
+    )
+    actors: int = _field(
+        2, "self-play actors (backend ray); each plays its share of selfplay.games", min=1
+    )
+    ray_address: str | None = _field(
+        None,
+        "the Ray cluster to join (backend ray): null starts a local instance sized to this "
+        "machine (bound to 127.0.0.1), 'auto' joins the one running here, HOST:PORT joins "
+        "that head node",
+        pattern=r"auto|[^\s:]+:[0-9]{1,5}",
+        shape="null, auto or HOST:PORT",
+    )
+    sync: bool = _field(
+        True,
+        "backend ray: the learner waits for each iteration's games, all played with its "
+        "latest weights, so a run with fixed `actors` is reproducible from its seed; false: "
+        "actors keep playing (with weights up to `inflight` iterations old) while the "
+        "learner trains: faster, not reproducible",
+    )
+    inflight: int = _field(
+        2,
+        "backend ray, sync false: game batches queued per actor (the cap on unread batches "
+        "is actors x this, so memory stays bounded)",
+        min=1,
+    )
+    object_store_mb: int = _field(
+        512, "backend ray: object store size of a local Ray instance, MiB", min=80
+    )
+    dashboard: bool = _field(False, "backend ray: start the Ray dashboard of a local instance")
 
 
 @dataclass
@@ -227,6 +264,9 @@ class OptimConfig:
     lr_schedule: str = _field(
         "constant", "learning-rate schedule over the iterations", choices=["constant", "cosine"]
     )
+    bf16: bool = _field(
+        False, "bf16 autocast of the learner's forward pass on CUDA (alphazero; ignored on CPU)"
+    )
 
 
 @dataclass
@@ -387,11 +427,23 @@ def _unknown_key_error(key: str) -> ConfigError:
 
 
 def _type_name(kind: Any) -> str:
+    if _optional_of(kind) is not None:
+        return f"{_type_name(_optional_of(kind))} or null"
     return getattr(kind, "__name__", str(kind))
+
+
+def _optional_of(kind: Any) -> Any:
+    """``X`` for ``X | None``, else None."""
+    args = typing.get_args(kind)
+    if type(None) in args and len(args) == 2:
+        return next(a for a in args if a is not type(None))
+    return None
 
 
 def _coerce(key: str, kind: Any, value: Any) -> Any:
     """Check ``value`` against the field type, converting int -> float where harmless."""
+    if _optional_of(kind) is not None:
+        return None if value is None else _coerce(key, _optional_of(kind), value)
     if kind is bool:
         if isinstance(value, bool):
             return value
@@ -423,7 +475,12 @@ def _coerce(key: str, kind: Any, value: Any) -> Any:
 
 
 def _check_rules(key: str, value: Any, rules: dict[str, Any]) -> None:
-    """Range and choice checks from the field metadata."""
+    """Range, choice and pattern checks from the field metadata."""
+    if value is None:  # null, where the type allows it
+        return
+    pattern = rules.get("pattern")
+    if pattern is not None and not re.fullmatch(pattern, value):
+        raise ConfigError(f"config key {key!r} must be {rules.get('shape', pattern)}, got {value!r}")
     lo, hi = rules.get("min"), rules.get("max")
     if lo is not None:
         too_low = value <= lo if rules.get("exclusive") else value < lo

@@ -18,4 +18,19 @@ def make_trainer(config: TrainConfig, run_dir: str | Path, resume: bool = False)
     cls = TRAINERS.get(config.algorithm)
     if cls is None:
         raise ValueError(f"unknown algorithm {config.algorithm!r}; accepted: {', '.join(TRAINERS)}")
+    if config.run.backend == "ray":
+        cls = _ray_trainer(config)
     return cls.resume(config, run_dir) if resume else cls.create(config, run_dir)
+
+
+def _ray_trainer(config: TrainConfig) -> type[Trainer]:
+    """The Ray backend's trainer (imported only here: ``ray`` is an optional extra)."""
+    if config.algorithm != "alphazero":
+        raise ValueError(f"run.backend=ray supports algorithm alphazero, not {config.algorithm!r}")
+    try:
+        from orderchaos.train.ray_backend import RayAlphaZeroTrainer
+    except ImportError as exc:
+        raise ValueError(
+            f"run.backend=ray needs ray ({exc}); install it with pip install 'orderchaos[ray]'"
+        ) from None
+    return RayAlphaZeroTrainer

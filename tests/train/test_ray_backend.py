@@ -1,0 +1,232 @@
+"""The Ray backend (run.backend=ray): training, resume, reproducibility in sync mode, a
+killed actor, joining a cluster by address, bad input, and that nothing else imports ray.
+
+One local Ray instance (2 CPUs, no dashboard) serves the module; the cluster test starts
+its own head node in a temporary directory and stops only the processes it started.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from helpers import REPO, SMOKE, run_weights
+from orderchaos.cli.main import main
+from orderchaos.train.config import load_config
+from orderchaos.train.factory import make_trainer
+
+ray = pytest.importorskip("ray")
+
+FAST = ["eval.enabled=false", "run.backend=ray", "run.actors=2"]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray instance for the module's tests (the trainers use it and leave it up)."""
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=100 * 2**20,
+        _node_ip_address="127.0.0.1",
+        logging_level=logging.WARNING,
+    )
+    yield
+    ray.shutdown()
+
+
+def scalars(run_dir: Path) -> dict[str, dict[int, float]]:
+    """Every scalar tag of a run: step -> value (read from the event files directly, since
+    TensorBoard's reader drops a resumed run's steps before its purge step)."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    out: dict[str, dict[int, float]] = {}
+    for path in sorted(run_dir.glob("events.out.tfevents.*")):
+        for event in EventFileLoader(str(path)).Load():
+            for value in event.summary.value:
+                if value.HasField("simple_value"):
+                    out.setdefault(value.tag, {})[event.step] = value.simple_value
+                elif value.HasField("tensor"):
+                    out.setdefault(value.tag, {})[event.step] = float(value.tensor.float_val[0]) if value.tensor.float_val else float("nan")
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_sync_runs_are_reproducible_and_resume(local_ray, tmp_path: Path) -> None:
+    """Three iterations straight, and two plus a resumed third, give the same weights and
+    metrics: sync mode is reproducible from the seed, checkpoints and resume work."""
+    straight = tmp_path / "straight"
+    make_trainer(load_config(SMOKE, [*FAST, "run.iterations=3"]), straight).fit()
+    halves = tmp_path / "halves"
+    make_trainer(load_config(SMOKE, [*FAST, "run.iterations=2"]), halves).fit()
+    resumed = make_trainer(load_config(SMOKE, [*FAST, "run.iterations=3"]), halves, resume=True)
+    assert resumed.iteration == 2 and resumed.games_played == 8
+    resumed.fit()
+    a, b = run_weights(straight), run_weights(halves)
+    for role in a:
+        for key in a[role]:
+            assert torch.equal(a[role][key], b[role][key]), (role, key)
+    sa, sb = scalars(straight), scalars(halves)
+    for tag in ("charts/games_played", "charts/selfplay_order_winrate", "order/losses/policy", "chaos/losses/value"):
+        assert sa[tag] == sb[tag], tag
+    assert sa["charts/games_played"] == {1: 4.0, 2: 8.0, 3: 12.0}
+    assert set(sa["charts/weights_lag"].values()) == {0.0}  # sync: every game with the newest weights
+    rates = [*sa["charts/actor_games_per_sec"].values(), *sa["charts/learner_updates_per_sec"].values()]
+    assert rates and all(v > 0 for v in rates)
+    assert sa["charts/solver_positions"]  # solver targets went through the Ray tasks
+
+
+def test_a_killed_actor_is_replaced_and_the_run_finishes(local_ray, tmp_path: Path) -> None:
+    """SIGKILL an actor while its batch is out: Ray restarts it and replays the batch, a
+    warning says so, and the run finishes with every game."""
+    config = load_config(SMOKE, [*FAST, "run.iterations=3"])
+    trainer = make_trainer(config, tmp_path / "run")
+    submitted, killed = [], []
+    submit = trainer._submit
+
+    def submit_and_kill(k: int, games: int, imitation: int):
+        submitted.append(k)
+        if k == 0 and len(submitted) > 2 and not killed:  # actor 0's second-iteration batch
+            pid = ray.get(trainer.actors[0].pid.remote())  # asked while the actor is idle
+            ref = submit(k, games, imitation)
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+            return ref
+        return submit(k, games, imitation)
+
+    trainer._submit = submit_and_kill
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit()
+    assert killed and trainer.iteration == 3
+    restarted = [w for w in caught if "self-play actor 0 was restarted" in str(w.message)]
+    assert len(restarted) == 1, [str(w.message) for w in caught]
+    assert trainer.restarts == 1 and trainer.lost_batches == 0
+    assert trainer.games_played == 3 * 4
+    metrics = scalars(tmp_path / "run")
+    assert metrics["charts/actor_restarts"][3] == 1.0
+
+
+def test_async_mode_plays_ahead_with_older_weights(local_ray, tmp_path: Path) -> None:
+    config = load_config(SMOKE, [*FAST, "run.iterations=3", "run.sync=false", "run.inflight=1",
+                                 "selfplay.solver_depth=0"])
+    trainer = make_trainer(config, tmp_path / "run")
+    trainer.fit()
+    assert trainer.games_played == 3 * 4 and not trainer._inflight  # queued batches dropped at the end
+    lag = scalars(tmp_path / "run")["charts/weights_lag"]
+    assert lag[1] == 0.0 and max(lag.values()) >= 1.0  # later batches were queued before training
+
+
+def test_bench_table_measures_both_backends(local_ray) -> None:
+    from orderchaos.bench.train import backend_table
+
+    rows = backend_table(quick=True, actors=(1,), iterations=1)
+    assert [r["backend"] for r in rows] == ["local", "ray x1"]
+    assert all(r["selfplay_games_per_sec"] > 0 and r["updates_per_sec"] > 0 for r in rows)
+
+
+def test_bad_input_gives_one_line_and_status_2(local_ray, tmp_path: Path, capsys) -> None:
+    for override, expected in [
+        ("run.backend=spark", "run.backend"),
+        ("run.actors=0", "run.actors"),
+        (f"run.ray_address=127.0.0.1:{free_port()}", "cannot reach a Ray cluster"),
+        ("run.ray_address=nohost", "run.ray_address"),
+    ]:
+        started = time.perf_counter()
+        code = main(["train", SMOKE, "run.backend=ray", override, "--run-dir", str(tmp_path / "bad")])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and expected in err and len(err.splitlines()) == 1, (override, err)
+        assert time.perf_counter() - started < 15
+    assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.slow  # a second Ray head and a CLI process: about a minute on 2 cores
+def test_train_joins_a_cluster_by_address(tmp_path: Path) -> None:
+    """A head node of our own (loopback, no dashboard, one CPU, its own temp dir); the CLI
+    trains the smoke config on it; then only that node's processes are stopped."""
+    port = free_port()
+    temp = Path(f"/tmp/oc-ray-{os.getpid()}-{port}")  # short: Ray's socket paths are limited
+    bin_dir = Path(sys.executable).parent
+    head = subprocess.Popen(
+        [str(bin_dir / "ray"), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
+         "--include-dashboard=false", "--num-cpus=1", f"--temp-dir={temp}", "--disable-usage-stats"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert head.poll() is None and time.time() < deadline, "ray head did not start"
+                time.sleep(0.5)
+        run_dir = tmp_path / "run"
+        out = subprocess.run(
+            [sys.executable, "-m", "orderchaos", "train", SMOKE, *FAST, "run.actors=1", "run.iterations=1",
+             f"run.ray_address=127.0.0.1:{port}", "--run-dir", str(run_dir)],
+            capture_output=True, text=True, timeout=240, cwd=REPO,
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert "iterations: 1  games: 4" in out.stdout
+        assert (run_dir / "checkpoints").is_dir()
+    finally:
+        _stop(head, temp)
+
+
+def _stop(head: subprocess.Popen, temp: Path) -> None:
+    """Stop the head started above and every process that carries its temp dir."""
+    try:
+        os.killpg(head.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        head.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(head.pid, signal.SIGKILL)
+    for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(temp).encode() in cmdline:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_only_the_ray_backend_imports_ray() -> None:
+    code = (
+        "import sys, orderchaos, orderchaos.envs, orderchaos.agents.registry, orderchaos.train.factory, "
+        "orderchaos.train.alphazero, orderchaos.cli.main, orderchaos.bench.train\n"
+        "assert 'ray' not in sys.modules, sorted(m for m in sys.modules if m.startswith('ray'))"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_records_round_trip() -> None:
+    from orderchaos.train.alphazero import play_heuristic_games
+    from orderchaos.train.ray_backend import pack_games, unpack_rows
+
+    logs = play_heuristic_games(3, 2, np.random.default_rng(0))
+    record = pack_games(logs[:2], logs[2:])
+    assert all(isinstance(v, np.ndarray) for v in record.values())
+    rows = unpack_rows([record])
+    assert rows.states == [s for log in logs for s in log.states]
+    assert np.array_equal(rows.planes, np.stack([p for log in logs for p in log.planes]))
+    assert list(record["lengths"]) == [log.length for log in logs[:2]]
