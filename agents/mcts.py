@@ -29,10 +29,8 @@ import numpy as np
 from numba import njit
 
 from orderchaos.agents.base import Evaluator, SeedLike, make_rng
+from orderchaos.agents.kernels import legal_actions, places_five
 from orderchaos.agents.rollout import (
-    CELL_MASK_COUNT,
-    CELL_MASKS,
-    places_five,
     rand_below,
     rollout_value,
     rollout_values,
@@ -55,6 +53,13 @@ NODE_DTYPE = np.dtype(
     ]
 )
 """One search node. A tree is a slice of an array of these; children are contiguous."""
+
+UCT_C = 1.4
+"""Default exploration constant of UCT (UCB1 ``q + c*sqrt(ln N / n)``, no priors): the
+``mcts`` player's random-rollout search."""
+PUCT_C = 1.5
+"""Default exploration constant of PUCT (``q + c * prior * sqrt(N) / (1 + n)``): search
+guided by network priors (the ``pretrained`` player, AlphaZero self-play)."""
 
 _CHUNK = 256  # compiled simulations between two time-limit checks
 _PROVEN_NAMES = {-1: "win", 1: "loss", 0: None}  # root's proven flag -> its mover's result
@@ -101,19 +106,13 @@ def _select(nodes, root, x, o, c, use_priors):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _expand(nodes, size, leaf, x, o, priors, stream, cell_masks, cell_mask_count):  # pragma: no cover
+def _expand(nodes, size, leaf, x, o, priors, stream):  # pragma: no cover - compiled
     """Create all children of ``leaf`` (in shuffled order), proving terminal ones at once.
 
     Priors are renormalised over the legal actions (uniform when they sum to zero).
     """
     actions = np.empty(ACTIONS, dtype=np.int64)
-    n = 0
-    occupied = x | o
-    for cell in range(CELLS):
-        if not (occupied >> cell) & 1:
-            actions[n] = 2 * cell
-            actions[n + 1] = 2 * cell + 1
-            n += 2
+    n = legal_actions(x | o, actions)
     for i in range(n - 1, 0, -1):
         j = rand_below(stream, i + 1)
         actions[i], actions[j] = actions[j], actions[i]
@@ -140,7 +139,7 @@ def _expand(nodes, size, leaf, x, o, priors, stream, cell_masks, cell_mask_count
         nodes[j].action = a
         nodes[j].prior = priors[a] / total if total > 0 else 1.0 / n
         bits = (x if a & 1 == 0 else o) | (one << cell)
-        if places_five(bits, cell, cell_masks, cell_mask_count):
+        if places_five(bits, cell):
             outcome = 1 if mover_is_order else -1
         elif n == 2:  # the last empty cell: a full board without a five
             outcome = -1 if mover_is_order else 1
@@ -186,10 +185,10 @@ def _backup(nodes, leaf, value):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _expand_and_backup(nodes, size, leaf, x, o, priors, value, stream, cell_masks, cell_mask_count):  # pragma: no cover
+def _expand_and_backup(nodes, size, leaf, x, o, priors, value, stream):  # pragma: no cover - compiled
     """Expand an unproven, unexpanded leaf; back up its exact value if that proves it."""
     if nodes[leaf].proven == 0 and nodes[leaf].first_child < 0:
-        _expand(nodes, size, leaf, x, o, priors, stream, cell_masks, cell_mask_count)
+        _expand(nodes, size, leaf, x, o, priors, stream)
     if nodes[leaf].proven != 0:
         value = -float(nodes[leaf].proven)
     _backup(nodes, leaf, value)
@@ -197,7 +196,7 @@ def _expand_and_backup(nodes, size, leaf, x, o, priors, value, stream, cell_mask
 
 @njit(cache=True)
 def _simulate_with_rollouts(
-    nodes, size, root, x, o, n_sims, c, use_priors, n_rollouts, stream, cell_masks, cell_mask_count
+    nodes, size, root, x, o, n_sims, c, use_priors, n_rollouts, stream
 ):  # pragma: no cover - compiled
     """Run up to ``n_sims`` simulations with random-playout leaf values; returns how many
     ran (fewer when the root is proven or the node array is full)."""
@@ -207,11 +206,11 @@ def _simulate_with_rollouts(
     while done < n_sims and nodes[root].proven == 0 and size[0] + ACTIONS <= nodes.shape[0]:
         leaf, lx, lo = _select(nodes, root, x, o, c, use_priors)
         if nodes[leaf].proven == 0 and nodes[leaf].first_child < 0:
-            _expand(nodes, size, leaf, lx, lo, priors, stream, cell_masks, cell_mask_count)
+            _expand(nodes, size, leaf, lx, lo, priors, stream)
         if nodes[leaf].proven != 0:
             value = -float(nodes[leaf].proven)
         else:
-            value = rollout_value(lx, lo, n_rollouts, stream, cell_masks, cell_mask_count, trace)
+            value = rollout_value(lx, lo, n_rollouts, stream, trace)
         _backup(nodes, leaf, value)
         done += 1
     return done
@@ -231,13 +230,13 @@ def _select_many(nodes, roots, xs, os_, c, use_priors):  # pragma: no cover - co
 
 @njit(cache=True)
 def _expand_and_backup_many(
-    nodes, size, tree_ids, leaves, xs, os_, priors, values, streams, cell_masks, cell_mask_count
+    nodes, size, tree_ids, leaves, xs, os_, priors, values, streams
 ):  # pragma: no cover - compiled
     """:func:`_expand_and_backup` for one evaluated leaf per tree (streams by tree id)."""
     for i in range(leaves.shape[0]):
         _expand_and_backup(
             nodes, size, leaves[i], xs[i], os_[i], priors[i], values[i],
-            streams[tree_ids[i]], cell_masks, cell_mask_count,
+            streams[tree_ids[i]],
         )
 
 
@@ -275,7 +274,7 @@ class RolloutEvaluator:
                 raise ValueError("RolloutEvaluator.evaluate needs non-terminal states")
         xs = np.fromiter((s.x for s in states), dtype=np.int64, count=len(states))
         os_ = np.fromiter((s.o for s in states), dtype=np.int64, count=len(states))
-        values = rollout_values(xs, os_, self.n_rollouts, self._stream, CELL_MASKS, CELL_MASK_COUNT)
+        values = rollout_values(xs, os_, self.n_rollouts, self._stream)
         return uniform_legal_priors(states), values
 
 
@@ -395,7 +394,8 @@ class MCTS:
         simulations: simulations per search (the root expansion counts as the first one);
             None means unbounded, so ``time_limit`` must be given.
         c: exploration constant: UCB1 ``q + c*sqrt(ln N / n)`` or PUCT
-            ``q + c * prior * sqrt(N) / (1 + n)``.
+            ``q + c * prior * sqrt(N) / (1 + n)``; None means :data:`UCT_C` for UCT and
+            :data:`PUCT_C` for PUCT.
         use_priors: True / ``"puct"`` or False / ``"uct"``; None picks UCT for a
             :class:`RolloutEvaluator` and PUCT otherwise.
         dirichlet_alpha, dirichlet_fraction: root noise ``(1-f)*prior + f*Dir(alpha)``,
@@ -411,7 +411,7 @@ class MCTS:
         self,
         evaluator: Evaluator,
         simulations: int | None = 800,
-        c: float = 1.4,
+        c: float | None = None,
         use_priors: bool | str | None = None,
         dirichlet_alpha: float | None = None,
         dirichlet_fraction: float = 0.25,
@@ -427,15 +427,15 @@ class MCTS:
         _check_positive("time_limit", time_limit, float, allow_none=True)
         if simulations is None and time_limit is None:
             raise ValueError("give a simulations budget, a time_limit, or both")
-        _check_positive("c", c, float, allow_none=False)
+        _check_positive("c", c, float, allow_none=True)
         _check_positive("dirichlet_alpha", dirichlet_alpha, float, allow_none=True)
         if not 0.0 <= dirichlet_fraction <= 1.0:
             raise ValueError(f"dirichlet_fraction must be in [0, 1], got {dirichlet_fraction!r}")
         _check_positive("max_nodes", max_nodes, int, allow_none=False)
         self.evaluator = evaluator
         self.simulations = simulations
-        self.c = float(c)
         self.use_priors = _parse_mode(use_priors, evaluator)
+        self.c = float(c if c is not None else PUCT_C if self.use_priors else UCT_C)
         self.dirichlet_alpha = dirichlet_alpha
         self.dirichlet_fraction = float(dirichlet_fraction)
         self.time_limit = time_limit
@@ -498,7 +498,6 @@ class MCTS:
                 ran = _simulate_with_rollouts(
                     arena.nodes, arena.size, root, np.int64(state.x), np.int64(state.o), chunk,
                     self.c, self.use_priors, self.evaluator.n_rollouts, streams[t],
-                    CELL_MASKS, CELL_MASK_COUNT,
                 )
                 if done[t] == 0 and noise_rngs[t] is not None:
                     self._add_noise(arena, int(root), noise_rngs[t])
@@ -521,8 +520,7 @@ class MCTS:
             leaves, lxs, los = _select_many(arena.nodes, roots[active], xs[active], os_[active], self.c, self.use_priors)
             priors, values = self._evaluate([State(int(x), int(o)) for x, o in zip(lxs, los)])
             _expand_and_backup_many(
-                arena.nodes, arena.size, active, leaves, lxs, los, priors, values, streams,
-                CELL_MASKS, CELL_MASK_COUNT,
+                arena.nodes, arena.size, active, leaves, lxs, los, priors, values, streams
             )
             if first_wave:
                 for t in active:
@@ -589,12 +587,11 @@ def _load_kernels() -> None:
     roots = np.array([arena.add_root()], dtype=np.int64)
     stream = seed_stream(0)
     zero = np.zeros(1, dtype=np.int64)
-    _simulate_with_rollouts(arena.nodes, arena.size, 0, zero[0], zero[0], 1, 1.0, False, 1, stream, CELL_MASKS, CELL_MASK_COUNT)
+    _simulate_with_rollouts(arena.nodes, arena.size, 0, zero[0], zero[0], 1, 1.0, False, 1, stream)
     leaves, xs, os_ = _select_many(arena.nodes, roots, zero, zero, 1.0, True)
     priors = np.zeros((1, ACTIONS), dtype=np.float32)
     _expand_and_backup_many(
-        arena.nodes, arena.size, zero, leaves, xs, os_, priors, np.zeros(1), stream[None, :],
-        CELL_MASKS, CELL_MASK_COUNT,
+        arena.nodes, arena.size, zero, leaves, xs, os_, priors, np.zeros(1), stream[None, :]
     )
     _KERNELS_LOADED = True
 
@@ -610,7 +607,7 @@ class MCTSAgent:
 
     name = "mcts"
 
-    def __init__(self, sims: int = 1000, c: float = 1.4, seed: SeedLike = None, time: float | None = None) -> None:
+    def __init__(self, sims: int = 1000, c: float = UCT_C, seed: SeedLike = None, time: float | None = None) -> None:
         _check_positive("sims", sims, int, allow_none=False)
         self.mcts = MCTS(
             RolloutEvaluator(1),

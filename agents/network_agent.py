@@ -33,8 +33,6 @@ from orderchaos.agents.policy_files import (
 from orderchaos.envs.encoding import action_masks, encode_states
 from orderchaos.envs.rules import ACTIONS, AGENTS, State
 
-DEFAULT_C_PUCT = 1.5
-
 
 class NetworkEvaluator:
     """Evaluate batches of states with one network per role (see :class:`orderchaos.agents.base.Evaluator`).
@@ -109,7 +107,8 @@ class NeuralAgent:
 
     ``sims=0``: the network's policy alone; ``temp=0`` plays its most probable move, ``temp>0``
     samples. ``sims>0``: runs that many PUCT simulations (``orderchaos.agents.mcts.MCTS``, constant
-    ``c``) and plays the most visited move (``temp=0``) or samples the visit distribution.
+    ``c``, by default ``orderchaos.agents.mcts.PUCT_C``) and plays the most visited move
+    (``temp=0``) or samples the visit distribution.
     """
 
     def __init__(
@@ -118,7 +117,7 @@ class NeuralAgent:
         *,
         sims: int = 0,
         temp: float = 0.0,
-        c: float = DEFAULT_C_PUCT,
+        c: float | None = None,
         seed: SeedLike = None,
         name: str = "neural",
     ) -> None:
@@ -126,7 +125,7 @@ class NeuralAgent:
             raise ValueError(f"sims must be >= 0, got {sims}")
         if temp < 0:
             raise ValueError(f"temp must be >= 0, got {temp}")
-        if c <= 0:
+        if c is not None and c <= 0:
             raise ValueError(f"c must be > 0, got {c}")
         self.evaluator = evaluator
         self.sims, self.temp, self.c = sims, temp, c
@@ -143,6 +142,7 @@ class NeuralAgent:
                 use_priors=True,
                 seed=int(self.rng.integers(2**31)),
             )
+            self.c = self._search.c  # c=None: the MCTS default for PUCT, PUCT_C
 
     def policy(self, state: State) -> np.ndarray:
         """Move probabilities (72, zero on illegal moves): the network's prior, or the
@@ -220,7 +220,7 @@ def run_dir_agent(
     path: str | Path,
     sims: int = 0,
     temp: float = 0.0,
-    c: float = DEFAULT_C_PUCT,
+    c: float | None = None,
     seed: SeedLike = None,
 ) -> NeuralAgent:
     """The agent of a training run directory (its latest checkpoint) or of a policy directory."""
@@ -231,7 +231,7 @@ def run_dir_agent(
 
 
 def pretrained_agent(
-    sims: int = 0, temp: float = 0.0, c: float = DEFAULT_C_PUCT, seed: SeedLike = None
+    sims: int = 0, temp: float = 0.0, c: float | None = None, seed: SeedLike = None
 ) -> NeuralAgent:
     """The shipped pretrained Order and Chaos policies as one agent (registry ``pretrained``)."""
     where = pretrained_dir()

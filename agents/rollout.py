@@ -1,8 +1,8 @@
 """Numba kernels for random playouts on raw bitboards, with an explicit random stream.
 
-The rules are not re-derived here: the kernels only test window masks exported by
-``orderchaos.envs.rules`` (``CELL_WINDOW_MASKS``) -- a placed stone wins when it fills one of the windows
-through its cell, and the game ends for Chaos when the board fills. Tests replay every
+The rules are not re-derived here: the playouts use the compiled helpers of
+:mod:`orderchaos.agents.kernels` (``places_five``: a placed stone wins when it fills one of the
+windows through its cell) and the game ends for Chaos when the board fills. Tests replay every
 playout in the scalar engine to check that both agree.
 
 Randomness comes from a xorshift64* generator whose state is a one-element ``uint64`` array
@@ -15,15 +15,8 @@ import numpy as np
 from numba import njit
 
 from orderchaos.agents.base import SeedLike, make_rng
-from orderchaos.envs.rules import CELL_WINDOW_MASKS, CELLS, ORDER, CHAOS, State
-
-MAX_CELL_WINDOWS = max(len(masks) for masks in CELL_WINDOW_MASKS)
-CELL_MASKS = np.zeros((CELLS, MAX_CELL_WINDOWS), dtype=np.int64)
-"""``CELL_MASKS[c, j]``: the j-th window mask through cell c (rows padded with zeros)."""
-CELL_MASK_COUNT = np.array([len(masks) for masks in CELL_WINDOW_MASKS], dtype=np.int64)
-"""How many windows pass through each cell (the unpadded length of ``CELL_MASKS[c]``)."""
-for _c, _masks in enumerate(CELL_WINDOW_MASKS):
-    CELL_MASKS[_c, : len(_masks)] = _masks
+from orderchaos.agents.kernels import empty_cells, places_five, popcount
+from orderchaos.envs.rules import CELLS, ORDER, CHAOS, State
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -62,23 +55,10 @@ def rand_below(stream: np.ndarray, n: int) -> int:
 
 
 @njit(cache=True)
-def places_five(bits: np.int64, cell: int, cell_masks: np.ndarray, cell_mask_count: np.ndarray) -> bool:
-    """True when the one-symbol bitboard ``bits`` (already holding ``cell``) fills a window
-    through ``cell``."""
-    for j in range(cell_mask_count[cell]):
-        m = cell_masks[cell, j]
-        if bits & m == m:
-            return True
-    return False
-
-
-@njit(cache=True)
 def playout(
     x: np.int64,
     o: np.int64,
     stream: np.ndarray,
-    cell_masks: np.ndarray,
-    cell_mask_count: np.ndarray,
     trace: np.ndarray,
 ) -> tuple[int, int]:
     """Play uniformly random legal actions from a non-terminal position to the end.
@@ -87,12 +67,7 @@ def playout(
     full board without one); the actions played are written to ``trace[:plies]``.
     """
     empties = np.empty(CELLS, dtype=np.int64)
-    n = 0
-    occupied = x | o
-    for c in range(CELLS):
-        if not (occupied >> c) & 1:
-            empties[n] = c
-            n += 1
+    n = empty_cells(x | o, empties)
     plies = 0
     one = np.int64(1)
     while n > 0:
@@ -105,11 +80,11 @@ def playout(
         plies += 1
         if k & 1 == 0:
             x |= one << cell
-            if places_five(x, cell, cell_masks, cell_mask_count):
+            if places_five(x, cell):
                 return 1, plies
         else:
             o |= one << cell
-            if places_five(o, cell, cell_masks, cell_mask_count):
+            if places_five(o, cell):
                 return 1, plies
     return -1, plies
 
@@ -120,18 +95,13 @@ def rollout_value(
     o: np.int64,
     n_rollouts: int,
     stream: np.ndarray,
-    cell_masks: np.ndarray,
-    cell_mask_count: np.ndarray,
     trace: np.ndarray,
 ) -> float:
     """Mean outcome of ``n_rollouts`` random playouts, from the view of the player to move."""
-    stones = 0
-    occupied = x | o
-    for c in range(CELLS):
-        stones += (occupied >> c) & 1
+    stones = popcount(x | o)
     total = 0.0
     for _ in range(n_rollouts):
-        outcome, _plies = playout(x, o, stream, cell_masks, cell_mask_count, trace)
+        outcome, _plies = playout(x, o, stream, trace)
         total += outcome
     mean = total / n_rollouts
     return mean if stones % 2 == 0 else -mean
@@ -143,14 +113,12 @@ def rollout_values(
     os_: np.ndarray,
     n_rollouts: int,
     stream: np.ndarray,
-    cell_masks: np.ndarray,
-    cell_mask_count: np.ndarray,
 ) -> np.ndarray:
     """:func:`rollout_value` for a batch of positions, using one random stream in order."""
     out = np.empty(xs.shape[0], dtype=np.float32)
     trace = np.empty(CELLS, dtype=np.int64)
     for i in range(xs.shape[0]):
-        out[i] = rollout_value(xs[i], os_[i], n_rollouts, stream, cell_masks, cell_mask_count, trace)
+        out[i] = rollout_value(xs[i], os_[i], n_rollouts, stream, trace)
     return out
 
 
@@ -159,7 +127,5 @@ def random_playout(state: State, seed: SeedLike = None) -> tuple[str, list[int]]
     if state.is_terminal:
         raise ValueError(f"random_playout needs a non-terminal state; {state.winner} has already won")
     trace = np.empty(CELLS, dtype=np.int64)
-    outcome, plies = playout(
-        np.int64(state.x), np.int64(state.o), seed_stream(seed), CELL_MASKS, CELL_MASK_COUNT, trace
-    )
+    outcome, plies = playout(np.int64(state.x), np.int64(state.o), seed_stream(seed), trace)
     return (ORDER if outcome > 0 else CHAOS), [int(a) for a in trace[:plies]]

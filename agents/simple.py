@@ -12,21 +12,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from orderchaos.agents import kernels
 from orderchaos.agents.base import SeedLike, make_rng
 from orderchaos.envs.rules import (
     ACTIONS,
     CELL_WINDOWS,
     CELLS,
+    NUM_WINDOWS,
     WINDOWS,
     O,
     X,
     State,
+    completes_five,
     legal_action_list,
     threat_pairs,
 )
 
-# Danger weight of a live window holding k identical stones (k = 0..5).
-WINDOW_WEIGHTS: tuple[float, ...] = (1.0, 4.0, 16.0, 64.0, 256.0, 1e6)
+_DANGER: tuple[float, ...] = tuple(float(w) for w in kernels.DANGER)
+""":data:`orderchaos.agents.kernels.DANGER` as Python floats, for the scalar loop below."""
 
 
 def _require_playable(state: State, who: str) -> None:
@@ -64,7 +67,10 @@ class RandomAgent:
 
 def window_counts(x: int, o: int) -> tuple[list[int], list[int]]:
     """Per window (in ``WINDOWS`` order) the number of X stones and of O stones."""
-    return [(x & m).bit_count() for m in WINDOWS], [(o & m).bit_count() for m in WINDOWS]
+    xc = np.empty(NUM_WINDOWS, dtype=np.int64)
+    oc = np.empty(NUM_WINDOWS, dtype=np.int64)
+    kernels.window_counts(x, o, xc, oc)
+    return xc.tolist(), oc.tolist()
 
 
 def danger_deltas(x: int, o: int) -> dict[int, float]:
@@ -74,7 +80,7 @@ def danger_deltas(x: int, o: int) -> dict[int, float]:
     it; a window holding only the other symbol dies; a window holding both is already dead.
     """
     xc, oc = window_counts(x, o)
-    w = WINDOW_WEIGHTS
+    w = _DANGER
     deltas: dict[int, float] = {}
     for a in legal_action_list(x, o):
         cell, sym = a >> 1, a & 1
@@ -105,9 +111,8 @@ def new_threat_cells(x: int, o: int, action: int) -> set[tuple[int, int]]:
 
 def completes_a_five(x: int, o: int, action: int) -> bool:
     """True when ``action`` completes five identical symbols in a window."""
-    cell, sym = action >> 1, action & 1
-    bits = (x if sym == X else o) | 1 << cell
-    return any(bits & WINDOWS[i] == WINDOWS[i] for i in CELL_WINDOWS[cell])
+    cell = action >> 1
+    return completes_five((x if action & 1 == X else o) | 1 << cell, cell)
 
 
 def double_threat_moves(x: int, o: int) -> list[int]:
@@ -250,7 +255,6 @@ def _argmax(scores: dict[int, float], candidates: list[int]) -> list[int]:
 __all__ = [
     "RandomAgent",
     "HeuristicAgent",
-    "WINDOW_WEIGHTS",
     "danger_deltas",
     "new_threat_cells",
     "completes_a_five",

@@ -40,6 +40,7 @@ import numpy as np
 
 from orderchaos.agents.base import SeedLike, make_rng
 from orderchaos.agents import solver_kernel as K
+from orderchaos.agents.simple import completes_a_five
 from orderchaos.envs.rules import (
     ACTIONS,
     CELLS,
@@ -47,7 +48,6 @@ from orderchaos.envs.rules import (
     ORDER,
     IllegalActionError,
     State,
-    completes_five,
     threat_pairs,
 )
 
@@ -207,11 +207,9 @@ dead-cell and dominated-symbol pruning; these switches exist to measure each ide
         return None if r == K.ABORT else (ORDER if r == K.ORDER_WINS else CHAOS)
 
     def _child_winner(self, state: State, action: int, budget: _Budget) -> str | None:
-        child = state.apply_unchecked(action)
-        bits = child.x if action & 1 == 0 else child.o
-        if completes_five(bits, action >> 1):
+        if completes_a_five(state.x, state.o, action):
             return ORDER
-        return self._winner(child, budget)
+        return self._winner(state.apply_unchecked(action), budget)
 
     # -- public ----------------------------------------------------------------------------
     def solve(
@@ -434,7 +432,7 @@ class SolverAgent:
 
     def _delay_loss(self, state: State, budget: _Budget) -> list[int]:
         """Lost Chaos: the moves after which Order needs the most plies to force a five."""
-        survivors = [a for a in state.legal_actions() if not self._makes_five(state, a)]
+        survivors = [a for a in state.legal_actions() if not completes_a_five(state.x, state.o, a)]
         if not survivors:
             return []
         children = {a: state.apply_unchecked(a) for a in survivors}
@@ -454,11 +452,6 @@ class SolverAgent:
             plies += 2
         self.last_reason = "delay"
         return survivors
-
-    @staticmethod
-    def _makes_five(state: State, action: int) -> bool:
-        child = state.apply_unchecked(action)
-        return completes_five(child.x if action & 1 == 0 else child.o, action >> 1)
 
     def _hardest(self, state: State, budget: _Budget) -> list[int]:
         """Lost Order: the moves after which Chaos has the fewest replies keeping its win."""

@@ -20,8 +20,9 @@ Pruning that is provably safe (see ``agents/solver.py`` for the arguments):
   dominates X for Chaos (and the mirror for O-only cells).
 
 Everything here works on raw ints and numpy arrays; ``agents/solver.py`` wraps it. The
-rules tables come from :mod:`orderchaos.envs.rules` and :mod:`orderchaos.envs.symmetry` (nothing is re-derived),
-and ``tests/test_solver.py`` checks the kernel against brute-force minimax on ``State``.
+window tables, window counts, popcount and symmetry transforms come from
+:mod:`orderchaos.agents.kernels` (built from :mod:`orderchaos.envs.rules`; nothing is re-derived),
+and ``tests/agents/test_solver.py`` checks the kernel against brute-force minimax on ``State``.
 """
 
 from __future__ import annotations
@@ -31,29 +32,18 @@ import time
 import numpy as np
 from numba import njit, objmode
 
-from orderchaos.envs.rules import CELL_WINDOWS, CELLS, NUM_WINDOWS, WINDOW_CELLS
-from orderchaos.envs.symmetry import CELL_PERM, NUM_BOARD_SYMMETRIES
-
-WIN_CELLS = np.array(WINDOW_CELLS, dtype=np.int64)
-"""(32, 5): the cells of each window."""
-MAX_CELL_WINDOWS = max(len(w) for w in CELL_WINDOWS)
-CELL_WIN = np.full((CELLS, MAX_CELL_WINDOWS), -1, dtype=np.int64)
-"""(36, 8): the windows through each cell, padded with -1."""
-CELL_NWIN = np.array([len(w) for w in CELL_WINDOWS], dtype=np.int64)
-"""(36,): how many windows pass through each cell."""
-for _c, _ws in enumerate(CELL_WINDOWS):
-    CELL_WIN[_c, : len(_ws)] = _ws
-
-SYM_BYTES = np.zeros((NUM_BOARD_SYMMETRIES, 5, 256), dtype=np.int64)
-"""``SYM_BYTES[t, k, v]``: image under board transform t of byte value v at byte k."""
-for _t in range(NUM_BOARD_SYMMETRIES):
-    for _k in range(5):
-        for _v in range(256):
-            _bits = 0
-            for _i in range(8):
-                if _v >> _i & 1 and 8 * _k + _i < CELLS:
-                    _bits |= 1 << CELL_PERM[_t][8 * _k + _i]
-            SYM_BYTES[_t, _k, _v] = _bits
+from orderchaos.agents.kernels import (
+    CELL_NWIN,
+    CELL_WIN,
+    DANGER,
+    WIN_CELLS,
+    bit_index,
+    canonical,
+    popcount,
+    transform,  # noqa: F401  (re-exported: callers use K.transform and K.window_counts)
+    window_counts,  # noqa: F401
+)
+from orderchaos.envs.rules import CELLS, NUM_WINDOWS, WINDOW_CELLS
 
 PAIR_WINDOWS = np.zeros((CELLS, CELLS), dtype=np.int64)
 """``PAIR_WINDOWS[a, b]``: bit set of the windows that contain both cells a and b."""
@@ -62,9 +52,6 @@ for _w, _cells in enumerate(WINDOW_CELLS):
         for _b in _cells:
             if _a != _b:
                 PAIR_WINDOWS[_a, _b] |= 1 << _w
-
-# Window "danger" weights by stone count (0..4) used for move ordering only.
-DANGER = np.array([1, 4, 16, 64, 256], dtype=np.int64)
 
 # Slots of the control array ``ctl`` shared between Python and the kernel.
 (NODES, NODE_LIMIT, ABORTED, TT_MIN, CANON_MIN, TT_STORES, TT_HITS, USE_HISTORY,
@@ -79,59 +66,6 @@ FOUR_BONUS = 1 << 40
 DEAD_SCORE = -(1 << 50)
 DOUBLE_FOUR = -1
 SPLIT_FOUR = -2
-
-
-@njit(cache=True)
-def window_counts(x: int, o: int, xc: np.ndarray, oc: np.ndarray) -> None:
-    """Fill ``xc``/``oc`` (32 each) with the X and O counts of every window."""
-    for w in range(NUM_WINDOWS):
-        a = 0
-        b = 0
-        for k in range(5):
-            c = WIN_CELLS[w, k]
-            a += (x >> c) & 1
-            b += (o >> c) & 1
-        xc[w] = a
-        oc[w] = b
-
-
-@njit(cache=True)
-def transform(bits: int, t: int) -> int:
-    """Board transform ``t`` (0..7) of a 36-bit bitboard (as orderchaos.envs.symmetry.transform_bits)."""
-    return (
-        SYM_BYTES[t, 0, bits & 255]
-        | SYM_BYTES[t, 1, (bits >> 8) & 255]
-        | SYM_BYTES[t, 2, (bits >> 16) & 255]
-        | SYM_BYTES[t, 3, (bits >> 24) & 255]
-        | SYM_BYTES[t, 4, (bits >> 32) & 255]
-    )
-
-
-@njit(cache=True)
-def canonical(x: int, o: int) -> tuple[int, int]:
-    """The lexicographically least ``(x', o')`` over the 16 symmetry images."""
-    bx = x
-    bo = o
-    if o < x:
-        bx, bo = o, x
-    for t in range(1, NUM_BOARD_SYMMETRIES):
-        tx = transform(x, t)
-        to = transform(o, t)
-        if tx < bx or (tx == bx and to < bo):
-            bx, bo = tx, to
-        if to < bx or (to == bx and tx < bo):
-            bx, bo = to, tx
-    return bx, bo
-
-
-@njit(cache=True)
-def _bit_index(single_bit: int) -> int:
-    """The index of the one set bit of ``single_bit``."""
-    i = 0
-    while single_bit > 1:
-        single_bit >>= 1
-        i += 1
-    return i
 
 
 @njit(cache=True)
@@ -165,20 +99,14 @@ def _place(c: int, s: int, xc: np.ndarray, oc: np.ndarray, delta: int) -> None:
 
 
 @njit(cache=True)
-def _empty_cell(w: int, occ: int) -> int:
+def _empty_cell(w: int, occ: int, skip: int) -> int:
+    """The first empty cell of window ``w`` other than ``skip`` (-1 for none): the gap of a
+    four (``skip`` -1), or the gap a stone on empty ``skip`` leaves in a window of three."""
     for k in range(5):
         c = WIN_CELLS[w, k]
-        if not (occ >> c) & 1:
+        if c != skip and not (occ >> c) & 1:
             return c
     return -1
-
-
-@njit(cache=True)
-def _popcount32(v: int) -> int:
-    v = v - ((v >> 1) & 0x55555555)
-    v = (v & 0x33333333) + ((v >> 2) & 0x33333333)
-    v = (v + (v >> 4)) & 0x0F0F0F0F
-    return ((v * 0x01010101) & 0xFFFFFFFF) >> 24
 
 
 @njit(cache=True)
@@ -215,7 +143,7 @@ def pairing_exists(x: int, o: int, xc: np.ndarray, oc: np.ndarray) -> bool:
                     b = WIN_CELLS[w, j]
                     if not (free >> b) & 1:
                         continue
-                    score = _popcount32(PAIR_WINDOWS[a, b] & uncovered)
+                    score = popcount(PAIR_WINDOWS[a, b] & uncovered)
                     if score > best:
                         best = score
                         best_a = a
@@ -255,7 +183,7 @@ def _cell_effect(
             only += 1
         gain += DANGER[a + 1] - DANGER[a]
         if a == 3:
-            e = _four_cell(w, c, occ)
+            e = _empty_cell(w, occ, c)
             if four == -1:
                 four = e
             elif four != e:
@@ -277,7 +205,7 @@ def vcf(x: int, o: int, nempty: int, xc: np.ndarray, oc: np.ndarray, ctl: np.nda
     while empty:
         low = empty & -empty
         empty ^= low
-        c = _bit_index(low)
+        c = bit_index(low)
         for s in range(2):
             e = _cell_effect(c, xc, oc, occ)[4] if s == 0 else _cell_effect(c, oc, xc, occ)[4]
             if e == -1:
@@ -326,7 +254,7 @@ def _pairing_search(free: int, uncovered: int, budget: np.ndarray) -> bool:
     while rest:
         low = rest & -rest
         rest ^= low
-        w = _bit_index(low)
+        w = bit_index(low)
         count = 0
         for k in range(5):
             count += (free >> WIN_CELLS[w, k]) & 1
@@ -346,7 +274,7 @@ def _pairing_search(free: int, uncovered: int, budget: np.ndarray) -> bool:
         for j in range(i + 1, 5):
             b = WIN_CELLS[best_w, j]
             if (free >> b) & 1:
-                gain = _popcount32(PAIR_WINDOWS[a, b] & uncovered)
+                gain = popcount(PAIR_WINDOWS[a, b] & uncovered)
                 k = n
                 while k > 0 and gains[k - 1] < gain:
                     pairs_a[k] = pairs_a[k - 1]
@@ -396,17 +324,6 @@ def _check_limits(ctl: np.ndarray, deadline: float) -> bool:
 
 
 @njit(cache=True)
-def _four_cell(w: int, c: int, occ: int) -> int:
-    """The empty cell of window ``w`` other than ``c`` (w holds three stones and c empty)."""
-    e = -1
-    for k in range(5):
-        cc = WIN_CELLS[w, k]
-        if cc != c and not (occ >> cc) & 1:
-            e = cc
-    return e
-
-
-@njit(cache=True)
 def generate(
     x: int,
     o: int,
@@ -437,7 +354,7 @@ def generate(
     while empty:
         low = empty & -empty
         empty ^= low
-        c = _bit_index(low)
+        c = bit_index(low)
         nlive, xonly, x_gain, o_killed, x4 = _cell_effect(c, xc, oc, occ)
         _, oonly, o_gain, x_killed, o4 = _cell_effect(c, oc, xc, occ)
         dx = x_gain - o_killed  # change of total window danger if X goes on c
@@ -549,7 +466,7 @@ def search(
         if a == 4 or b == 4:
             if order_to_move:
                 return ORDER_WINS
-            cell = _empty_cell(w, occ)
+            cell = _empty_cell(w, occ, -1)
             sym = 0 if a == 4 else 1
             if t_cell < 0:
                 t_cell = cell

@@ -33,7 +33,7 @@ import numpy as np
 
 from orderchaos.agents.base import Agent
 from orderchaos.arena.game_files import GameRecord
-from orderchaos.envs.rules import CHAOS, ORDER, IllegalActionError, State, has_five_bits
+from orderchaos.envs.rules import CHAOS, ORDER, IllegalActionError, State
 
 MAX_OPENING_PLIES = 30
 """Longest random opening accepted; later positions may have no move that keeps the game going."""
@@ -105,28 +105,30 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
 # ---------------------------------------------------------------------------------------
 
 
+def random_quiet_action(state: State, rng: np.random.Generator) -> int | None:
+    """A uniformly random legal action of ``state`` that does not end the game (one draw
+    from ``rng``), or None when every legal action ends it."""
+    keeps_going = [a for a in state.legal_actions() if not state.apply_unchecked(a).is_terminal]
+    if not keeps_going:
+        return None
+    return keeps_going[int(rng.integers(len(keeps_going)))]
+
+
 def random_opening(plies: int, rng: np.random.Generator) -> list[int]:
     """``plies`` uniform random legal moves from the empty board, none of which ends the game."""
     check_opening_plies(plies)
     state = State()
     actions: list[int] = []
     for _ in range(plies):
-        keeps_going = [
-            a for a in state.legal_actions() if not _ends_game(state.apply_unchecked(a))
-        ]
-        if not keeps_going:
+        a = random_quiet_action(state, rng)
+        if a is None:
             raise ValueError(
                 f"no move keeps the game going after {len(actions)} opening plies; "
                 f"use fewer opening plies"
             )
-        a = keeps_going[int(rng.integers(len(keeps_going)))]
         actions.append(a)
         state = state.apply_unchecked(a)
     return actions
-
-
-def _ends_game(state: State) -> bool:
-    return has_five_bits(state.x) or has_five_bits(state.o) or state.is_full
 
 
 def check_opening_plies(plies: int) -> None:

@@ -30,6 +30,7 @@ from orderchaos.agents.network import masked_log_softmax
 from orderchaos.agents.network_agent import NetworkEvaluator, NeuralAgent, sample_from
 from orderchaos.envs.batch import BatchGame
 from orderchaos.envs.rules import ACTIONS, AGENTS, CHAOS, State
+from orderchaos.arena.matches import random_quiet_action
 from orderchaos.arena.mistakes import collect_mistakes, mistake_rows, ranked_moves
 from orderchaos.train.replay_buffer import ReplayBuffer
 from orderchaos.train.solver_targets import PendingTargets, SolverTargets, SolverWorker, solver_targets
@@ -193,9 +194,9 @@ def play_heuristic_games(n_games: int, openings: int, rng: np.random.Generator) 
         moves: list[int] = []
         targets: list[np.ndarray | None] = []
         for g, state in zip(games, states):
-            quiet = [a for a in state.legal_actions() if not state.apply_unchecked(a).is_terminal] if ply < openings else []
-            if quiet:
-                moves.append(int(rng.choice(quiet)))
+            quiet = random_quiet_action(state, rng) if ply < openings else None
+            if quiet is not None:
+                moves.append(quiet)
                 targets.append(None)
             else:
                 action = agents[int(g)].act(state)
