@@ -241,17 +241,24 @@ def backend_table(quick: bool = False, actors: tuple[int, ...] = (1, 2), iterati
 
 def projection(rows: list[dict[str, Any]], actors: int) -> dict[str, float]:
     """PROJECTED (not measured) games/s of the Ray backend with ``actors`` actors, each on
-    its own core, from the row with the most actors: per-actor games/s ``g``, the
-    learner's seconds per iteration ``L`` and Ray's measured overhead per iteration ``o``
-    (the learner's wait beyond ``G / (n g)``). Sync: ``G / (G / (N g) + o + L)``; async:
-    ``min(N g, G / L)`` (the learner's pace bounds it)."""
+    its own core, from the Ray row with the best per-actor games/s ``g`` (the least
+    contended), the learner's seconds per iteration ``L`` (fastest measured) and that row's
+    Ray overhead per iteration ``o`` (the learner's wait beyond ``G / (n g)``), for ``G``
+    games per iteration. Actor supply: ``N g``; sync: ``G / (G / (N g) + o + L)``; async:
+    ``min(N g, G / L)`` (the learner's pace bounds it: it trains ``updates_per_iteration``
+    steps for every ``G`` games)."""
     ray_rows = [r for r in rows if r["backend"].startswith("ray")]
-    base = max(ray_rows, key=lambda r: r["actors"])
+    base = max(ray_rows, key=lambda r: r["actor_games_per_sec"])
     g, games = base["actor_games_per_sec"], base["games_per_iteration"]
-    learner = base["learner_seconds_per_iteration"]
+    learner = min(r["learner_seconds_per_iteration"] for r in rows)
     overhead = max(0.0, base["selfplay_seconds_per_iteration"] - games / (base["actors"] * g))
     return {
         "actors": actors,
+        "actor_games_per_sec": g,
+        "ray_overhead_seconds": overhead,
+        "learner_seconds_per_iteration": learner,
+        "supply_games_per_sec": actors * g,
+        "learner_bound_games_per_sec": games / learner if learner else float("inf"),
         "sync_games_per_sec": games / (games / (actors * g) + overhead + learner),
         "async_games_per_sec": min(actors * g, games / learner) if learner else actors * g,
     }
@@ -269,10 +276,12 @@ def print_backend_table(rows: list[dict[str, Any]], quick: bool = False) -> None
         overhead = local["selfplay_games_per_sec"] / one["selfplay_games_per_sec"] - 1
         print(f"overhead of Ray at 1 actor: {100 * overhead:+.0f}% self-play time per game against local")
     if any(r["backend"].startswith("ray") for r in rows):
-        print("PROJECTION (not measured; one core per actor, from the measured per-actor games/s, "
-              "Ray overhead and learner seconds per iteration above):")
+        first = projection(rows, 16)
+        print(f"PROJECTION (not measured): one core per actor, {first['actor_games_per_sec']:.2f} games/s "
+              f"per actor, Ray overhead {first['ray_overhead_seconds']:.2f} s and learner "
+              f"{first['learner_seconds_per_iteration']:.2f} s per iteration of {rows[0]['games_per_iteration']} games:")
         for n in (16, 64):
             p = projection(rows, n)
-            print(f"  {n:>3} actors: sync ~{p['sync_games_per_sec']:.0f} games/s, "
-                  f"async ~{p['async_games_per_sec']:.0f} games/s (learner-bound at "
-                  f"{rows[0]['games_per_iteration'] / max(rows[-1]['learner_seconds_per_iteration'], 1e-9):.0f})")
+            print(f"  {n:>3} actors: actors supply {p['supply_games_per_sec']:.1f} games/s; sync "
+                  f"~{p['sync_games_per_sec']:.1f}, async ~{p['async_games_per_sec']:.1f} games/s "
+                  f"(learner bound {p['learner_bound_games_per_sec']:.1f})")

@@ -13,7 +13,8 @@ Layout (after muzero-general's actors, with its memory kept bounded):
   reads that one object.
 * **Solver targets** are Ray tasks (``selfplay.solver_workers`` per batch) instead of local
   worker processes; **the mistake hunt** (``mistakes``) runs on its own actor, overlapping
-  the learner's training, and its rows join the learner one iteration later.
+  the learner's training, and its rows join the learner one iteration later (or at the next
+checkpoint, which waits for them).
 * **Bounded memory**: a local instance gets an object store of ``run.object_store_mb``;
   at most ``run.actors x run.inflight`` game batches (and as many weight objects) are
   unread at any time, whatever the number of actors.
@@ -335,6 +336,7 @@ class RayAlphaZeroTrainer(AlphaZeroTrainer):
         self._weights_version = -1
         self._inflight: list[tuple[Any, int]] = []  # (ObjectRef, actor index), oldest first
         self._hunt: Any = None
+        self._late_metrics: dict[str, float] = {}  # of a hunt collected at a checkpoint
         self._failures: list[int] = []  # per actor: batches lost in a row
         self.lost_batches = 0
         self.restarts = 0
@@ -434,6 +436,8 @@ class RayAlphaZeroTrainer(AlphaZeroTrainer):
         wall = now - started if cfg.run.sync or self._last_collect is None else now - self._last_collect
         self._last_collect = now
         metrics = self._collect_hunt(block=cfg.run.sync)
+        metrics.update(self._late_metrics)
+        self._late_metrics = {}
         metrics.update(self.flush())
         metrics.update(self.store_rows(unpack_rows(records)))
         winners = np.concatenate([r["winners"] for r in records]) if records else np.zeros(0)
@@ -479,6 +483,12 @@ class RayAlphaZeroTrainer(AlphaZeroTrainer):
             warnings.warn(f"the mistake hunt failed ({type(exc).__name__}); that round is lost", stacklevel=2)
             return {}
         return self.add_mistakes(rows, metrics)
+
+    def extra_state(self) -> dict[str, Any]:
+        """As the local trainer's, after the mistake hunt still out has joined (so that a
+        resumed run goes on exactly as an uninterrupted one)."""
+        self._late_metrics.update(self._collect_hunt(block=True))
+        return super().extra_state()
 
     def train_iteration(self) -> dict[str, float]:
         """As the local trainer, plus ``charts/learner_updates_per_sec``."""

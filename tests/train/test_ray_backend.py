@@ -69,11 +69,13 @@ def free_port() -> int:
 def test_sync_runs_are_reproducible_and_resume(local_ray, tmp_path: Path) -> None:
     """Three iterations straight, and two plus a resumed third, give the same weights and
     metrics: sync mode is reproducible from the seed, checkpoints and resume work."""
+    hunt = ["mistakes.games=2", "mistakes.interval=2", "mistakes.opponents=[random]", "mistakes.node_limit=5000",
+            "mistakes.min_rows=1", "mistakes.roles=[order]"]  # on its actor, rows joining at the checkpoint
     straight = tmp_path / "straight"
-    make_trainer(load_config(SMOKE, [*FAST, "run.iterations=3"]), straight).fit()
+    make_trainer(load_config(SMOKE, [*FAST, *hunt, "run.iterations=3"]), straight).fit()
     halves = tmp_path / "halves"
-    make_trainer(load_config(SMOKE, [*FAST, "run.iterations=2"]), halves).fit()
-    resumed = make_trainer(load_config(SMOKE, [*FAST, "run.iterations=3"]), halves, resume=True)
+    make_trainer(load_config(SMOKE, [*FAST, *hunt, "run.iterations=2"]), halves).fit()
+    resumed = make_trainer(load_config(SMOKE, [*FAST, *hunt, "run.iterations=3"]), halves, resume=True)
     assert resumed.iteration == 2 and resumed.games_played == 8
     resumed.fit()
     a, b = run_weights(straight), run_weights(halves)
@@ -88,6 +90,7 @@ def test_sync_runs_are_reproducible_and_resume(local_ray, tmp_path: Path) -> Non
     rates = [*sa["charts/actor_games_per_sec"].values(), *sa["charts/learner_updates_per_sec"].values()]
     assert rates and all(v > 0 for v in rates)
     assert sa["charts/solver_positions"]  # solver targets went through the Ray tasks
+    assert "order/mistakes/lost_rate" in sa and "charts/mistake_seconds" in sa
 
 
 def test_a_killed_actor_is_replaced_and_the_run_finishes(local_ray, tmp_path: Path) -> None:
