@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from orderchaos.agents.base import SeedLike, make_rng
+from orderchaos.agents.proof_book import ProofBook, shipped_book
 from orderchaos.agents import solver_kernel as K
 from orderchaos.agents.simple import completes_a_five
 from orderchaos.envs.rules import (
@@ -366,16 +367,24 @@ def fallback_action(state: State) -> int:
     if threats:
         cell, sym = threats[0]
         return 2 * cell + (sym if state.to_play == ORDER else 1 - sym)
+    n, ordered = generated_moves(state, stop_on_double_four=True, prune=True)
+    if n == K.DOUBLE_FOUR or n > 0:
+        return int(ordered[0])
+    return legal[0]
+
+
+def generated_moves(state: State, *, stop_on_double_four: bool, prune: bool) -> tuple[int, np.ndarray]:
+    """The solver kernel's move generation at ``state``, outside a search: its return code
+    (the number of moves, or a negative ``K.DOUBLE_FOUR``/``K.SPLIT_FOUR``) and the moves,
+    best first by its ordering."""
     xc = np.zeros(K.NUM_WINDOWS, dtype=np.int64)
     oc = np.zeros(K.NUM_WINDOWS, dtype=np.int64)
     K.window_counts(state.x, state.o, xc, oc)
     mv = np.zeros(ACTIONS, dtype=np.int64)
     sc = np.zeros(ACTIONS, dtype=np.int64)
     hist = np.zeros((2, ACTIONS), dtype=np.int64)
-    n = K.generate(state.x, state.o, state.num_empty, xc, oc, hist, False, True, mv, sc)
-    if n == K.DOUBLE_FOUR or n > 0:
-        return int(mv[0])
-    return legal[0]
+    n = K.generate(state.x, state.o, state.num_empty, xc, oc, hist, False, stop_on_double_four, mv, sc, prune)
+    return int(n), mv
 
 
 class SolverAgent:
@@ -393,23 +402,39 @@ class SolverAgent:
     back to :func:`fallback_action`. Without ``time`` the proof is exact and the extra work
     in lost positions is capped at ``AGENT_NODE_BUDGET`` nodes. The transposition table is
     kept across moves.
+
+    A position in the proof ``book`` (default: the book shipped with the package, see
+    :mod:`orderchaos.agents.proof_book`) whose mover wins is answered with the book's stored
+    winning move at once, without search (``last_reason == "book"``).
     """
 
     name = "solver"
 
-    def __init__(self, time: float | None = None, seed: SeedLike = None, *, solver: Solver | None = None) -> None:
+    def __init__(
+        self,
+        time: float | None = None,
+        seed: SeedLike = None,
+        *,
+        solver: Solver | None = None,
+        book: ProofBook | None = None,
+    ) -> None:
         _check_limits(time, None)
+        self.book = book if book is not None else shipped_book()
         self.time_limit = time
         self.rng = make_rng(seed)
         self.solver = solver if solver is not None else Solver()
         self.last_reason = ""
-        """How the last move was chosen: "win", "delay", "hardest", or "fallback"."""
+        """How the last move was chosen: "book", "win", "delay", "hardest", or "fallback"."""
 
     def candidates(self, state: State) -> list[int]:
         """The moves this agent considers equally good here (it plays one at random)."""
         _check_state(state)
         if state.is_terminal:
             raise IllegalActionError(f"the game is over ({state.winner} won); no move to choose")
+        entry = self.book.lookup(state)
+        if entry is not None and entry.winner == state.to_play and entry.move is not None:
+            self.last_reason = "book"
+            return [entry.move]
         budget = _Budget(self.time_limit, None)
         winner = self.solver._winner(state, budget)
         if winner is None:

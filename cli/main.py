@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "tournament": "round robin of agents in both roles, with ratings, tables and plots",
     "positions": "score optimal-move accuracy on a solver-labelled set, or make one",
     "mistakes": "find the moves that lost an agent's games, with the solver",
+    "prove": "prove the empty board (or any board) into a resumable proof book; status, verify",
     "solve": "prove the game-theoretic winner of board positions",
     "play": "play against any agent in the terminal",
     "replay": "show saved games move by move",

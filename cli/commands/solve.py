@@ -2,9 +2,10 @@
 
 Each BOARD is 36 characters of X, O and . (row-major; whitespace and / are ignored); the
 side to move follows from the stone count. One line per board is printed -- one JSON
-object per line with --json (fields board, to_move, winner, nodes, seconds, and
-best_actions with --moves). winner is null when --time-limit was hit. Every board is
-processed; malformed ones are reported on stderr and make the exit status 2.
+object per line with --json (fields board, to_move, winner, nodes, seconds, source --
+"book" or "solver" -- book_move for book answers, and best_actions with --moves). A board
+held in the proof book is answered from it at once, and the line says so. winner is null
+when --time-limit was hit. Every board is processed; malformed ones are reported on stderr and make the exit status 2.
 
 On a terminal a progress line (nodes, elapsed seconds) is kept up to date on stderr while a
 board is being solved; Ctrl-C stops at once, prints the board's line with the winner
@@ -33,6 +34,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--time-limit", type=float, default=None, metavar="S",
         help="seconds per board (winner is unknown when it runs out); default: no limit",
+    )
+    parser.add_argument(
+        "--book", metavar="PATH", default=None,
+        help="answer from this proof book where it holds the board (default: the shipped book)",
     )
     parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -64,8 +69,15 @@ def solve_in_chunks(solver, state, time_limit: float | None, moves: bool,
 
 def run(args: argparse.Namespace) -> int:
     """Solve every board and print one line each; 2 if any board was malformed."""
+    from orderchaos.agents.proof_book import ProofBook, ProofBookError, shipped_book
     from orderchaos.agents.solver import Solver
     from orderchaos.envs.rules import BoardStringError, action_name, parse_board
+
+    try:
+        book = ProofBook.load(args.book) if args.book else shipped_book()
+    except ProofBookError as exc:
+        print(f"orderchaos solve: {exc}", file=sys.stderr)
+        return 2
 
     if args.time_limit is not None and not args.time_limit > 0:
         print(f"orderchaos solve: --time-limit must be a positive number of seconds, got "
@@ -86,6 +98,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"orderchaos solve: bad board {text!r}: {err}", file=sys.stderr)
             status = 2
             continue
+        entry = book.lookup(state) if not args.moves else None
+        if entry is not None:
+            record = {"board": state.to_string(), "to_move": state.to_play, "winner": entry.winner,
+                      "nodes": 0, "seconds": 0.0, "source": "book",
+                      "book_move": None if entry.move is None else action_name(entry.move)}
+            if args.json:
+                print(json.dumps(record), flush=True)
+            else:
+                move = "" if entry.move is None else f", winning move {record['book_move']}"
+                print(f"{record['board']}  {state.to_play} to move  winner: {entry.winner}  "
+                      f"(from the proof book{move})", flush=True)
+            continue
         try:
             result = solve_in_chunks(solver, state, args.time_limit, args.moves, report)
         except KeyboardInterrupt:
@@ -102,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
             "winner": result.winner,
             "nodes": result.nodes,
             "seconds": round(result.seconds, 6),
+            "source": "solver",
         }
         if args.moves:
             record["best_actions"] = result.best_actions

@@ -23,7 +23,8 @@ def test_cli_json_and_five(capsys: pytest.CaptureFixture[str]) -> None:
     lines = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
     assert lines[0]["winner"] == "chaos" and lines[0]["to_move"] == "order"
     assert lines[0]["best_actions"] == [68, 69, 70, 71]
-    assert set(lines[0]) == {"board", "to_move", "winner", "nodes", "seconds", "best_actions"}
+    assert set(lines[0]) == {"board", "to_move", "winner", "nodes", "seconds", "source", "best_actions"}
+    assert lines[0]["source"] == "solver"
     assert lines[1]["winner"] == "order" and lines[1]["best_actions"] == []
 
 

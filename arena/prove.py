@@ -1,0 +1,846 @@
+"""A resumable, parallel proof-number prover for Order and Chaos, writing a proof book.
+
+The search is best-first proof-number search (PN^2 style) over the top of the game tree,
+kept as an explicit DAG keyed by canonical key (:func:`proof_book.canonical_form`), so
+transpositions and the 16 symmetric images of a position share one node.
+
+* OR nodes: Order to move; AND nodes: Chaos to move; the question is "does Order win?".
+  An OR node's proof number is the least weighted proof number of its children, its
+  disproof number the sum of theirs; AND nodes the other way round. A child's number is
+  weighted by its rank in the exact solver's move ordering (:func:`edge_weight`), so
+  effort goes first where the solver would look first.
+* A frontier leaf is evaluated by the exact solver (:class:`agents.solver.Solver`) under a
+  node budget: ``first_budget`` at first, times ``growth`` each time the leaf stays open.
+  An open leaf's proof and disproof numbers are both its next budget in units of
+  ``first_budget`` (the work its next try costs). Once a try of ``cap`` nodes or more
+  has failed, the leaf is expanded: one child per symmetry class of the legal moves, each
+  evaluated at ``first_budget`` first (a position already in the book is solved at once).
+* Leaves are solved in worker processes, each with its own Solver (and so its own
+  transposition table, warm across tasks). Several distinct most-proving leaves are kept
+  in flight: selection is a depth-first walk in proof-number order that skips leaves
+  already in flight. With one worker everything runs in this process.
+* Lossless and resumable: every position proven or disproven -- solved leaves and
+  internal nodes -- goes into the book (the mover's winning move too, where the mover
+  wins). The book is written atomically every ``interval`` seconds, at the end, and on
+  Ctrl-C or SIGTERM (the command line first lets the solve in progress finish; a second
+  signal stops at once); a SIGKILL loses at most the last interval (and the solves in
+  flight). A side file
+  ``BOOK.meta.json`` keeps each open leaf's largest failed budget (so a resumed run does not
+  redo big failed solves), solver time spent per node of the top two plies, and totals.
+  On start, any node whose position is in the book is solved already, so runs add up.
+
+:func:`status` summarises a book for the empty board (first moves up to symmetry, and
+the Chaos replies to the first move being proven); :func:`verify` re-checks a book with
+fresh solvers. ``main(argv)`` is the command line (``python prove.py --help``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+import multiprocessing as mp
+import os
+import queue
+import signal
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+
+from orderchaos.agents.solver import Solver, generated_moves
+from orderchaos.envs.rules import (
+    ACTIONS,
+    CHAOS,
+    ORDER,
+    SYMBOLS,
+    State,
+    action_name,
+    completes_five,
+    parse_cell,
+    threat_pairs,
+)
+from orderchaos.agents.proof_book import ProofBook, ProofBookError, canonical_form, key_state, write_atomic
+
+INF = math.inf
+META_VERSION = 1
+TOP_PLIES = 2
+"""Solver time is recorded per node for this many plies below the root (and the root)."""
+
+
+@dataclass(frozen=True)
+class ProveConfig:
+    """Search parameters: leaf budgets (solver nodes), workers, and timing (seconds)."""
+
+    first_budget: int = 20_000
+    growth: int = 4
+    cap: int = 5_000_000
+    tt_bits: int = 22
+    workers: int = 1
+    interval: float = 10.0
+    progress_every: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.first_budget < 1 or self.growth < 2 or self.cap < self.first_budget:
+            raise ValueError("need first_budget >= 1, growth >= 2 and cap >= first_budget")
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+        if self.interval <= 0 or self.progress_every <= 0:
+            raise ValueError("interval and progress_every must be positive")
+
+
+def edge_weight(is_or: bool, rank: int) -> float:
+    """The factor on a child's number at rank ``rank`` of the move ordering: at OR nodes
+    ``2 ** (rank / 4)`` (Order needs one good move, so effort goes to the solver's first
+    choices), at AND nodes ``1 + rank / 8`` (every Chaos reply must be refuted)."""
+    return 2.0 ** (rank / 4) if is_or else 1.0 + rank / 8
+
+
+# ---------------------------------------------------------------------------------------
+# Move ordering and leaf solving (run in workers).
+# ---------------------------------------------------------------------------------------
+
+
+def ordered_actions(state: State) -> list[int]:
+    """All legal actions, most promising for the mover first: the exact solver's move
+    ordering (without its pruning), then any action it leaves out."""
+    legal = state.legal_actions()
+    threats = threat_pairs(state.x, state.o)
+    if threats:
+        own = state.to_play == ORDER
+        first = [2 * c + (s if own else 1 - s) for c, s in threats]
+    else:
+        n, moves = generated_moves(state, stop_on_double_four=False, prune=False)
+        first = [int(a) for a in moves[:n]]
+    seen: set[int] = set()
+    out: list[int] = []
+    for a in first + legal:
+        if a not in seen:
+            seen.add(a)
+            out.append(a)
+    return out
+
+
+def _child_result(solver: Solver, state: State, action: int, node_limit: int) -> tuple[str | None, int]:
+    child = state.apply_unchecked(action)
+    bits = child.x if action & 1 == 0 else child.o
+    if completes_five(bits, action >> 1):
+        return ORDER, 0
+    r = solver.solve(child, node_limit=node_limit)
+    return r.winner, r.nodes
+
+
+def winning_move(solver: Solver, state: State, winner: str, start_budget: int) -> tuple[int, int]:
+    """A winning move for the side to move of ``state``, known to be won by it, and the
+    solver nodes spent finding it. Children are tried in move order under a node budget
+    that grows until one of them is proven won."""
+    if winner != state.to_play:
+        raise ValueError("the side to move does not win this position")
+    actions = ordered_actions(state)
+    refuted: set[int] = set()
+    budget, spent = max(start_budget, 1000), 0
+    while True:
+        for a in actions:
+            if a in refuted:
+                continue
+            w, nodes = _child_result(solver, state, a, budget)
+            spent += nodes
+            if w == winner:
+                return a, spent
+            if w is not None:
+                refuted.add(a)
+        budget *= 4
+
+
+def solve_leaf(solver: Solver, state: State, budget: int) -> tuple[str | None, int | None, int, float, float]:
+    """Try to solve ``state`` within ``budget`` solver nodes: ``(winner or None, the
+    mover's winning move or None, nodes, wall seconds, CPU seconds)``."""
+    start, cpu = time.perf_counter(), time.process_time()
+    r = solver.solve(state, node_limit=budget)
+    nodes, move = r.nodes, None
+    if r.winner is not None and r.winner == state.to_play:
+        move, extra = winning_move(solver, state, r.winner, 2 * r.nodes)
+        nodes += extra
+    return r.winner, move, nodes, time.perf_counter() - start, time.process_time() - cpu
+
+
+Task = tuple[int, int, int, int]
+"""(key, x, o, budget)."""
+Result = tuple[int, int, str | None, int | None, int, float, float]
+"""(key, budget, winner, move, nodes, wall seconds, CPU seconds)."""
+
+
+def _run_task(solver: Solver, task: Task) -> Result:
+    key, x, o, budget = task
+    return (key, budget) + solve_leaf(solver, State(x, o), budget)
+
+
+def _worker_main(tt_bits: int, tasks: Any, results: Any) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    solver = Solver(tt_bits=tt_bits)
+    while True:
+        task = tasks.get()
+        if task is None:
+            return
+        results.put(_run_task(solver, task))
+
+
+class _InlineExecutor:
+    """Runs tasks in this process, one at a time, with one Solver."""
+
+    def __init__(self, tt_bits: int) -> None:
+        self.solver = Solver(tt_bits=tt_bits)
+        self.pending: deque[Task] = deque()
+
+    def submit(self, task: Task) -> None:
+        self.pending.append(task)
+
+    def get(self, timeout: float) -> Result | None:
+        return _run_task(self.solver, self.pending.popleft()) if self.pending else None
+
+    def close(self) -> None:
+        self.pending.clear()
+
+
+class _ProcessExecutor:
+    """Worker processes sharing one task queue; each keeps its own Solver."""
+
+    def __init__(self, workers: int, tt_bits: int) -> None:
+        ctx = mp.get_context("spawn")
+        self.tasks = ctx.Queue()
+        self.results = ctx.Queue()
+        self.procs = [
+            ctx.Process(target=_worker_main, args=(tt_bits, self.tasks, self.results), daemon=True)
+            for _ in range(workers)
+        ]
+        for p in self.procs:
+            p.start()
+
+    def submit(self, task: Task) -> None:
+        self.tasks.put(task)
+
+    def get(self, timeout: float) -> Result | None:
+        try:
+            return self.results.get(timeout=timeout)
+        except queue.Empty:
+            dead = [p.exitcode for p in self.procs if not p.is_alive()]
+            if dead:
+                raise RuntimeError(f"a solver worker died (exit codes {dead})") from None
+            return None
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.is_alive():
+                p.terminate()
+        for p in self.procs:
+            p.join(timeout=5)
+
+
+# ---------------------------------------------------------------------------------------
+# Side data next to the book.
+# ---------------------------------------------------------------------------------------
+
+
+def meta_path(book_path: str | os.PathLike[str]) -> Path:
+    """The side file of a book: ``BOOK.meta.json``."""
+    return Path(f"{book_path}.meta.json")
+
+
+@dataclass
+class BookMeta:
+    """Side data of a book: largest failed budget per open position (``tried``), solver
+    seconds per top-of-tree position (``seconds``), totals (solver wall and CPU seconds,
+    solver nodes, prover wall seconds, runs), and the first move being
+    proven. Keys are canonical keys."""
+
+    tried: dict[int, int] = field(default_factory=dict)
+    seconds: dict[int, float] = field(default_factory=dict)
+    solver_seconds: float = 0.0
+    solver_cpu_seconds: float = 0.0
+    solver_nodes: int = 0
+    wall_seconds: float = 0.0
+    runs: int = 0
+    first: int | None = None
+
+    @classmethod
+    def load(cls, book_path: str | os.PathLike[str]) -> "BookMeta":
+        """Read the side file of ``book_path``; an absent one gives empty side data.
+        Raises ProofBookError naming the file when it is unreadable or malformed."""
+        p = meta_path(book_path)
+        if not p.exists():
+            return cls()
+        try:
+            d = json.loads(p.read_text())
+            if d.get("version") != META_VERSION:
+                raise ValueError(f"version {d.get('version')!r}, expected {META_VERSION}")
+            return cls(
+                tried={int(k, 16): int(v) for k, v in d["tried"].items()},
+                seconds={int(k, 16): float(v) for k, v in d["seconds"].items()},
+                solver_seconds=float(d["solver_seconds"]),
+                solver_cpu_seconds=float(d.get("solver_cpu_seconds", 0.0)),
+                solver_nodes=int(d["solver_nodes"]),
+                wall_seconds=float(d["wall_seconds"]),
+                runs=int(d["runs"]),
+                first=None if d["first"] is None else int(d["first"]),
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ProofBookError(f"side file {p} is unreadable or malformed: {e}") from None
+
+    def save(self, book_path: str | os.PathLike[str]) -> None:
+        """Write the side file atomically."""
+        d = {
+            "version": META_VERSION,
+            "first": self.first,
+            "runs": self.runs,
+            "solver_seconds": round(self.solver_seconds, 3),
+            "solver_cpu_seconds": round(self.solver_cpu_seconds, 3),
+            "solver_nodes": self.solver_nodes,
+            "wall_seconds": round(self.wall_seconds, 3),
+            "seconds": {f"{k:x}": round(v, 3) for k, v in self.seconds.items()},
+            "tried": {f"{k:x}": v for k, v in self.tried.items()},
+        }
+        write_atomic(meta_path(book_path), json.dumps(d, indent=0).encode())
+
+
+# ---------------------------------------------------------------------------------------
+# The proof-number search.
+# ---------------------------------------------------------------------------------------
+
+
+class Node:
+    """A DAG node: one position up to symmetry (``state`` is the representative image)."""
+
+    __slots__ = ("key", "state", "stones", "is_or", "pn", "dn", "children", "parents", "tried", "busy", "terminal")
+
+    def __init__(self, key: int, state: State) -> None:
+        self.key = key
+        self.state = state
+        self.stones = state.num_stones
+        self.is_or = state.to_play == ORDER
+        self.pn = 1.0
+        self.dn = 1.0
+        self.children: list[tuple[Node, int, float]] | None = None  # (child, action, weight)
+        self.parents: list[Node] = []
+        self.tried = 0
+        self.busy = False
+        self.terminal = False
+
+    @property
+    def solved(self) -> bool:
+        """Proven or disproven."""
+        return self.pn == 0 or self.dn == 0
+
+
+@dataclass
+class ProveResult:
+    """The outcome of a run: ``winner`` of the root (None while open), whether the
+    restricted first move was refuted, and counters."""
+
+    winner: str | None
+    refuted: bool
+    seconds: float
+    solver_nodes: int
+    tasks: int
+    book_entries: int
+    interrupted: bool
+
+
+class Prover:
+    """Proof-number search from ``root``, recording into ``book`` (saved to ``book_path``
+    when given). ``first`` restricts the root (Order to move) to one action: the root is
+    then proven through that move, and the run stops if the move is refuted."""
+
+    def __init__(
+        self,
+        root: State,
+        book: ProofBook,
+        *,
+        config: ProveConfig = ProveConfig(),
+        book_path: str | os.PathLike[str] | None = None,
+        meta: BookMeta | None = None,
+        first: int | None = None,
+        log: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        if root.x & root.o:
+            raise ValueError("invalid root: a cell holds both X and O")
+        if first is not None:
+            if root.to_play != ORDER:
+                raise ValueError("a first move can be fixed only when Order is to move")
+            root.check_action(first)
+        self.book = book
+        self.config = config
+        self.book_path = None if book_path is None else Path(book_path)
+        self.meta = meta if meta is not None else BookMeta()
+        self.first = first
+        self.log = log
+        self.nodes: dict[int, Node] = {}
+        self.refuted = False
+        self.tasks_done = 0
+        self.run_nodes = 0
+        self.stop_requested = False
+        """Set (e.g. by a signal handler) to end :meth:`run` after the current result."""
+        self.root = self._node(canonical_form(root.x, root.o)[0], root)
+
+    # -- nodes --------------------------------------------------------------------------
+    def _node(self, key: int, state: State) -> Node:
+        node = self.nodes.get(key)
+        if node is not None:
+            return node
+        node = Node(key, state)
+        self.nodes[key] = node
+        done = state.winner
+        if done is not None:
+            node.terminal = True
+            self._set_solved(node, done)
+            return node
+        hit = self.book.lookup_key(key)
+        if hit is not None:
+            self._set_solved(node, hit[0])
+            return node
+        node.tried = self.meta.tried.get(key, 0)
+        node.pn = node.dn = self._leaf_number(node.tried)
+        return node
+
+    def _leaf_number(self, tried: int) -> float:
+        """Proof and disproof number of an open leaf: its next budget in first budgets."""
+        return 1.0 if tried == 0 else tried * self.config.growth / self.config.first_budget
+
+    @staticmethod
+    def _set_solved(node: Node, winner: str) -> None:
+        node.pn, node.dn = (0.0, INF) if winner == ORDER else (INF, 0.0)
+
+    def _record(self, node: Node, winner: str, move: int | None) -> None:
+        """Put a solved non-terminal position into the book and drop its side data."""
+        if not node.terminal:
+            self.book.add(node.state, winner, move)
+            self.meta.tried.pop(node.key, None)
+
+    def _expand(self, node: Node) -> None:
+        """Create one child per symmetry class of the legal moves, in solver move order
+        (only the fixed first move at a restricted root)."""
+        if self.first is not None and node is self.root:
+            node.children = [(self._child(node, self.first), self.first, 1.0)]
+            return
+        kids: list[tuple[Node, int, float]] = []
+        seen: set[int] = set()
+        for a in ordered_actions(node.state):
+            child_state = node.state.apply_unchecked(a)
+            key = canonical_form(child_state.x, child_state.o)[0]
+            if key in seen:
+                continue
+            seen.add(key)
+            child = self._child(node, a, key)
+            kids.append((child, a, edge_weight(node.is_or, len(kids))))
+            if (node.is_or and child.pn == 0) or (not node.is_or and child.dn == 0):
+                break  # the mover wins with this move: no need for the others
+        node.children = kids
+
+    def _child(self, node: Node, action: int, key: int | None = None) -> Node:
+        child_state = node.state.apply_unchecked(action)
+        if key is None:
+            key = canonical_form(child_state.x, child_state.o)[0]
+        child = self._node(key, child_state)
+        child.parents.append(node)
+        return child
+
+    def _recompute(self, node: Node) -> None:
+        kids = node.children
+        assert kids is not None
+        if node.is_or:
+            node.pn = min(w * c.pn for c, _, w in kids)
+            node.dn = sum(c.dn for c, _, _ in kids)
+        else:
+            node.pn = sum(c.pn for c, _, _ in kids)
+            node.dn = min(w * c.dn for c, _, w in kids)
+
+    def _update(self, start: Node) -> None:
+        """Recompute ``start``'s ancestors, deepest first, recording newly solved ones."""
+        heap: list[tuple[int, int, Node]] = [(-start.stones, id(start), start)]
+        queued = {id(start)}
+        while heap:
+            _, _, node = heapq.heappop(heap)
+            queued.discard(id(node))
+            before = (node.pn, node.dn)
+            if node.children is not None and not node.solved:
+                self._recompute(node)
+                if node.solved:
+                    self._on_solved_internal(node)
+            if node is not start and (node.pn, node.dn) == before:
+                continue
+            for p in node.parents:
+                if id(p) not in queued and not p.solved:
+                    queued.add(id(p))
+                    heapq.heappush(heap, (-p.stones, id(p), p))
+
+    def _on_solved_internal(self, node: Node) -> None:
+        assert node.children is not None
+        winner = ORDER if node.pn == 0 else CHAOS
+        if node is self.root and self.first is not None and winner == CHAOS:
+            self.refuted = True  # only the fixed first move is refuted, not the root
+            return
+        move = None
+        if winner == node.state.to_play:
+            move = next(a for c, a, _ in node.children if (c.pn == 0 if winner == ORDER else c.dn == 0))
+        self._record(node, winner, move)
+
+    # -- selection ----------------------------------------------------------------------
+    def _select(self) -> list[Node] | None:
+        """The path to a most-proving leaf not in flight, or None when every open leaf is."""
+        dead: set[int] = set()
+
+        def walk(node: Node) -> list[Node] | None:
+            if node.children is None:
+                return None if node.busy else [node]
+            kids = [
+                ((w * c.pn if node.is_or else w * c.dn), i, c)
+                for i, (c, _, w) in enumerate(node.children)
+                if not c.solved and c.key not in dead
+            ]
+            kids.sort(key=lambda t: (t[0], t[1]))
+            for _, _, c in kids:
+                path = walk(c)
+                if path is not None:
+                    return [node] + path
+                dead.add(c.key)
+            return None
+
+        return None if self.root.solved else walk(self.root)
+
+    # -- results ------------------------------------------------------------------------
+    def _apply(self, result: Result, path: list[Node]) -> None:
+        key, budget, winner, move, nodes, seconds, cpu = result
+        node = self.nodes[key]
+        node.busy = False
+        self.tasks_done += 1
+        self.run_nodes += nodes
+        self.meta.solver_nodes += nodes
+        self.meta.solver_seconds += seconds
+        self.meta.solver_cpu_seconds += cpu
+        top = self.root.stones + TOP_PLIES
+        for n in path:
+            if n.stones <= top:
+                self.meta.seconds[n.key] = self.meta.seconds.get(n.key, 0.0) + seconds
+        if winner is not None:
+            self._record(node, winner, move)
+            if not node.solved:
+                self._set_solved(node, winner)
+                self._update(node)
+            return
+        if node.solved:
+            return
+        node.tried = max(node.tried, budget)
+        self.meta.tried[key] = node.tried
+        node.pn = node.dn = self._leaf_number(node.tried)
+        self._update(node)
+
+    # -- driving ------------------------------------------------------------------------
+    def run(self, seconds: float | None = None) -> ProveResult:
+        """Search until the root is solved (or its fixed first move refuted), ``seconds``
+        have passed, :attr:`stop_requested` is set, or KeyboardInterrupt; the book is saved
+        every ``interval`` seconds and at the end. A solve running in this process (one
+        worker) is not interruptible by signals, so a stop request waits for it."""
+        cfg = self.config
+        start = time.monotonic()
+        deadline = INF if seconds is None else start + seconds
+        next_save = start + cfg.interval
+        next_progress = start + cfg.progress_every
+        self.meta.runs += 1
+        if self.first is not None:
+            self.meta.first = self.first
+        executor: _InlineExecutor | _ProcessExecutor = (
+            _InlineExecutor(cfg.tt_bits) if cfg.workers == 1 else _ProcessExecutor(cfg.workers, cfg.tt_bits)
+        )
+        if self.first is not None and self.root.children is None and not self.root.solved:
+            self._expand(self.root)  # a fixed first move: nothing to gain from solving the root
+            self._update(self.root)
+        inflight: dict[int, list[Node]] = {}
+        interrupted = False
+        last_wall = start
+        try:
+            while not self.root.solved and not self.refuted:
+                now = time.monotonic()
+                if now >= deadline or self.stop_requested:
+                    interrupted = self.stop_requested
+                    break
+                while len(inflight) < cfg.workers:
+                    path = self._select()
+                    if path is None:
+                        break
+                    leaf = path[-1]
+                    if leaf.tried >= cfg.cap:
+                        self._expand(leaf)
+                        self._update(leaf)
+                        if self.root.solved or self.refuted:
+                            break
+                        continue
+                    leaf.busy = True
+                    inflight[leaf.key] = path
+                    budget = cfg.first_budget if leaf.tried == 0 else leaf.tried * cfg.growth
+                    executor.submit((leaf.key, leaf.state.x, leaf.state.o, budget))
+                if not inflight:
+                    break
+                result = executor.get(timeout=0.5)
+                if result is not None:
+                    self._apply(result, inflight.pop(result[0]))
+                now = time.monotonic()
+                if now >= next_progress:
+                    self._progress(now - start)
+                    next_progress = now + cfg.progress_every
+                if now >= next_save:
+                    self.meta.wall_seconds += now - last_wall
+                    last_wall = now
+                    self.checkpoint()
+                    next_save = time.monotonic() + cfg.interval
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            executor.close()
+            self.meta.wall_seconds += time.monotonic() - last_wall
+            self.checkpoint()
+        elapsed = time.monotonic() - start
+        self._progress(elapsed, final=True)
+        winner = None if not self.root.solved or self.refuted else (ORDER if self.root.pn == 0 else CHAOS)
+        return ProveResult(winner, self.refuted, elapsed, self.run_nodes, self.tasks_done, len(self.book), interrupted)
+
+    def checkpoint(self) -> None:
+        """Write the book and its side file (atomically) when a path was given."""
+        if self.book_path is None:
+            return
+        for node in self.nodes.values():
+            if node.tried and not node.solved:
+                self.meta.tried[node.key] = node.tried
+        self.book.save(self.book_path)
+        self.meta.save(self.book_path)
+
+    def counts(self) -> dict[str, Any]:
+        """Node counts and the root's numbers (for progress lines)."""
+        proven = disproven = open_ = leaves = 0
+        for n in self.nodes.values():
+            if n.pn == 0:
+                proven += 1
+            elif n.dn == 0:
+                disproven += 1
+            else:
+                open_ += 1
+                leaves += n.children is None
+        return {
+            "proven": proven,
+            "disproven": disproven,
+            "open": open_,
+            "open_leaves": leaves,
+            "root_pn": self.root.pn,
+            "root_dn": self.root.dn,
+        }
+
+    def _replies(self) -> tuple[int, int] | None:
+        """(proven, total) children of the root's most-proving child, when expanded."""
+        kids = self.root.children
+        if not kids:
+            return None
+        best = min(kids, key=lambda t: t[2] * t[0].pn)[0]
+        if not best.children:
+            return None
+        return sum(c.pn == 0 for c, _, _ in best.children), len(best.children)
+
+    def _progress(self, elapsed: float, final: bool = False) -> None:
+        if self.log is None:
+            return
+        d = self.counts()
+        rate = self.run_nodes / elapsed / self.config.workers if elapsed > 0 else 0.0
+        d.update(
+            elapsed=round(elapsed, 1),
+            tasks=self.tasks_done,
+            nodes_per_s_per_worker=round(rate),
+            book=len(self.book),
+            replies=self._replies(),
+            final=final,
+        )
+        self.log(d)
+
+
+# ---------------------------------------------------------------------------------------
+# Status and verification.
+# ---------------------------------------------------------------------------------------
+
+
+def _classes(state: State) -> list[tuple[int, int]]:
+    """One (action, canonical key of the child) per symmetry class of the legal moves."""
+    out: list[tuple[int, int]] = []
+    seen: set[int] = set()
+    for a in state.legal_actions():
+        child = state.apply_unchecked(a)
+        key = canonical_form(child.x, child.o)[0]
+        if key not in seen:
+            seen.add(key)
+            out.append((a, key))
+    return out
+
+
+def _result_word(hit: tuple[str, int | None] | None) -> str:
+    return "open" if hit is None else ("proven" if hit[0] == ORDER else "disproven")
+
+
+def status(book_path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a book says about the empty board: ``root`` ('order', 'chaos' or None);
+    ``first_moves``, one per symmetry class of Order's first move, each with ``move``,
+    ``result`` ('proven', 'disproven' or 'open': is it an Order win), ``replies`` (Chaos
+    reply classes), ``replies_proven`` and ``replies_disproven``; ``focus``, the first move
+    being proven (the one fixed by the prover, else the one with most replies proven) with
+    every reply class's result and solver seconds spent below it; and totals.
+    Raises ProofBookError for an unusable book or side file."""
+    book = ProofBook.load(book_path)
+    meta = BookMeta.load(book_path)
+    empty = State()
+    root_hit = book.lookup(empty)
+    firsts: list[dict[str, Any]] = []
+    details: dict[int, list[dict[str, Any]]] = {}
+    for a, key in _classes(empty):
+        after = empty.apply(a)
+        rows = []
+        for r, rkey in _classes(after):
+            hit = book.lookup_key(rkey)
+            rows.append({"reply": action_name(r), "result": _result_word(hit),
+                         "seconds": round(meta.seconds.get(rkey, 0.0), 1)})
+        details[a] = rows
+        firsts.append({
+            "move": action_name(a),
+            "action": a,
+            "result": _result_word(book.lookup_key(key)),
+            "replies": len(rows),
+            "replies_proven": sum(r["result"] == "proven" for r in rows),
+            "replies_disproven": sum(r["result"] == "disproven" for r in rows),
+            "seconds": round(meta.seconds.get(key, 0.0), 1),
+        })
+    focus_action = None
+    if meta.first is not None:
+        fk = canonical_form(*empty.apply(meta.first))[0]
+        focus_action = next(f["action"] for f in firsts if canonical_form(*empty.apply(f["action"]))[0] == fk)
+    elif firsts:
+        focus_action = max(firsts, key=lambda f: f["replies_proven"])["action"]
+    return {
+        "root": None if root_hit is None else root_hit.winner,
+        "book_entries": len(book),
+        "solver_seconds": round(meta.solver_seconds, 1),
+        "solver_cpu_seconds": round(meta.solver_cpu_seconds, 1),
+        "solver_nodes": meta.solver_nodes,
+        "wall_seconds": round(meta.wall_seconds, 1),
+        "runs": meta.runs,
+        "open_positions_tried": len(meta.tried),
+        "first_moves": firsts,
+        "focus": None if focus_action is None else {
+            "move": action_name(focus_action),
+            "replies": details[focus_action],
+        },
+    }
+
+
+def verify(
+    book_path: str | os.PathLike[str],
+    *,
+    node_limit: int | None = None,
+    tt_bits: int = 20,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[str]:
+    """Check every book entry independently; returns failure descriptions (empty: all
+    good). A book that cannot be loaded gives one failure naming the problem.
+
+    Where the side to move wins, its stored move must lead to a position in which every
+    reply of the opponent leads to a position won by the same side; where the side to
+    move loses, every move must. Each such position counts as won when it is finished
+    with that winner, when the book says so, or when a fresh solver (new tables for each
+    entry) re-proves it; a re-proof that runs out of ``node_limit`` nodes is a failure.
+    """
+    try:
+        book = ProofBook.load(book_path)
+    except ProofBookError as e:
+        return [str(e)]
+    failures: list[str] = []
+    entries = list(book.items())
+    for i, (key, winner, move) in enumerate(entries):
+        state = key_state(key)
+        problem = _verify_entry(book, state, winner, move, Solver(tt_bits=tt_bits), node_limit)
+        if problem:
+            failures.append(f"{state.to_string()} ({state.to_play} to move, book: {winner} wins): {problem}")
+        if progress is not None:
+            progress(i + 1, len(entries))
+    return failures
+
+
+def _verify_entry(
+    book: ProofBook, state: State, winner: str, move: int | None, solver: Solver, node_limit: int | None
+) -> str | None:
+    if state.winner is not None:
+        return "the game is already over here"
+    if winner == state.to_play:
+        if move is None:
+            return "no winning move stored"
+        if (state.x | state.o) >> (move >> 1) & 1:
+            return f"stored move {action_name(move)} is on an occupied cell"
+        after = state.apply(move)
+        if after.winner is not None:
+            return None if after.winner == winner else f"stored move {action_name(move)} ends the game lost"
+        positions = [(f"{action_name(move)} then {action_name(r)}", after.apply(r)) for r in after.legal_actions()]
+    else:
+        if move is not None:
+            return f"a move ({action_name(move)}) is stored for the losing side"
+        positions = [(action_name(a), state.apply(a)) for a in state.legal_actions()]
+    for label, pos in positions:
+        if pos.winner is not None:
+            if pos.winner != winner:
+                return f"after {label} the game ends with {pos.winner} winning"
+            continue
+        hit = book.lookup(pos)
+        if hit is not None:
+            if hit.winner != winner:
+                return f"after {label} the book says {hit.winner} wins"
+            continue
+        r = solver.solve(pos, node_limit=node_limit)
+        if r.winner is None:
+            return f"after {label}: could not re-prove within {node_limit} nodes"
+        if r.winner != winner:
+            return f"after {label} a fresh solver finds {r.winner} wins"
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Command line.
+# ---------------------------------------------------------------------------------------
+
+
+def parse_action(text: str) -> int:
+    """An action from ``28``, ``c3X`` or ``c3 X``."""
+    t = text.strip()
+    if t.isdigit():
+        a = int(t)
+        if not 0 <= a < ACTIONS:
+            raise ValueError(f"action {a} is outside 0..{ACTIONS - 1}")
+        return a
+    t = t.replace(" ", "")
+    if len(t) != 3 or t[2].upper() not in SYMBOLS:
+        raise ValueError(f"bad move {text!r}: expected an action number or a cell and symbol like 'c3X'")
+    return 2 * parse_cell(t[:2]) + SYMBOLS.index(t[2].upper())
+
+
+def format_progress(d: dict[str, Any]) -> str:
+    rep = d["replies"]
+    return (
+        f"[{d['elapsed']:>8.1f}s] proven {d['proven']} disproven {d['disproven']} open {d['open']} "
+        f"(leaves {d['open_leaves']}) root pn {d['root_pn']:.4g} dn {d['root_dn']:.4g} "
+        f"tasks {d['tasks']} {d['nodes_per_s_per_worker']:,} nodes/s/worker book {d['book']}"
+        + ("" if rep is None else f" replies {rep[0]}/{rep[1]}")
+        + (" (final)" if d["final"] else "")
+    )
+
+
+def print_status(s: dict[str, Any]) -> None:
+    print(f"empty board: {s['root'] or 'open'}; book {s['book_entries']} entries; "
+          f"solver {s['solver_seconds']:.0f}s wall, {s['solver_cpu_seconds']:.0f}s CPU over {s['runs']} run(s)")
+    for f in s["first_moves"]:
+        print(f"  {f['move']}: {f['result']:<9} replies proven {f['replies_proven']}/{f['replies']}"
+              f" disproven {f['replies_disproven']}  {f['seconds']:.0f}s")
+    if s["focus"] is not None:
+        print(f"replies to {s['focus']['move']}:")
+        for r in s["focus"]["replies"]:
+            print(f"  {r['reply']}: {r['result']:<9} {r['seconds']:.0f}s")

@@ -1,0 +1,113 @@
+"""Prove who wins a position from the top of the game tree, and keep the proof in a book.
+
+``orderchaos prove [BOARD]`` (default: the empty board) runs a best-first proof-number search
+whose frontier positions are proven by the exact solver under budgets that grow while they
+stay open (``orderchaos.arena.prove``). Every proven position goes into the proof book
+(``--book``), written atomically every ``--interval`` seconds and on Ctrl-C or SIGTERM, so
+runs add up and a killed run loses at most one interval. ``--status`` tabulates Order's first
+moves and the Chaos replies to the one being proven; ``--verify`` re-checks every entry of
+the book with fresh solvers (exit status 1 on any failure, naming the positions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments of ``prove``."""
+    from orderchaos.arena.prove import ProveConfig
+
+    parser.add_argument("board", nargs="?", default="." * 36, help="36-char board string (default: empty board)")
+    parser.add_argument("--book", default=None,
+                        help="proof book file (created if absent; default: the shipped book for "
+                             "--status and --verify, required to prove)")
+    parser.add_argument("--minutes", type=float, default=None, help="stop after this long (default: until solved)")
+    parser.add_argument("--workers", type=int, default=1, help="solver worker processes")
+    parser.add_argument("--interval", type=float, default=10.0, help="seconds between book checkpoints")
+    parser.add_argument("--progress", type=float, default=5.0, help="seconds between progress lines")
+    parser.add_argument("--first", default=None, help="fix Order's first move at the root, e.g. c3X or 28")
+    parser.add_argument("--budget", type=int, default=ProveConfig.first_budget, help="first solver budget per leaf (nodes)")
+    parser.add_argument("--growth", type=int, default=ProveConfig.growth, help="budget factor per retry")
+    parser.add_argument("--cap", type=int, default=ProveConfig.cap, help="expand a leaf once a try this big failed")
+    parser.add_argument("--tt-bits", type=int, default=ProveConfig.tt_bits, help="solver table size per worker (log2)")
+    parser.add_argument("--json", action="store_true", help="JSON output")
+    parser.add_argument("--status", action="store_true", help="report what the book proves")
+    parser.add_argument("--verify", action="store_true", help="re-check every book entry with fresh solvers")
+    parser.add_argument("--verify-node-limit", type=int, default=None, help="node limit per re-proof")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Prove, report or verify; 0 ok, 1 verification failed, 2 bad input."""
+    from orderchaos.agents.proof_book import ProofBook, ProofBookError, shipped_book_path
+    from orderchaos.arena.prove import (
+        INF, BookMeta, ProveConfig, Prover, format_progress, print_status, parse_action, status, verify,
+    )
+    from orderchaos.envs.rules import BoardStringError, parse_board
+
+    if args.book is None:
+        if not (args.status or args.verify):
+            print("orderchaos prove: --book PATH is required to prove (the shipped book is read-only)",
+                  file=sys.stderr)
+            return 2
+        args.book = str(shipped_book_path())
+    try:
+        if args.status:
+            s = status(args.book)
+            print(json.dumps(s, indent=1)) if args.json else print_status(s)
+            return 0
+        if args.verify:
+            fails = verify(args.book, node_limit=args.verify_node_limit)
+            if args.json:
+                print(json.dumps({"failures": fails}, indent=1))
+            else:
+                for f in fails:
+                    print(f"FAIL {f}")
+                print(f"verify: {len(fails)} failure(s)")
+            return 1 if fails else 0
+        root = parse_board(args.board)
+        first = None if args.first is None else parse_action(args.first)
+        config = ProveConfig(first_budget=args.budget, growth=args.growth, cap=args.cap,
+                             tt_bits=args.tt_bits, workers=args.workers, interval=args.interval,
+                             progress_every=args.progress)
+        book = ProofBook.load(args.book) if Path(args.book).exists() else ProofBook()
+        meta = BookMeta.load(args.book)
+
+        def log(d: dict[str, Any]) -> None:
+            if args.json:
+                print(json.dumps({k: ("inf" if v == INF else v) for k, v in d.items()}), flush=True)
+            else:
+                print(format_progress(d), flush=True)
+
+        prover = Prover(root, book, config=config, book_path=args.book, meta=meta, first=first, log=log)
+    except (ProofBookError, BoardStringError, ValueError) as e:
+        print(f"orderchaos prove: {e}", file=sys.stderr)
+        return 2
+
+    def on_signal(signum: int, frame: object) -> None:
+        if prover.stop_requested:  # a second Ctrl-C or SIGTERM: stop at once
+            raise KeyboardInterrupt
+        prover.stop_requested = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    result = prover.run(None if args.minutes is None else args.minutes * 60)
+    summary = {
+        "root": result.winner,
+        "first_move_refuted": result.refuted,
+        "seconds": round(result.seconds, 1),
+        "solver_nodes": result.solver_nodes,
+        "tasks": result.tasks,
+        "book_entries": result.book_entries,
+        "interrupted": result.interrupted,
+    }
+    print(json.dumps(summary) if args.json else
+          f"done: root {result.winner or 'open'}{' (first move refuted)' if result.refuted else ''}; "
+          f"{result.tasks} tasks, {result.solver_nodes:,} solver nodes in {result.seconds:.1f}s; "
+          f"book {result.book_entries} entries{' (interrupted)' if result.interrupted else ''}", flush=True)
+    return 0

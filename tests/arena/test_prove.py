@@ -1,0 +1,378 @@
+"""Tests of the proof book (format, symmetry, refusal of bad files) and the prover
+(proof-number search against brute force, kill-and-resume, status, verify)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import brute_force, random_board
+
+from orderchaos.agents.solver import Solver
+from orderchaos.envs.rules import CELLS, CHAOS, ORDER, State, parse_board
+from orderchaos.envs.symmetry import NUM_SYMMETRIES, transform_action, transform_state
+from orderchaos.agents.proof_book import HEADER_SIZE, RECORD_DTYPE, ProofBook, ProofBookError, canonical_form, key_state
+from orderchaos.arena.prove import BookMeta, ProveConfig, Prover, parse_action, status, verify
+from orderchaos.cli.main import main as cli_main
+
+# A 5-stone position (Chaos to move) that the prover settles in a few seconds with the small
+# budgets of SMALL_ARGS, writing a book of some 180 entries.
+MEDIUM = "..X.....O...O.X..........OX........."
+SMALL_ARGS = ["--budget", "2000", "--cap", "8000", "--tt-bits", "16"]
+SMALL = ProveConfig(first_budget=2000, cap=8000, tt_bits=16)
+TINY = ProveConfig(first_budget=1, growth=2, cap=1, tt_bits=14)
+"""Every leaf gets one 1-node try and is then expanded: exercises the PN tree itself."""
+
+
+def prove_env() -> dict[str, str]:
+    """Environment for prover subprocesses: this one, without a PYTHONPATH that could shadow
+    the installed package."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+# -- the proof book --------------------------------------------------------------------------
+
+
+def sample_book(n: int, seed: int) -> tuple[ProofBook, dict[State, tuple[str, int | None]]]:
+    """A book of ``n`` random positions with arbitrary winners (and moves for mover wins)."""
+    rng = np.random.default_rng(seed)
+    book, truth = ProofBook(), {}
+    for _ in range(n):
+        s = random_board(int(rng.integers(1 << 30)), int(rng.integers(4, 30)))
+        winner = ORDER if rng.integers(2) else CHAOS
+        move = int(rng.choice(s.legal_actions())) if winner == s.to_play else None
+        if book.lookup(s) is None:
+            book.add(s, winner, move)
+            truth[s] = (winner, move)
+    return book, truth
+
+
+def test_book_round_trip(tmp_path: Path) -> None:
+    book, truth = sample_book(300, 1)
+    path = tmp_path / "b.ocb"
+    book.save(path)
+    loaded = ProofBook.load(path)
+    assert len(loaded) == len(truth) == len(book)
+    for s, (winner, move) in truth.items():
+        hit = loaded.lookup(s)
+        assert hit is not None and hit.winner == winner
+        if move is None:
+            assert hit.move is None
+        else:  # the same move up to a symmetry of the position
+            assert canonical_form(*s.apply(hit.move))[0] == canonical_form(*s.apply(move))[0]
+    assert all(s in loaded for s in truth) and State(1, 2) not in loaded
+    assert not list(tmp_path.glob(".*tmp")), "atomic write left a temporary file"
+    assert loaded.to_bytes() == path.read_bytes()
+
+
+def test_book_add_and_merge() -> None:
+    a, truth_a = sample_book(50, 2)
+    b, truth_b = sample_book(50, 3)
+    n = len(set(canonical_form(*s)[0] for s in list(truth_a) + list(truth_b)))
+    a.merge(b)
+    assert len(a) == n
+    s, (winner, _) = next(iter(truth_b.items()))
+    assert a.lookup(s).winner == winner
+    other = CHAOS if winner == ORDER else ORDER
+    with pytest.raises(ProofBookError, match="conflicting"):
+        a.add(s, other)
+    assert a.add(s, winner, truth_b[s][1]) is False
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 1 << 30), st.integers(1, 30), st.data())
+def test_stored_move_on_all_16_images(seed: int, empties: int, data: st.DataObject) -> None:
+    s = random_board(seed, empties)
+    move = data.draw(st.sampled_from(s.legal_actions()))
+    book = ProofBook()
+    book.add(s, s.to_play, move)
+    target = canonical_form(*s.apply(move))[0]
+    for g in range(NUM_SYMMETRIES):
+        image = transform_state(s, g)
+        hit = book.lookup(image)
+        assert hit is not None and hit.winner == s.to_play
+        assert canonical_form(*image.apply(hit.move))[0] == target
+        if len({transform_state(s, h) for h in range(NUM_SYMMETRIES)}) == NUM_SYMMETRIES:
+            assert hit.move == transform_action(move, g)  # no self-symmetry: exactly g(move)
+    # A book built from an image answers for the original too.
+    g = data.draw(st.integers(0, NUM_SYMMETRIES - 1))
+    book2 = ProofBook()
+    book2.add(transform_state(s, g), s.to_play, transform_action(move, g))
+    assert canonical_form(*s.apply(book2.lookup(s).move))[0] == target
+
+
+def _rewrite(data: bytes, **fields: int) -> bytes:
+    magic, version, rsize, count, crc = struct.unpack_from("<8sHHQI", data)
+    vals = dict(version=version, rsize=rsize, count=count, crc=crc) | fields
+    header = struct.pack("<8sHHQI", magic, vals["version"], vals["rsize"], vals["count"], vals["crc"])
+    return header + data[HEADER_SIZE:]
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda d: d[:-3], "truncated"),
+        (lambda d: d[:10], "truncated"),
+        (lambda d: b"", "truncated"),
+        (lambda d: d + b"\0", "trailing"),
+        (lambda d: b"NOTABOOK" + d[8:], "not a proof book"),
+        (lambda d: _rewrite(d, version=2), "version 2 is not supported"),
+        (lambda d: _rewrite(d, rsize=12), "record size"),
+        (lambda d: d[:HEADER_SIZE + 5] + bytes([d[HEADER_SIZE + 5] ^ 1]) + d[HEADER_SIZE + 6:], "checksum"),
+    ],
+)
+def test_bad_files_refused(tmp_path: Path, damage: Callable[[bytes], bytes], message: str) -> None:
+    book, _ = sample_book(20, 4)
+    good = book.to_bytes()
+    path = tmp_path / "bad.ocb"
+    path.write_bytes(damage(good))
+    with pytest.raises(ProofBookError, match=message) as err:
+        ProofBook.load(path)
+    assert str(path) in str(err.value)
+
+
+def test_unsorted_or_invalid_payload_refused(tmp_path: Path) -> None:
+    book, _ = sample_book(20, 5)
+    data = bytearray(book.to_bytes())
+    rec = np.frombuffer(bytes(data[HEADER_SIZE:]), dtype=RECORD_DTYPE).copy()
+    for mutate, message in [(lambda r: r[::-1], "strictly increasing"),
+                            (lambda r: _with_move(r, 100), "outside 0..71")]:
+        payload = mutate(rec.copy()).tobytes()
+        blob = _rewrite(bytes(data[:HEADER_SIZE]) + payload, crc=zlib.crc32(payload))
+        with pytest.raises(ProofBookError, match=message):
+            ProofBook.from_bytes(blob, "x.ocb")
+
+
+def _with_move(rec: np.ndarray, move: int) -> np.ndarray:
+    rec["v"][0] = (rec["v"][0] & 0x80) | move
+    return rec
+
+
+def test_cli_refuses_bad_file_without_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "bad.ocb"
+    path.write_bytes(b"OCPBOOK\0garbage")
+    r = subprocess.run([sys.executable, "-m", "orderchaos", "prove", "--book", str(path), "--status"],
+                       capture_output=True, text=True, env=prove_env(), timeout=120)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and str(path) in r.stderr and "truncated" in r.stderr
+
+
+def test_million_entry_book_loads_fast(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    n = 1_000_000
+    occ = rng.integers(0, 1 << CELLS, size=n, dtype=np.uint64)
+    xmask = rng.integers(0, 1 << CELLS, size=n, dtype=np.uint64)
+    x, o = occ & xmask, occ & ~xmask
+    lo = x | (o << np.uint64(CELLS))
+    hi = (o >> np.uint64(64 - CELLS)).astype(np.uint8)
+    order = np.lexsort((lo, hi))
+    lo, hi = lo[order], hi[order]
+    keep = np.ones(n, dtype=bool)
+    keep[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
+    rec = np.zeros(int(keep.sum()), dtype=RECORD_DTYPE)
+    rec["lo"], rec["hi"], rec["v"] = lo[keep], hi[keep], 127
+    payload = rec.tobytes()
+    path = tmp_path / "big.ocb"
+    path.write_bytes(struct.pack("<8sHHQI", b"OCPBOOK\0", 1, 10, len(rec), zlib.crc32(payload)) + payload)
+    t = time.perf_counter()
+    book = ProofBook.load(path)
+    elapsed = time.perf_counter() - t
+    assert len(book) == len(rec)
+    assert elapsed < 0.5, f"loading {len(rec)} entries took {elapsed:.2f}s"
+    k = int(rec["lo"][12345]) | int(rec["hi"][12345]) << 64
+    assert book.lookup_key(k) == (ORDER, None)
+
+
+# -- the prover against brute force ----------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 1 << 30), st.integers(6, 9))
+def test_pn_search_matches_brute_force(seed: int, empties: int) -> None:
+    s = random_board(seed, empties)
+    book = ProofBook()
+    result = Prover(s, book, config=TINY).run()
+    truth = brute_force(s)
+    assert result.winner == truth == Solver(tt_bits=14).solve(s).winner
+    assert book.lookup(s).winner == truth
+    for key, winner, move in book.items():  # every entry, internal or leaf, is right
+        pos = key_state(key)
+        assert brute_force(pos) == winner
+        if winner == pos.to_play:
+            assert brute_force(pos.apply(move)) == winner
+        else:
+            assert move is None
+
+
+def test_pn_search_builds_a_tree_on_harder_positions() -> None:
+    """With 1-node leaf budgets the PN tree itself does the work (hundreds of nodes)."""
+    for seed in range(40):
+        s = random_board(seed, 9)
+        book = ProofBook()
+        prover = Prover(s, book, config=TINY)
+        if prover.run().winner != brute_force(s):
+            pytest.fail(f"wrong result on {s.to_string()}")
+        if len(prover.nodes) > 50:
+            return
+    pytest.fail("no position needed a real PN tree")
+
+
+def test_two_workers_agree(tmp_path: Path) -> None:
+    s = parse_board(MEDIUM)
+    book = ProofBook()
+    r = Prover(s, book, config=dataclasses.replace(SMALL, workers=2), book_path=tmp_path / "w2.ocb").run(120)
+    assert r.winner == ORDER  # the solver's verdict on this position (see the solver check below)
+    assert ProofBook.load(tmp_path / "w2.ocb").lookup(s).winner == ORDER
+    assert verify(tmp_path / "w2.ocb", node_limit=2_000_000) == []
+
+
+def test_fixed_first_move_and_status(tmp_path: Path) -> None:
+    """A restricted root records Order's first move; status reports the reply classes."""
+    book = ProofBook()
+    after = State().apply(28)
+    replies = {canonical_form(*after.apply(a))[0]: a for a in after.legal_actions()}
+    for a in list(replies.values())[:5]:
+        book.add(after.apply(a), ORDER)
+    path = tmp_path / "s.ocb"
+    book.save(path)
+    meta = BookMeta(first=28)
+    meta.seconds[canonical_form(*after.apply(list(replies.values())[0]))[0]] = 12.5
+    meta.save(path)
+    s = status(path)
+    assert s["root"] is None and len(s["first_moves"]) == 6
+    c3 = next(f for f in s["first_moves"] if f["move"] == "c3 X")
+    assert (c3["replies"], c3["replies_proven"], c3["result"]) == (len(replies), 5, "open")
+    assert s["focus"]["move"] == "c3 X" and len(s["focus"]["replies"]) == len(replies)
+    assert s["focus"]["replies"][0]["seconds"] == 12.5
+    assert parse_action("c3X") == parse_action("c3 X") == parse_action("28") == 28
+
+
+# -- resumption --------------------------------------------------------------------------------
+
+
+def _prove_cmd(book: Path, interval: float = 1.0) -> list[str]:
+    return [sys.executable, "-m", "orderchaos", "prove", MEDIUM, "--book", str(book), "--interval", str(interval),
+            "--progress", "0.2", "--json"] + SMALL_ARGS
+
+
+def test_kill_and_resume(tmp_path: Path) -> None:
+    full = tmp_path / "full.ocb"
+    r = subprocess.run(_prove_cmd(full), capture_output=True, text=True, env=prove_env(), timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1])["root"] == ORDER
+
+    book = tmp_path / "killed.ocb"
+    interval = 0.5
+    proc = subprocess.Popen(_prove_cmd(book, interval), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=prove_env())
+    lines = []
+    for line in proc.stdout:  # wait until the search has made some progress
+        lines.append(json.loads(line))
+        if lines[-1].get("book", 0) >= 30:
+            break
+    time.sleep(0.7)
+    proc.send_signal(signal.SIGKILL)
+    killed_at = time.time()
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    # At most one interval (plus the duration of one in-process solve) was lost.
+    age = killed_at - book.stat().st_mtime
+    assert age < interval + 1.0, f"last checkpoint was {age:.1f}s before the kill"
+    saved = ProofBook.load(book)
+    assert len(saved) >= 30
+
+    r = subprocess.run(_prove_cmd(book), capture_output=True, text=True, env=prove_env(), timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1])["root"] == ORDER
+    resumed, reference = ProofBook.load(book), ProofBook.load(full)
+    # Nothing checkpointed is lost, and the two runs never disagree.
+    kept = dict((k, w) for k, w, _ in resumed.items())
+    assert all(kept.get(k) == w for k, w, _ in saved.items())
+    common = [k for k, _, _ in reference.items() if k in kept]
+    assert common and all(reference.lookup_key(k)[0] == kept[k] for k in common)
+    assert resumed.lookup(parse_board(MEDIUM)).winner == reference.lookup(parse_board(MEDIUM)).winner
+    assert BookMeta.load(book).runs == 2
+
+
+def test_sigterm_saves(tmp_path: Path) -> None:
+    book = tmp_path / "t.ocb"
+    proc = subprocess.Popen(_prove_cmd(book, interval=1000), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=prove_env())
+    for line in proc.stdout:
+        if json.loads(line).get("book", 0) >= 10:
+            break
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["interrupted"] is True
+    assert len(ProofBook.load(book)) >= 10
+
+
+# -- verification ------------------------------------------------------------------------------
+
+
+def _small_proven_book(tmp_path: Path) -> tuple[Path, ProofBook]:
+    book = ProofBook()
+    for seed in range(6):
+        Prover(random_board(100 + seed, 9), book, config=TINY).run()
+    path = tmp_path / "v.ocb"
+    book.save(path)
+    return path, book
+
+
+def test_verify_passes_and_catches_planted_errors(tmp_path: Path) -> None:
+    path, book = _small_proven_book(tmp_path)
+    assert len(book) > 10
+    assert verify(path) == []
+    entries = list(book.items())
+    # Plant a wrong winner on one entry (rebuilt book, valid file, consistent format).
+    key, winner, move = next(e for e in entries if e[1] != key_state(e[0]).to_play)
+    bad = ProofBook()
+    for k, w, m in entries:
+        if k == key:
+            pos = key_state(k)
+            w, m = (CHAOS if w == ORDER else ORDER), pos.legal_actions()[0]
+        bad.add(key_state(k), w, m)
+    bad_path = tmp_path / "planted.ocb"
+    bad.save(bad_path)
+    failures = verify(bad_path)
+    assert any(f.startswith(key_state(key).to_string()) for f in failures)
+    # A truncated file is reported, not half-read.
+    trunc = tmp_path / "trunc.ocb"
+    trunc.write_bytes(path.read_bytes()[:-4])
+    failures = verify(trunc)
+    assert len(failures) == 1 and "truncated" in failures[0] and str(trunc) in failures[0]
+    assert cli_main(["prove", "--book", str(trunc), "--verify"]) == 1
+
+
+def test_verify_catches_a_wrong_move(tmp_path: Path) -> None:
+    """An Order-to-move Order win whose stored move actually loses is reported."""
+    for seed in range(200):
+        s = random_board(seed, 8)
+        if s.to_play != ORDER or brute_force(s) != ORDER:
+            continue
+        losing = [a for a in s.legal_actions() if brute_force(s.apply(a)) == CHAOS]
+        if losing:
+            book = ProofBook()
+            book.add(s, ORDER, losing[0])
+            path = tmp_path / "m.ocb"
+            book.save(path)
+            failures = verify(path)
+            assert len(failures) == 1  # reported by its canonical image's board string
+            assert canonical_form(*parse_board(failures[0][:CELLS]))[0] == canonical_form(*s)[0]
+            return
+    pytest.fail("no suitable position found")
