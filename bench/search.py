@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from orderchaos.agents.mcts import MCTS, RolloutEvaluator, uniform_legal_priors
+from orderchaos.agents.mcts import MCTS, UCT_C, RolloutEvaluator, uniform_legal_priors
 from orderchaos.envs.rules import State, parse_board
 
 MID_GAME = parse_board("..X... OOOXO. ..X... O..XX. ...... ...X.X")
@@ -45,7 +45,7 @@ def _timed(step: Callable[[], int], repeats: int) -> dict[str, float]:
 
 def measure_ours(state: State, sims: int, repeats: int, seed: int = 0) -> dict[str, float]:
     """UCT + random rollouts from ``state``: a fresh tree of ``sims`` simulations per repeat."""
-    search = MCTS(RolloutEvaluator(1), simulations=sims, c=1.4, use_priors=False, seed=seed)
+    search = MCTS(RolloutEvaluator(1), simulations=sims, c=UCT_C, use_priors=False, seed=seed)
     search.search(state, simulations=16)  # compile / load the numba kernels outside the timing
     return _timed(lambda: search.search(state).simulations, repeats)
 
@@ -80,7 +80,7 @@ def measure_openspiel(sims: int, repeats: int, mid_game: bool) -> dict[str, floa
     state = _mnk_mid_game(game, MID_GAME.num_stones, seed=12) if mid_game else game.new_initial_state()
 
     def step() -> int:
-        bot = pyspiel.MCTSBot(game, pyspiel.RandomRolloutEvaluator(1, 0), 1.4, sims, 2000, True, 0, False)
+        bot = pyspiel.MCTSBot(game, pyspiel.RandomRolloutEvaluator(1, 0), UCT_C, sims, 2000, True, 0, False)
         bot.step(state)
         return sims
 

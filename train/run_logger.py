@@ -51,7 +51,7 @@ class RunLogger:
     ) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(str(run_dir), purge_step=start_step if start_step else None)
+        self.writer = SummaryWriter(str(run_dir), purge_step=start_step + 1 if start_step else None)
         if start_step == 0:
             self.writer.add_text("hyperparameters", hyperparameter_table(config))
         self.bar = tqdm(
