@@ -22,7 +22,7 @@ Payload: ``n`` records of 10 bytes, sorted by key, keys strictly increasing::
     9       1     value: bit 7 = winner (0 Order, 1 Chaos); bits 0..6 = the mover's winning
                   move in the canonical frame (action 0..71), or 127 for none
 
-The canonical key is :func:`envs.symmetry.canonical_key`: the least ``x | o << 36`` over
+The canonical key is :func:`orderchaos.envs.symmetry.canonical_key`: the least ``x | o << 36`` over
 the 16 images, so it fits in 72 bits. A move is stored only where the side to move wins
 (Order to move and Order wins, or Chaos to move and Chaos wins), and it is stored in the
 frame of the canonical image; :meth:`ProofBook.lookup` maps it back to the query's frame.

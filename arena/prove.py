@@ -31,7 +31,7 @@ transpositions and the 16 symmetric images of a position share one node.
 
 :func:`status` summarises a book for the empty board (first moves up to symmetry, and
 the Chaos replies to the first move being proven); :func:`verify` re-checks a book with
-fresh solvers. ``main(argv)`` is the command line (``python prove.py --help``).
+fresh solvers. The command line is ``orderchaos prove`` (:mod:`orderchaos.cli.commands.prove`).
 """
 
 from __future__ import annotations
