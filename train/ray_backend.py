@@ -37,10 +37,8 @@ unreachable ``run.ray_address`` gives one error after at most :data:`CONNECT_TIM
 
 from __future__ import annotations
 
-import logging
 import math
 import os
-import socket
 import time
 import warnings
 from typing import Any
@@ -53,6 +51,7 @@ from ray.exceptions import RayError
 from orderchaos.agents.network_agent import NetworkEvaluator
 from orderchaos.envs.encoding import OBS_SHAPE
 from orderchaos.envs.rules import ACTIONS, AGENTS, State
+from orderchaos.ray_setup import CONNECT_TIMEOUT_S, RayBackendError, connect_ray  # noqa: F401 (re-exported)
 from orderchaos.train.alphazero import (
     AlphaZeroTrainer,
     SelfPlayGame,
@@ -64,15 +63,8 @@ from orderchaos.train.config import TrainConfig, config_from_dict, config_to_dic
 from orderchaos.train.solver_targets import SolverTargets, solver_targets
 from orderchaos.train.trainer import build_network
 
-CONNECT_TIMEOUT_S = 10.0
-"""Seconds to reach a ``run.ray_address`` before giving up with an error."""
-
 MAX_CONSECUTIVE_FAILURES = 5
 """Batches in a row an actor may lose before the run stops (a crash loop, not bad luck)."""
-
-
-class RayBackendError(ValueError):
-    """The Ray backend cannot start (no ray, no cluster at the address); one-line message."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -266,38 +258,18 @@ class RayPendingTargets:
 
 
 def connect(run: Any) -> bool:
-    """Make sure this process is connected to Ray as ``run`` (a RunConfig) says; True when
-    this call started or joined it (the trainer disconnects at the end), False when the
-    process was connected already (a notebook, the tests): then the connection is used as
-    it is and left open. Raises :class:`RayBackendError` with one line on failure."""
-    address = run.ray_address
-    if address not in (None, "auto"):
-        host, port = address.rsplit(":", 1)
-        try:
-            socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
-        except OSError as exc:
-            raise RayBackendError(
-                f"cannot reach a Ray cluster at {address} (run.ray_address) within "
-                f"{CONNECT_TIMEOUT_S:.0f} s: {exc.strerror or exc}"
-            ) from None
-    if ray.is_initialized():
-        return False
-    quiet = {"logging_level": logging.WARNING, "log_to_driver": True}
-    try:
-        if address is None:
-            ray.init(
-                object_store_memory=run.object_store_mb * 2**20,
-                include_dashboard=run.dashboard,
-                _node_ip_address="127.0.0.1",  # a local instance listens on loopback only
-                **quiet,
-            )
-        else:
-            ray.init(address=address, **quiet)
-    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        where = "a local Ray instance" if address is None else f"the Ray cluster at {address}"
-        raise RayBackendError(f"cannot connect to {where} (run.ray_address): {first}") from None
-    return True
+    """Make sure this process is connected to Ray as ``run`` (a RunConfig) says
+    (:func:`orderchaos.ray_setup.connect_ray`); True when this call started or joined it
+    (the trainer disconnects at the end), False when the process was connected already (a
+    notebook, the tests): then the connection is used as it is and left open. Raises
+    :class:`RayBackendError` with one line on failure."""
+    return connect_ray(
+        run.ray_address,
+        object_store_mb=run.object_store_mb,
+        dashboard=run.dashboard,
+        setting="run.ray_address",
+        purpose="run.backend=ray",
+    )
 
 
 def _share(count: int, parts: int) -> list[int]:

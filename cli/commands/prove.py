@@ -4,9 +4,12 @@
 whose frontier positions are proven by the exact solver under budgets that grow while they
 stay open (``orderchaos.arena.prove``). Every proven position goes into the proof book
 (``--book``), written atomically every ``--interval`` seconds and on Ctrl-C or SIGTERM, so
-runs add up and a killed run loses at most one interval. ``--status`` tabulates Order's first
-moves and the Chaos replies to the one being proven; ``--verify`` re-checks every entry of
-the book with fresh solvers (exit status 1 on any failure, naming the positions).
+runs add up and a killed run loses at most one interval. Frontier positions are solved in
+``--workers`` local processes (``--backend local``) or Ray actors (``--backend ray``: a local
+Ray instance on 127.0.0.1, or the cluster at ``--ray-address``). ``--status`` tabulates
+Order's first moves and the Chaos replies to the one being proven; ``--verify`` re-checks
+every entry of the book with fresh solvers in this process (exit status 1 on any failure,
+naming the positions).
 """
 
 from __future__ import annotations
@@ -28,7 +31,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="proof book file (created if absent; default: the shipped book for "
                              "--status and --verify, required to prove)")
     parser.add_argument("--minutes", type=float, default=None, help="stop after this long (default: until solved)")
-    parser.add_argument("--workers", type=int, default=1, help="solver worker processes")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="solver workers: local processes (--backend local; 1 runs in this process) "
+                             "or Ray actors (--backend ray)")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local",
+                        help="where frontier positions are solved: local worker processes (default) or "
+                             "Ray actors (needs pip install 'orderchaos[ray]'; see docs/proof.md)")
+    parser.add_argument("--ray-address", default=None, metavar="ADDR",
+                        help="with --backend ray: the cluster to join, HOST:PORT of its head node or auto "
+                             "(the one running on this machine); default: start a local Ray instance "
+                             "bound to 127.0.0.1")
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between book checkpoints")
     parser.add_argument("--progress", type=float, default=5.0, help="seconds between progress lines")
     parser.add_argument("--first", default=None, help="fix Order's first move at the root, e.g. c3X or 28")
@@ -38,18 +50,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tt-bits", type=int, default=ProveConfig.tt_bits, help="solver table size per worker (log2)")
     parser.add_argument("--json", action="store_true", help="JSON output")
     parser.add_argument("--status", action="store_true", help="report what the book proves")
-    parser.add_argument("--verify", action="store_true", help="re-check every book entry with fresh solvers")
+    parser.add_argument("--verify", action="store_true",
+                        help="re-check every book entry with fresh solvers, in this process (not on Ray)")
     parser.add_argument("--verify-node-limit", type=int, default=None, help="node limit per re-proof")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Prove, report or verify; 0 ok, 1 verification failed, 2 bad input."""
+    """Prove, report or verify; 0 ok, 1 verification failed or a worker died, 2 bad input
+    (including a Ray backend that cannot start)."""
     from orderchaos.agents.proof_book import ProofBook, ProofBookError, shipped_book_path
     from orderchaos.arena.prove import (
-        INF, BookMeta, ProveConfig, Prover, format_progress, print_status, parse_action, status, verify,
+        INF, BookMeta, ProveConfig, Prover, ProverWorkerError, format_progress, print_status, parse_action,
+        status, verify,
     )
     from orderchaos.envs.rules import BoardStringError, parse_board
+    from orderchaos.ray_setup import RayBackendError, check_address
 
+    problem = None
+    if args.ray_address is not None and args.backend != "ray":
+        problem = "--ray-address goes with --backend ray"
+    elif args.backend == "ray" and (args.status or args.verify):
+        problem = f"--backend ray applies to proving; {'--status' if args.status else '--verify'} runs in this process"
+    else:
+        try:
+            check_address(args.ray_address, "--ray-address")
+        except RayBackendError as e:
+            problem = str(e)
+    if problem is not None:
+        print(f"orderchaos prove: {problem}", file=sys.stderr)
+        return 2
     if args.book is None:
         if not (args.status or args.verify):
             print("orderchaos prove: --book PATH is required to prove (the shipped book is read-only)",
@@ -74,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         first = None if args.first is None else parse_action(args.first)
         config = ProveConfig(first_budget=args.budget, growth=args.growth, cap=args.cap,
                              tt_bits=args.tt_bits, workers=args.workers, interval=args.interval,
-                             progress_every=args.progress)
+                             progress_every=args.progress, backend=args.backend, ray_address=args.ray_address)
         book = ProofBook.load(args.book) if Path(args.book).exists() else ProofBook()
         meta = BookMeta.load(args.book)
 
@@ -96,7 +125,14 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    result = prover.run(None if args.minutes is None else args.minutes * 60)
+    try:
+        result = prover.run(None if args.minutes is None else args.minutes * 60)
+    except RayBackendError as e:  # raised before the run changed anything
+        print(f"orderchaos prove: {e}", file=sys.stderr)
+        return 2
+    except ProverWorkerError as e:  # the book was saved on the way out
+        print(f"orderchaos prove: {e}; the book keeps what was solved before", file=sys.stderr)
+        return 1
     summary = {
         "root": result.winner,
         "first_move_refuted": result.refuted,

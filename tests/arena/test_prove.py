@@ -1,16 +1,19 @@
 """Tests of the proof book (format, symmetry, refusal of bad files) and the prover
-(proof-number search against brute force, kill-and-resume, status, verify)."""
+(proof-number search against brute force, kill-and-resume, status, verify, the Ray backend)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import signal
+import socket
 import struct
 import subprocess
 import sys
 import time
+import warnings
 import zlib
 from pathlib import Path
 from typing import Callable
@@ -26,7 +29,11 @@ from orderchaos.agents.solver import Solver
 from orderchaos.envs.rules import CELLS, CHAOS, ORDER, State, parse_board
 from orderchaos.envs.symmetry import NUM_SYMMETRIES, transform_action, transform_state
 from orderchaos.agents.proof_book import HEADER_SIZE, RECORD_DTYPE, ProofBook, ProofBookError, canonical_form, key_state
-from orderchaos.arena.prove import BookMeta, ProveConfig, Prover, parse_action, status, verify
+from orderchaos.arena.prove import (
+    BookMeta, ProveConfig, Prover, ProverWorkerError, _RayExecutor, _run_task, make_executor, parse_action, status,
+    verify,
+)
+from orderchaos.ray_setup import RayBackendError
 from orderchaos.cli.main import main as cli_main
 
 # A 5-stone position (Chaos to move) that the prover settles in a few seconds with the small
@@ -376,3 +383,144 @@ def test_verify_catches_a_wrong_move(tmp_path: Path) -> None:
             assert canonical_form(*parse_board(failures[0][:CELLS]))[0] == canonical_form(*s)[0]
             return
     pytest.fail("no suitable position found")
+
+
+# -- the Ray backend ---------------------------------------------------------------------------
+
+
+def _entries(path: Path) -> dict[int, str]:
+    return {k: w for k, w, _ in ProofBook.load(path).items()}
+
+
+def _next_result(executor: _RayExecutor, seconds: float = 120) -> tuple:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        result = executor.get(timeout=1.0)
+        if result is not None:
+            return result
+    pytest.fail(f"no result within {seconds} s")
+
+
+def test_ray_backend_matches_local_and_resubmits_a_dead_actors_task(tmp_path: Path) -> None:
+    """On an in-process Ray instance (2 CPUs): one Ray actor writes byte for byte the book of
+    one local worker (same tasks in the same order, one warm solver table); an actor killed
+    mid-task is restarted and its task resubmitted with a warning, giving the same result;
+    a task whose second try dies too stops the run with ProverWorkerError."""
+    ray = pytest.importorskip("ray")
+    owns = not ray.is_initialized()
+    if owns:
+        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20,
+                 _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
+    try:
+        s = parse_board(MEDIUM)
+        books = {}
+        for backend in ("local", "ray"):
+            path = tmp_path / f"{backend}.ocb"
+            r = Prover(s, ProofBook(), config=dataclasses.replace(SMALL, backend=backend), book_path=path).run(300)
+            assert r.winner == ORDER and not r.interrupted
+            books[backend] = path.read_bytes()
+        assert books["ray"] == books["local"] and len(ProofBook.load(tmp_path / "ray.ocb")) > 100
+        assert ray.is_initialized()  # the prover used this process's connection and left it open
+
+        empty = State()
+        task = (1, empty.x, empty.o, 1_000_000)  # about 2 s of solving, left open
+        reference = _run_task(Solver(tt_bits=16), task)[:5]  # (key, budget, winner, move, nodes)
+        executor = make_executor(ProveConfig(workers=2, tt_bits=16, backend="ray"))
+        assert isinstance(executor, _RayExecutor)
+        try:
+            pids = [ray.get(a.pid.remote()) for a in executor.actors]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                executor.submit(task)  # to actor 0
+                os.kill(pids[0], signal.SIGKILL)
+                result = _next_result(executor)
+            assert result[:5] == reference  # solved again by actor 1, nothing lost
+            assert executor.resubmitted == 1
+            messages = [str(w.message) for w in caught]
+            assert any("solver actor 0 died" in m and "resubmitted" in m for m in messages), messages
+
+            restarted = ray.get(executor.actors[0].pid.remote())
+            assert restarted != pids[0]
+            with warnings.catch_warnings(record=True), pytest.raises(ProverWorkerError, match="second try"):
+                warnings.simplefilter("always")
+                executor.submit(task)  # to actor 1, then resubmitted to the restarted actor 0
+                os.kill(pids[1], signal.SIGKILL)
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline:
+                    before = executor.resubmitted
+                    assert executor.get(timeout=1.0) is None
+                    if executor.resubmitted > before:
+                        os.kill(restarted, signal.SIGKILL)
+        finally:
+            executor.close()
+    finally:
+        if owns:
+            ray.shutdown()
+
+
+def test_cli_ray_backend_with_two_workers_agrees_with_local(tmp_path: Path) -> None:
+    """``--backend ray --workers 2`` (a local Ray instance of its own) proves the position
+    with the book the local prover writes: two workers finish leaves in either order, so
+    each book may hold a few positions the other does not, but every position in both has
+    the same winner and the Ray book verifies on its own."""
+    pytest.importorskip("ray")
+    ray_book, local_book = tmp_path / "ray.ocb", tmp_path / "local.ocb"
+    r = subprocess.run([sys.executable, "-m", "orderchaos", "prove", MEDIUM, "--book", str(ray_book),
+                        "--backend", "ray", "--workers", "2", "--json", *SMALL_ARGS],
+                       capture_output=True, text=True, env=prove_env(), timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(r.stdout.strip().splitlines()[-1])["root"] == ORDER
+    assert "Traceback" not in r.stderr
+    Prover(parse_board(MEDIUM), ProofBook(), config=SMALL, book_path=local_book).run()
+    got, want = _entries(ray_book), _entries(local_book)
+    root = canonical_form(*parse_board(MEDIUM))[0]
+    assert got[root] == want[root] == ORDER
+    common = got.keys() & want.keys()
+    assert len(common) >= 0.9 * len(want), (len(got), len(want), len(common))
+    assert all(got[k] == want[k] for k in common)
+    assert BookMeta.load(ray_book).runs == 1
+    assert verify(ray_book, node_limit=2_000_000) == []
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
+    book = tmp_path / "u.ocb"
+    address = f"127.0.0.1:{_free_port()}"
+    started = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "orderchaos", "prove", MEDIUM, "--book", str(book), "--backend", "ray",
+                        "--ray-address", address], capture_output=True, text=True, env=prove_env(), timeout=120)
+    elapsed = time.perf_counter() - started
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot reach a Ray cluster at {address} (--ray-address)" in lines[0], r.stderr
+    assert elapsed < 30, f"took {elapsed:.1f}s"
+    assert not book.exists() and not Path(f"{book}.meta.json").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--ray-address", "127.0.0.1:6379"], "--ray-address goes with --backend ray"),
+    (["--backend", "ray", "--ray-address", "nohost"], "bad --ray-address 'nohost'"),
+    (["--backend", "ray", "--ray-address", "h:99999"], "bad --ray-address 'h:99999'"),
+    (["--backend", "ray", "--status"], "--status runs in this process"),
+    (["--backend", "ray", "--verify"], "--verify runs in this process"),
+])
+def test_bad_backend_options_refused_in_one_line(tmp_path: Path, capsys, argv: list[str], message: str) -> None:
+    assert cli_main(["prove", "--book", str(tmp_path / "b.ocb"), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert not (tmp_path / "b.ocb").exists()
+
+
+def test_ray_backend_without_ray_says_how_to_install(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    with pytest.raises(RayBackendError, match=r"--backend ray needs ray .*pip install 'orderchaos\[ray\]'"):
+        make_executor(ProveConfig(backend="ray"))
+    with pytest.raises(ValueError, match="ray backend only"):
+        ProveConfig(ray_address="auto")
+    with pytest.raises(ValueError, match="backend must be one of local, ray"):
+        ProveConfig(backend="spark")

@@ -214,9 +214,12 @@ def _stop(head: subprocess.Popen, temp: Path) -> None:
 
 
 def test_only_the_ray_backend_imports_ray() -> None:
+    """Ray is loaded only by the training backend and when a Ray run starts (the prover's
+    --backend ray, :mod:`orderchaos.ray_setup`'s functions), never on import."""
     code = (
         "import sys, orderchaos, orderchaos.envs, orderchaos.agents.registry, orderchaos.train.factory, "
-        "orderchaos.train.alphazero, orderchaos.cli.main, orderchaos.bench.train\n"
+        "orderchaos.train.alphazero, orderchaos.cli.main, orderchaos.bench.train, orderchaos.ray_setup, "
+        "orderchaos.arena.prove, orderchaos.cli.commands.prove\n"
         "assert 'ray' not in sys.modules, sorted(m for m in sys.modules if m.startswith('ray'))"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
