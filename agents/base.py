@@ -61,3 +61,23 @@ class Evaluator(Protocol):
     def evaluate(self, states: Sequence[State]) -> tuple[np.ndarray, np.ndarray]:
         """Evaluate a batch of states; see the class docstring."""
         ...
+
+
+@runtime_checkable
+class ProvingEvaluator(Evaluator, Protocol):
+    """An evaluator that can also settle some leaves exactly (as
+    :class:`orderchaos.agents.solver_search.SolverLeafEvaluator` does with the solver).
+
+    ``evaluate_with_proofs`` returns ``(priors, values, proven)``, where ``proven`` is an
+    int8 array ``(B,)``: +1 when the player to move in that state provably wins, -1 when it
+    provably loses, 0 when unknown (its value is then an estimate). Where ``proven`` is
+    nonzero the value must equal it. :class:`orderchaos.agents.mcts.MCTS` uses this method
+    when the evaluator has it: it marks the proven leaves in the tree (MCTS-Solver), so
+    their results back up as proofs and the search never enters them again.
+    """
+
+    def evaluate_with_proofs(
+        self, states: Sequence[State]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Priors, values and proven flags for a batch of states; see the class docstring."""
+        ...

@@ -16,6 +16,13 @@
   and the search stops as soon as the root is proven.
 * Child order is shuffled at expansion with the tree's own seeded random stream, so ties
   are broken at random but reproducibly.
+* Proven leaves from the evaluator: an evaluator with ``evaluate_with_proofs`` (the
+  :class:`orderchaos.agents.base.ProvingEvaluator` protocol, e.g. the solver at shallow
+  leaves, :class:`orderchaos.agents.solver_search.SolverLeafEvaluator`) may settle a leaf
+  exactly. Such a leaf is marked proven like a terminal child, is never expanded or
+  selected again, and its result backs up as a proof. A root is never marked this way (its
+  exact value is used, and it is expanded as usual, so that the search still has moves to
+  choose from). Evaluators without that method take the unchanged default path.
 """
 
 from __future__ import annotations
@@ -240,6 +247,31 @@ def _expand_and_backup_many(
         )
 
 
+@njit(cache=True)
+def _expand_and_backup_proven_many(
+    nodes, size, tree_ids, leaves, xs, os_, priors, values, proven, streams
+):  # pragma: no cover - compiled
+    """:func:`_expand_and_backup_many` with the evaluator's proofs: ``proven[i]`` is +1 / -1
+    when the player to move at ``leaves[i]`` provably wins / loses (0: unknown).
+
+    A proven leaf that is not a root is marked before the backup (node flags are from the
+    view of the player who moved into the node, hence the sign flip), so it is not expanded,
+    its exact value is backed up, and the proof propagates like a terminal child's.
+    """
+    for i in range(leaves.shape[0]):
+        leaf = leaves[i]
+        if (
+            proven[i] != 0
+            and nodes[leaf].parent >= 0
+            and nodes[leaf].proven == 0
+            and nodes[leaf].first_child < 0
+        ):
+            nodes[leaf].proven = -proven[i]
+        _expand_and_backup(
+            nodes, size, leaf, xs[i], os_[i], priors[i], values[i], streams[tree_ids[i]],
+        )
+
+
 # ---------------------------------------------------------------------------------------
 # Evaluators.
 # ---------------------------------------------------------------------------------------
@@ -390,7 +422,9 @@ class MCTS:
     """UCT / PUCT tree search with MCTS-Solver backups (see the module docstring).
 
     Args:
-        evaluator: gives priors and values for leaf batches (``orderchaos.agents.base.Evaluator``).
+        evaluator: gives priors and values for leaf batches (``orderchaos.agents.base.Evaluator``);
+            one that also proves leaves (``orderchaos.agents.base.ProvingEvaluator``) has
+            its proofs marked in the tree (see the module docstring).
         simulations: simulations per search (the root expansion counts as the first one);
             None means unbounded, so ``time_limit`` must be given.
         c: exploration constant: UCB1 ``q + c*sqrt(ln N / n)`` or PUCT
@@ -518,10 +552,7 @@ class MCTS:
             if active.size == 0 or not arena.reserve(active.size * ACTIONS):
                 break
             leaves, lxs, los = _select_many(arena.nodes, roots[active], xs[active], os_[active], self.c, self.use_priors)
-            priors, values = self._evaluate([State(int(x), int(o)) for x, o in zip(lxs, los)])
-            _expand_and_backup_many(
-                arena.nodes, arena.size, active, leaves, lxs, los, priors, values, streams
-            )
+            self._evaluate_and_backup(arena, active, leaves, lxs, los, streams)
             if first_wave:
                 for t in active:
                     if noise_rngs[t] is not None:
@@ -530,8 +561,34 @@ class MCTS:
             done[active] += 1
         return done
 
-    def _evaluate(self, states: list[State]) -> tuple[np.ndarray, np.ndarray]:
-        priors, values = self.evaluator.evaluate(states)
+    def _evaluate_and_backup(self, arena: _Arena, tree_ids, leaves, lxs, los, streams) -> np.ndarray:
+        """Evaluate the selected leaves (one per tree in ``tree_ids``) in one batch, expand
+        them and back their values up, marking the evaluator's proofs when it gives any;
+        returns the values (each leaf mover's view)."""
+        priors, values, proven = self._evaluate([State(int(x), int(o)) for x, o in zip(lxs, los)])
+        if proven is None:
+            _expand_and_backup_many(arena.nodes, arena.size, tree_ids, leaves, lxs, los, priors, values, streams)
+        else:
+            _expand_and_backup_proven_many(
+                arena.nodes, arena.size, tree_ids, leaves, lxs, los, priors, values, proven, streams
+            )
+        return values
+
+    def _evaluate(self, states: list[State]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Priors, values and, from a proving evaluator, proven flags (else None)."""
+        prove = getattr(self.evaluator, "evaluate_with_proofs", None)
+        proven = None
+        if prove is not None:
+            priors, values, flags = prove(states)
+            flags = np.asarray(flags).reshape(-1)
+            if flags.shape != (len(states),) or not np.isin(flags, (-1, 0, 1)).all():
+                raise ValueError(
+                    f"evaluator returned proven flags of shape {flags.shape} for "
+                    f"{len(states)} states; expected ({len(states)},) with values in -1, 0, 1"
+                )
+            proven = np.ascontiguousarray(flags, dtype=np.int8)
+        else:
+            priors, values = self.evaluator.evaluate(states)
         priors = np.ascontiguousarray(priors, dtype=np.float32)
         values = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
         if priors.shape != (len(states), ACTIONS) or values.shape != (len(states),):
@@ -539,7 +596,7 @@ class MCTS:
                 f"evaluator returned priors {priors.shape} and values {values.shape} for "
                 f"{len(states)} states; expected ({len(states)}, {ACTIONS}) and ({len(states)},)"
             )
-        return priors, values
+        return priors, values, proven
 
     def _add_noise(self, arena: _Arena, root: int, rng: np.random.Generator) -> None:
         children = arena.children(root)
@@ -592,6 +649,11 @@ def _load_kernels() -> None:
     priors = np.zeros((1, ACTIONS), dtype=np.float32)
     _expand_and_backup_many(
         arena.nodes, arena.size, zero, leaves, xs, os_, priors, np.zeros(1), stream[None, :]
+    )
+    leaves, xs, os_ = _select_many(arena.nodes, roots, zero, zero, 1.0, True)
+    _expand_and_backup_proven_many(
+        arena.nodes, arena.size, zero, leaves, xs, os_, priors, np.zeros(1),
+        np.zeros(1, dtype=np.int8), stream[None, :],
     )
     _KERNELS_LOADED = True
 
