@@ -3,7 +3,8 @@
 Prints positions per second of :class:`~orderchaos.agents.network_agent.NetworkEvaluator` (encoding, masking,
 both role networks, softmax -- the whole leaf-evaluation path) next to the bare network
 forward pass at a few batch sizes and network sizes, then self-play games per second with
-batched PUCT search, and the training backends side by side (local, Ray with 1 and 2
+batched PUCT search, the self-play of the shipped recipes side by side (games/s and
+network evaluations per game), and the training backends side by side (local, Ray with 1 and 2
 actors: self-play games/s, updates/s, Ray's overhead at one actor, and a projection, marked
 as such, for 16 and 64 actors). Ratios compare each figure with its peer measured in the
 same run.
@@ -104,6 +105,46 @@ def selfplay_throughput(
     }
 
 
+RECIPES = ("alphazero.yaml", "alphazero_selfplay.yaml")
+"""The shipped training configs whose self-play :func:`recipe_throughput` compares."""
+
+
+def recipe_throughput(config_file: str, games: int, seed: int = 0) -> dict[str, float]:
+    """Games/s and network evaluations per game of one batch of ``games`` self-play games
+    played as the config in ``configs/`` says (search, simulations, heuristic opponents,
+    solver-ended games; the network is a fresh one of the config's shape, the solver
+    labelling of finished games is left out)."""
+    from pathlib import Path
+
+    from orderchaos.train.alphazero import play_training_games
+    from orderchaos.train.config import load_config
+    from orderchaos.train.trainer import build_network
+
+    config = load_config(Path(__file__).resolve().parents[1] / "configs" / config_file, ["device=cpu"])
+    torch.manual_seed(seed)
+    nets = {role: build_network(config.network).eval() for role in AGENTS}
+    evaluator = NetworkEvaluator(nets)
+    logs, _, seconds = play_training_games(evaluator, config, games, 0, np.random.default_rng(seed))
+    return {
+        "config": config_file,
+        "games": games,
+        "seconds": seconds,
+        "games_per_sec": games / seconds,
+        "evals_per_game": evaluator.positions_evaluated / games,
+        "mean_length": float(np.mean([log.length for log in logs])),
+        "solver_ended": float(np.mean([log.solver_ended for log in logs])),
+    }
+
+
+def print_recipe_table(rows: list[dict[str, Any]]) -> None:
+    """The recipes side by side, with games/s as a ratio to the first."""
+    print(f"\n{'self-play recipe':>24} {'games':>6} {'games/s':>8} {'evals/game':>11} {'length':>7} "
+          f"{'solver-ended':>12} {'games/s ratio':>14}")
+    for r in rows:
+        print(f"{r['config']:>24} {r['games']:>6} {r['games_per_sec']:>8.2f} {r['evals_per_game']:>11.0f} "
+              f"{r['mean_length']:>7.1f} {r['solver_ended']:>12.2f} {r['games_per_sec'] / rows[0]['games_per_sec']:>13.2f}x")
+
+
 def run(quick: bool = False, threads: int = 1) -> dict[str, Any]:
     """Measure and print; returns the figures. ``quick`` uses tiny budgets (seconds).
 
@@ -143,9 +184,11 @@ def _measure(quick: bool) -> dict[str, Any]:
             f"{games:>6} {sims:>5} {row['net']:>6} {row['games_per_sec']:>8.2f} "
             f"{row['moves_per_sec']:>8.1f} {row['leaf_evals_per_sec']:>12,.0f}"
         )
+    recipes = [recipe_throughput(name, 8 if quick else 128) for name in RECIPES]
+    print_recipe_table(recipes)
     backends = backend_table(quick)
     print_backend_table(backends, quick)
-    return {"network": net_rows, "selfplay": play_rows, "backends": backends}
+    return {"network": net_rows, "selfplay": play_rows, "recipes": recipes, "backends": backends}
 
 
 # ---------------------------------------------------------------------------------------

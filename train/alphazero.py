@@ -48,6 +48,7 @@ class SelfPlayGame:
     masks: list[np.ndarray] = field(default_factory=list)
     winner: str | None = None
     length: int = 0
+    solver_ended: bool = False
 
     def keep_only(self, indices: list[int]) -> None:
         """Keep only the logged positions at ``indices`` (with their targets and arrays)."""
@@ -57,9 +58,22 @@ class SelfPlayGame:
         self.masks = [self.masks[i] for i in indices]
 
 
-def value_targets(log: SelfPlayGame) -> np.ndarray:
-    """The final outcome from the view of the player to move in each logged position."""
-    return np.array([1.0 if log.winner == s.to_play else -1.0 for s in log.states], np.float32)
+def graded_order_value(winner: str | None, length: int, length_weight: float) -> float:
+    """A game's outcome from Order's view, graded by its length: a Chaos win is -1; an
+    Order win at ``length`` stones is ``1 - length_weight * (length - 9) / 27`` (1 for the
+    fastest possible five, ``1 - length_weight`` for a five on the last cell). So Order
+    learns to prefer quick wins and Chaos, in games lost in theory, long ones (compare
+    KataGo's score utility); ``length_weight < 1`` keeps every Order win above every loss."""
+    if winner != "order":
+        return -1.0
+    return 1.0 - length_weight * min(max(length - 9, 0), 27) / 27
+
+
+def value_targets(log: SelfPlayGame, length_weight: float = 0.0) -> np.ndarray:
+    """The final outcome from the view of the player to move in each logged position
+    (graded by the game's length when ``length_weight > 0``: :func:`graded_order_value`)."""
+    order_value = graded_order_value(log.winner, log.length, length_weight)
+    return np.array([order_value if s.to_play == "order" else -order_value for s in log.states], np.float32)
 
 
 MoveChooser = Callable[[int, np.ndarray, list[State]], tuple[list[int], list["np.ndarray | None"]]]
@@ -68,25 +82,51 @@ one action per game and, per game, the policy target to log for that position (N
 position is not logged)."""
 
 
-def play_lockstep(n_games: int, choose: MoveChooser) -> list[SelfPlayGame]:
+GameEnder = Callable[[list[State]], list["str | None"]]
+"""``end(states)``: for each position of an unfinished game, the winner if the game is to
+end there (decided without playing on), else None."""
+
+
+def play_lockstep(n_games: int, choose: MoveChooser, end: GameEnder | None = None) -> list[SelfPlayGame]:
     """Play ``n_games`` games from the empty board in one :class:`envs.BatchGame` until
     every game has ended; ``choose`` picks the moves of the unfinished games at each ply.
 
     The batch engine steps the games, detects their ends and winners, and supplies the
-    observation planes and masks of the logged positions.
+    observation planes and masks of the logged positions. With ``end``, a game whose
+    position ``end`` decides stops there with that winner (``solver_ended``); the position
+    is logged with an all-zero policy target (a value-only row, which the solver targets
+    of :meth:`AlphaZeroTrainer.store` complete where they reach).
     """
     game = BatchGame(n_games)
     logs = [SelfPlayGame() for _ in range(n_games)]
     actions = np.zeros(n_games, np.int64)
+    stopped = np.zeros(n_games, bool)
     ply = 0
     while True:
-        playing = ~game.terminated
+        playing = ~game.terminated & ~stopped
         rows = np.flatnonzero(playing)
         if rows.size == 0:
             break
         states = game.states(rows)
-        moves, targets = choose(ply, rows, states)
         planes, masks = game.observations(), game.action_masks()
+        if end is not None:
+            decided = end(states)
+            for g, state, winner in zip(rows, states, decided):
+                if winner is not None:
+                    log = logs[g]
+                    log.states.append(state)
+                    log.policies.append(np.zeros(ACTIONS, np.float32))
+                    log.planes.append(planes[g])
+                    log.masks.append(masks[g])
+                    log.winner, log.length, log.solver_ended = winner, state.num_stones, True
+                    stopped[g] = True
+            keep = [i for i, winner in enumerate(decided) if winner is None]
+            if len(keep) < len(rows):
+                rows, states = rows[keep], [states[i] for i in keep]
+                playing[np.flatnonzero(stopped)] = False
+                if rows.size == 0:
+                    break
+        moves, targets = choose(ply, rows, states)
         for g, state, target in zip(rows, states, targets):
             if target is not None:
                 log = logs[g]
@@ -98,8 +138,24 @@ def play_lockstep(n_games: int, choose: MoveChooser) -> list[SelfPlayGame]:
         game.step(actions, active=playing)
         ply += 1
     for log, winner, stones in zip(logs, game.winner, game.num_stones):
-        log.winner, log.length = AGENTS[int(winner)], int(stones)
+        if not log.solver_ended:
+            log.winner, log.length = AGENTS[int(winner)], int(stones)
     return logs
+
+
+def solver_ender(depth: int, node_limit: int) -> GameEnder:
+    """A :data:`GameEnder` that ends a game once it has at most ``depth`` empty cells and
+    the exact solver proves its winner within ``node_limit`` nodes (tried again each ply
+    until it does), so that self-play spends the network's evaluations on the opening and
+    middle game and the rest is labelled exactly."""
+    from orderchaos.agents.solver import solve
+
+    def end(states: list[State]) -> list[str | None]:
+        return [
+            solve(s, node_limit=node_limit).winner if s.num_empty <= depth else None for s in states
+        ]
+
+    return end
 
 
 def play_selfplay_games(
@@ -116,6 +172,8 @@ def play_selfplay_games(
     opponents: dict[int, tuple[int, Agent]] | None = None,
     target_temperature: float = 1.0,
     on_policy: Collection[int] = (),
+    gumbel_considered: int = 0,
+    end: GameEnder | None = None,
 ) -> list[SelfPlayGame]:
     """Play ``n_games`` games in lockstep (:func:`play_lockstep`) with batched PUCT search
     for every network move: one search wave evaluates the leaves of all trees at once.
@@ -128,7 +186,14 @@ def play_selfplay_games(
     plays its own most probable move (as it plays alone, without search) while its positions
     are still labelled with the search's targets, so that training sees the positions the
     network alone reaches and is corrected there (DAgger-style).
+
+    With ``gumbel_considered > 0`` the search is :class:`orderchaos.agents.gumbel.GumbelSearch`
+    over that many sampled root moves: every move is the search's Gumbel-sampled choice
+    (the Gumbel noise is the exploration; no Dirichlet noise, no temperature) and the
+    logged policy is its completed-Q improved policy. ``end`` stops games early
+    (:func:`play_lockstep`, e.g. :func:`solver_ender`).
     """
+    from orderchaos.agents.gumbel import GumbelSearch
     from orderchaos.agents.mcts import MCTS
 
     opponents = opponents or {}
@@ -136,15 +201,23 @@ def play_selfplay_games(
     opponent_seat = np.full(n_games, -1)
     for g, (seat, _) in opponents.items():
         opponent_seat[g] = seat
-    search = MCTS(
-        evaluator,
-        simulations=simulations,
-        c=c_puct,
-        use_priors=True,
-        dirichlet_alpha=dirichlet_alpha if dirichlet_alpha > 0 else None,
-        dirichlet_fraction=dirichlet_fraction,
-        seed=int(rng.integers(2**31)),
-    )
+    search: MCTS | GumbelSearch
+    if gumbel_considered:
+        search = GumbelSearch(
+            evaluator, simulations=simulations, max_considered=gumbel_considered, c=c_puct,
+            seed=int(rng.integers(2**31)),
+        )
+        temperature_moves = 0
+    else:
+        search = MCTS(
+            evaluator,
+            simulations=simulations,
+            c=c_puct,
+            use_priors=True,
+            dirichlet_alpha=dirichlet_alpha if dirichlet_alpha > 0 else None,
+            dirichlet_fraction=dirichlet_fraction,
+            seed=int(rng.integers(2**31)),
+        )
 
     def choose(ply: int, games: np.ndarray, states: list[State]) -> tuple[list[int], list[np.ndarray | None]]:
         moves = [0] * len(states)
@@ -162,7 +235,7 @@ def play_selfplay_games(
                 lost.add(i)
             else:
                 targets[i] = np.asarray(result.policy(target_temperature), dtype=np.float32)
-            if temp == 0 or result.proven is not None:
+            if temp == 0 or result.proven is not None:  # (Gumbel: temp is always 0)
                 moves[i] = int(result.best_action)
             else:
                 moves[i] = sample_from(np.asarray(result.policy(1.0), dtype=np.float64), temp, rng)
@@ -179,7 +252,7 @@ def play_selfplay_games(
                 moves[i] = opponents[int(games[i])][1].act(state)
         return moves, targets
 
-    return play_lockstep(n_games, choose)
+    return play_lockstep(n_games, choose, end)
 
 
 def play_heuristic_games(n_games: int, openings: int, rng: np.random.Generator) -> list[SelfPlayGame]:
@@ -242,6 +315,12 @@ def play_training_games(
         opponents=opponents,
         target_temperature=cfg.selfplay.target_temperature,
         on_policy=range(int(round(cfg.selfplay.on_policy_fraction * len(opponents)))),
+        gumbel_considered=cfg.mcts.max_considered if cfg.mcts.gumbel else 0,
+        end=(
+            solver_ender(cfg.selfplay.solver_end_depth, cfg.selfplay.solver_node_limit)
+            if cfg.selfplay.solver_end_depth
+            else None
+        ),
     )
     play_seconds = time.perf_counter() - started
     imitation: list[SelfPlayGame] = []
@@ -301,8 +380,9 @@ class TrainingRows:
     values: np.ndarray
 
     @classmethod
-    def from_logs(cls, logs: list[SelfPlayGame]) -> "TrainingRows | None":
-        """The rows of every logged position (None when there are none)."""
+    def from_logs(cls, logs: list[SelfPlayGame], length_weight: float = 0.0) -> "TrainingRows | None":
+        """The rows of every logged position (None when there are none); value targets
+        graded by game length with ``length_weight`` (:func:`value_targets`)."""
         logs = [log for log in logs if log.states]
         if not logs:
             return None
@@ -311,7 +391,7 @@ class TrainingRows:
             planes=np.stack([p for log in logs for p in log.planes]),
             masks=np.stack([m for log in logs for m in log.masks]),
             policies=np.stack([p for log in logs for p in log.policies]),
-            values=np.concatenate([value_targets(log) for log in logs]),
+            values=np.concatenate([value_targets(log, length_weight) for log in logs]),
         )
 
     def favourite_moves(self, row: int, count: int) -> list[int]:
@@ -383,9 +463,12 @@ class AlphaZeroTrainer(Trainer):
         cfg = self.config
         for net in self.nets.values():
             net.eval()
+        evaluated_before = self.evaluator.positions_evaluated
         logs, imitation, play_seconds = play_training_games(
             self.evaluator, cfg, cfg.selfplay.games, cfg.selfplay.imitation_games, self.rng
         )
+        evaluations = self.evaluator.positions_evaluated - evaluated_before
+        self.network_evaluations += evaluations
         stats = self.flush()
         stats.update(self.store(logs + imitation))
         self.games_played += len(logs)
@@ -396,7 +479,10 @@ class AlphaZeroTrainer(Trainer):
             "charts/SPS": sum(log.length for log in logs) / play_seconds,
             "charts/selfplay_order_winrate": order_wins / len(logs),
             "charts/mean_game_length": float(np.mean([log.length for log in logs])),
+            "charts/solver_ended_fraction": float(np.mean([log.solver_ended for log in logs])),
             "charts/games_played": float(self.games_played),
+            "charts/network_evals_per_game": evaluations / len(logs),
+            "charts/network_evaluations": float(self.network_evaluations),
         }
 
     def store(self, logs: list[SelfPlayGame], solver_depth: int | None = None) -> dict[str, float]:
@@ -408,7 +494,7 @@ class AlphaZeroTrainer(Trainer):
         next iteration's, or the next checkpoint's); otherwise they are solved here.
         ``solver_depth`` overrides ``selfplay.solver_depth``.
         """
-        return self.store_rows(TrainingRows.from_logs(logs), solver_depth)
+        return self.store_rows(TrainingRows.from_logs(logs, self.config.selfplay.length_weight), solver_depth)
 
     def store_rows(self, rows: "TrainingRows | None", solver_depth: int | None = None) -> dict[str, float]:
         """:meth:`store` for rows already gathered from game logs (None: no rows)."""

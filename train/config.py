@@ -48,6 +48,14 @@ class RunConfig:
         "evaluation are still written",
         min=0,
     )
+    evaluation_budget: int = _field(
+        0,
+        "stop once self-play has spent this many network evaluations (leaf positions "
+        "evaluated by the networks; 0: no limit): a compute budget that is the same on every "
+        "machine, for comparing recipes at equal compute (alphazero, local backend); the "
+        "learning-rate schedule follows it like the time limit",
+        min=0,
+    )
     checkpoint_interval: int = _field(
         5, "iterations between checkpoints (a killed run loses at most this many)", min=1
     )
@@ -150,6 +158,25 @@ class SelfPlayConfig:
     solver_node_limit: int = _field(
         20000, "node budget of each solver call; unknown results keep the game outcome", min=1
     )
+    solver_end_depth: int = _field(
+        0,
+        "end a self-play game as soon as it has at most this many empty cells and the solver "
+        "proves its winner within solver_node_limit (tried each ply until it does): earlier "
+        "positions get the proven winner as their outcome, the last one is a value-only row "
+        "(solver_depth >= this also gives it the winning moves as policy), and the network's "
+        "evaluations go to the opening and middle game (0: games are played out)",
+        min=0,
+        max=36,
+    )
+    length_weight: float = _field(
+        0.0,
+        "grade the game outcome by its length: an Order win at L stones is worth "
+        "1 - length_weight * (L - 9) / 27 to Order (and minus that to Chaos), a Chaos win -1; "
+        "so Chaos, lost in theory in most self-play games, still learns to make them long, and "
+        "Order to win fast (0: plain +/-1 outcomes)",
+        min=0,
+        max=0.95,
+    )
     warmup_games: int = _field(
         0,
         "before self-play, games of the heuristic agent against itself (after a short random "
@@ -246,6 +273,16 @@ class MCTSConfig:
     )
     dirichlet_fraction: float = _field(
         0.25, "weight of the Dirichlet noise in the root priors", min=0, max=1
+    )
+    gumbel: bool = _field(
+        False,
+        "Gumbel root search (orderchaos.agents.gumbel): sample max_considered root moves "
+        "without replacement, share the simulations among them by sequential halving, and "
+        "train on the completed-Q improved policy; moves are the search's Gumbel-sampled "
+        "choice (no Dirichlet noise, no temperature)",
+    )
+    max_considered: int = _field(
+        16, "with gumbel: root moves considered (Gumbel-Top-k)", min=1, max=72
     )
 
 

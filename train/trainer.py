@@ -51,9 +51,15 @@ def evaluate_policies(
     """Evaluate the networks alone (greedy, no search) and return ``eval/...`` scalars.
 
     For each opponent spec: ``eval/order_vs_<spec>_winrate`` (our Order against their Chaos)
-    and ``eval/chaos_vs_<spec>_winrate`` (our Chaos's win rate against their Order); then
-    ``eval/positions_accuracy`` (and per side) on the solver-labelled set. Pieces that are
-    not installed yet are skipped with a warning.
+    and ``eval/chaos_vs_<spec>_winrate`` (our Chaos's win rate against their Order); then the
+    optimal-move accuracy on each shipped solver-labelled set (one per stage of the game,
+    ``SHIPPED_SETS`` in :mod:`orderchaos.arena.positions`; the first
+    ``eval.positions_limit`` positions of each when that is set): ``eval/accuracy_<set>``
+    and per side to move ``eval/accuracy_<set>_order`` / ``_chaos`` for the sets ``12_18``,
+    ``19_22``, ``23_26`` and ``27_30``, ``eval/accuracy_all`` over all of them pooled, and
+    ``eval/positions_accuracy`` (and ``_order`` / ``_chaos``), which stays the 12-18 set's
+    figure as before the stage sets shipped. Pieces that are not installed yet, or a set
+    file that is missing, are skipped with a warning.
     """
     cfg = config.eval
     evaluator = NetworkEvaluator(nets, device=device)
@@ -72,20 +78,30 @@ def evaluate_policies(
             out[f"eval/chaos_vs_{name}_winrate"] = 1.0 - as_chaos.order_win_rate
     if cfg.positions:
         try:
-            from orderchaos.arena.positions import DEFAULT_POSITIONS, load_positions, positions_accuracy
+            from orderchaos.arena.positions import SHIPPED_SETS, pooled_accuracy, stage_accuracies
         except ImportError as exc:
             warnings.warn(f"positions accuracy skipped: orderchaos.arena.positions is unavailable ({exc})", stacklevel=2)
         else:
-            if not Path(DEFAULT_POSITIONS).is_file():
-                warnings.warn(f"positions accuracy skipped: {DEFAULT_POSITIONS} is missing", stacklevel=2)
-            else:
-                positions = load_positions(DEFAULT_POSITIONS)
-                if cfg.positions_limit:
-                    positions = positions[: cfg.positions_limit]
-                result = positions_accuracy(agent, positions, seed=seed)
-                out["eval/positions_accuracy"] = result.accuracy
+            sets = {}
+            for name, path in SHIPPED_SETS.items():
+                if Path(path).is_file():
+                    sets[name] = path
+                else:
+                    warnings.warn(f"positions accuracy on {name} skipped: {path} is missing", stacklevel=2)
+            results = stage_accuracies(agent, sets, seed=seed, limit=cfg.positions_limit) if sets else {}
+            for name, result in results.items():
+                out[f"eval/accuracy_{name}"] = result.accuracy
                 for side, stats in result.by_side.items():
-                    if isinstance(stats, dict) and "accuracy" in stats:
+                    if stats["positions"]:
+                        out[f"eval/accuracy_{name}_{side}"] = float(stats["accuracy"])
+            if results:
+                out["eval/accuracy_all"] = pooled_accuracy(list(results.values())).accuracy
+            # The name logged before the stage sets: the 12-18 set, so old runs' curves go on.
+            first = results.get("12_18")
+            if first is not None:
+                out["eval/positions_accuracy"] = first.accuracy
+                for side, stats in first.by_side.items():
+                    if stats["positions"]:
                         out[f"eval/positions_accuracy_{side}"] = float(stats["accuracy"])
     return out
 
@@ -124,6 +140,7 @@ class Trainer:
         self.iteration = 0
         self.elapsed = 0.0
         self.games_played = 0
+        self.network_evaluations = 0
         self.last_eval: dict[str, float] = {}
 
     def _init_from(self, source: str) -> None:
@@ -191,6 +208,7 @@ class Trainer:
             "iteration": self.iteration,
             "elapsed": self.elapsed,
             "games_played": self.games_played,
+            "network_evaluations": self.network_evaluations,
             "optimizers": {r: opt.state_dict() for r, opt in self.optimizers.items()},
             "rng": self.rng.bit_generator.state,
             "last_eval": self.last_eval,
@@ -202,6 +220,7 @@ class Trainer:
         self.iteration = int(state["iteration"])
         self.elapsed = float(state["elapsed"])
         self.games_played = int(state["games_played"])
+        self.network_evaluations = int(state.get("network_evaluations", 0))
         for role, opt in self.optimizers.items():
             opt.load_state_dict(state["optimizers"][role])
         self.rng.bit_generator.state = state["rng"]
@@ -232,10 +251,15 @@ class Trainer:
         return base
 
     def progress(self) -> float:
-        """How far the run is, 0..1: by iterations, or by time when a time limit comes first."""
-        frac = self.iteration / self.config.run.iterations
-        limit = self.config.run.time_limit_minutes * 60.0
-        return max(frac, self.elapsed / limit) if limit else frac
+        """How far the run is, 0..1: by iterations, or by time or network evaluations when
+        such a limit comes first."""
+        run = self.config.run
+        frac = self.iteration / run.iterations
+        if run.time_limit_minutes:
+            frac = max(frac, self.elapsed / (run.time_limit_minutes * 60.0))
+        if run.evaluation_budget:
+            frac = max(frac, self.network_evaluations / run.evaluation_budget)
+        return frac
 
     def set_learning_rate(self) -> float:
         """Apply :meth:`learning_rate` to both optimisers and return it."""
@@ -274,11 +298,10 @@ class Trainer:
         logger = RunLogger(
             self.run_dir, config_to_dict(cfg), self.progress(), self.iteration, cfg.run.progress
         )
-        limit = cfg.run.time_limit_minutes * 60.0
         evaluated_at = -1
         try:
             logger.message(f"{self.algorithm} run in {self.run_dir} from iteration {self.iteration}")
-            while self.iteration < cfg.run.iterations and not (limit and self.elapsed >= limit):
+            while self.progress() < 1.0:
                 started = time.perf_counter()
                 lr = self.set_learning_rate()
                 metrics = self.train_iteration()
@@ -308,8 +331,12 @@ class Trainer:
         logger.scalars(metrics, self.iteration)
         summary = " ".join(f"{k.removeprefix('eval/')}={v:.3f}" for k, v in metrics.items())
         logger.message(f"eval @ {self.iteration}: {summary}")
-        if "eval/positions_accuracy" in metrics:
-            logger.show(acc=metrics["eval/positions_accuracy"])
+        # The bar shows the accuracy over every stage pooled (the 12-18 set alone is near 1.0
+        # for a decent policy) and the hardest, earliest stage's.
+        if "eval/accuracy_all" in metrics:
+            logger.show(acc=metrics["eval/accuracy_all"])
+        if "eval/accuracy_27_30" in metrics:
+            logger.show(acc27=metrics["eval/accuracy_27_30"])
 
     def progress_fields(self, metrics: dict[str, float]) -> dict[str, float | int]:
         """What the progress bar shows after an iteration."""

@@ -64,3 +64,27 @@ def test_a_run_stops_at_its_time_limit_with_a_final_checkpoint(trainer) -> None:
     _, meta, state = load_checkpoint(latest_checkpoint(trainer.run_dir))
     assert meta["step"] == 1 and state["iteration"] == 1
     assert trainer.learning_rate() == pytest.approx(0.05 * trainer.config.optim.lr)
+
+
+SELFPLAY = REPO / "configs" / "alphazero_selfplay.yaml"
+
+
+def test_a_run_stops_at_its_evaluation_budget_and_resumes_with_the_count(tmp_path: Path) -> None:
+    small = [o for o in SMALL if not o.startswith(("selfplay.warmup", "selfplay.imitation"))]
+    config = load_config(SELFPLAY, [*small, "run.evaluation_budget=1000"])
+    assert config.run.evaluation_budget and config.run.iterations > 1000
+    trainer = make_trainer(config, tmp_path / "run")
+    trainer.fit()
+    assert trainer.network_evaluations >= 1000
+    assert trainer.network_evaluations == trainer.evaluator.positions_evaluated  # counted once
+    assert trainer.iteration < config.run.iterations
+    # the learning rate followed the budget down to its floor
+    assert trainer.learning_rate() == pytest.approx(0.05 * config.optim.lr)
+    _, _, state = load_checkpoint(latest_checkpoint(trainer.run_dir))
+    assert state["network_evaluations"] == trainer.network_evaluations
+    # a resumed run with a larger budget goes on from the count it saved
+    more = load_config(SELFPLAY, [*small, "run.evaluation_budget=1500"])
+    resumed = make_trainer(more, tmp_path / "run", resume=True)
+    assert resumed.progress() == pytest.approx(trainer.network_evaluations / 1500)
+    resumed.fit()
+    assert 1500 <= resumed.network_evaluations and resumed.iteration > trainer.iteration

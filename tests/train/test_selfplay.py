@@ -149,3 +149,48 @@ def test_on_policy_games_play_the_networks_own_favourite_after_the_temperature_p
 
     assert follows_favourite(logs[0]) and all(follows_favourite(logs[0]))
     assert not all(follows_favourite(logs[1]))  # searched moves (with noise) differ somewhere
+
+
+def test_graded_outcomes_prefer_short_order_wins_and_keep_the_sign() -> None:
+    from orderchaos.train.alphazero import SelfPlayGame, graded_order_value, value_targets
+
+    assert graded_order_value("order", 9, 0.5) == 1.0
+    assert graded_order_value("order", 36, 0.5) == pytest.approx(0.5)
+    assert graded_order_value("chaos", 36, 0.5) == -1.0
+    lengths = range(9, 37)
+    values = [graded_order_value("order", n, 0.9) for n in lengths]
+    assert all(a > b for a, b in zip(values, values[1:])) and min(values) > 0
+    start = State()
+    log = SelfPlayGame(states=[start, start.apply(0)], policies=[], winner="order", length=18)
+    assert value_targets(log, 0.0).tolist() == [1.0, -1.0]
+    assert value_targets(log, 0.9).tolist() == pytest.approx([0.7, -0.7])
+
+
+@pytest.mark.parametrize("gumbel", [0, 8])
+def test_solver_ended_games_stop_at_a_proven_position(gumbel: int) -> None:
+    from orderchaos.agents.network_agent import NetworkEvaluator
+    from orderchaos.agents.solver import solve
+    from orderchaos.train.alphazero import play_selfplay_games, solver_ender
+
+    torch.manual_seed(2)
+    evaluator = NetworkEvaluator({role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")})
+    logs = play_selfplay_games(
+        evaluator, 6, simulations=6, c_puct=1.5, dirichlet_alpha=0.3, dirichlet_fraction=0.25,
+        temperature=1.0, temperature_moves=4, rng=np.random.default_rng(3),
+        gumbel_considered=gumbel, end=solver_ender(18, 50_000),
+    )
+    ended = [log for log in logs if log.solver_ended]
+    assert ended  # random networks rarely make a five before 18 stones
+    for log in logs:
+        last = log.states[-1]
+        if log.solver_ended:
+            # the game stopped at the first logged position with at most 18 empties, whose
+            # proven winner is the game's; that position is a value-only row
+            assert last.num_empty <= 18 and log.length == last.num_stones
+            assert all(s.num_empty > 18 for s in log.states[:-1])
+            assert solve(last, node_limit=200_000).winner == log.winner
+            assert log.policies[-1].sum() == 0.0
+        else:
+            assert last.num_stones < log.length and log.winner in ("order", "chaos")
+        for policy in log.policies[:-1]:
+            assert policy.sum() == pytest.approx(1.0, abs=1e-5) or policy.sum() == 0.0
