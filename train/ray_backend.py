@@ -288,6 +288,12 @@ class RayAlphaZeroTrainer(AlphaZeroTrainer):
     run can switch backends on ``--resume``."""
 
     def __init__(self, config: TrainConfig, run_dir: Any) -> None:
+        if config.run.evaluation_budget:
+            raise RayBackendError(
+                "run.evaluation_budget counts the learner's own network evaluations and is not "
+                "supported with run.backend: ray; limit the run with run.iterations or "
+                "run.time_limit_minutes"
+            )
         self._owns_ray = connect(config.run)
         self.actors: list[Any] = []
         self.hunter: Any = None

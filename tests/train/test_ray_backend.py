@@ -148,6 +148,7 @@ def test_bad_input_gives_one_line_and_status_2(local_ray, tmp_path: Path, capsys
         ("run.actors=0", "run.actors"),
         (f"run.ray_address=127.0.0.1:{free_port()}", "cannot reach a Ray cluster"),
         ("run.ray_address=nohost", "run.ray_address"),
+        ("run.evaluation_budget=1000", "run.evaluation_budget"),
     ]:
         started = time.perf_counter()
         code = main(["train", SMOKE, "run.backend=ray", override, "--run-dir", str(tmp_path / "bad")])
