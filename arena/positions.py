@@ -12,8 +12,13 @@ Sets are made from sensible play: both sides play the heuristic agent, with a se
 chance ``epsilon`` of a uniformly random move instead, until a randomly chosen number of
 empty cells is reached. The solver then labels the position (within a node limit, so a
 set is the same on every machine); it is kept only when the mover is winning and not
-every legal move wins, and it is new up to the 16 symmetries. The shipped set's command
-is in ``arena/data/README.md``.
+every legal move wins, and it is new up to the 16 symmetries. Positions the solver cannot
+label within the node limit are dropped (counted in :class:`MakeStats`), so a late-stage set
+leans towards positions that are quicker to prove.
+
+Four sets ship, one per stage of the game (:data:`SHIPPED_SETS`): 12-18, 19-22, 23-26 and
+27-30 empty cells. :func:`stage_accuracies` scores an agent on each of them; each set's
+command is in ``arena/data/README.md``.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,8 +46,20 @@ from orderchaos.envs.rules import (
 from orderchaos.envs.symmetry import canonical_key
 from orderchaos.arena.game_files import json_lines
 
-DEFAULT_POSITIONS: Path = Path(__file__).resolve().parent / "data" / "positions_12-18.jsonl"
-"""The shipped set: solver-labelled positions with 12 to 18 empty cells."""
+DATA_DIR: Path = Path(__file__).resolve().parent / "data"
+
+SHIPPED_SETS: dict[str, Path] = {
+    "12_18": DATA_DIR / "positions_12-18.jsonl",
+    "19_22": DATA_DIR / "positions_19-22.jsonl",
+    "23_26": DATA_DIR / "positions_23-26.jsonl",
+    "27_30": DATA_DIR / "positions_27-30.jsonl",
+}
+"""The shipped solver-labelled sets by stage of the game, keyed ``"LOW_HIGH"`` (empty cells),
+from the end of the game backwards; the keys are also the TensorBoard tag fragments
+(``eval/accuracy_19_22``)."""
+
+DEFAULT_POSITIONS: Path = SHIPPED_SETS["12_18"]
+"""The first shipped set: solver-labelled positions with 12 to 18 empty cells."""
 
 
 class PositionsFileError(ValueError):
@@ -193,6 +210,57 @@ def positions_accuracy(
         for side, (n, c) in counts.items()
     }
     return AccuracyResult(total, correct, correct / total if total else float("nan"), by_side)
+
+
+def pooled_accuracy(results: Sequence[AccuracyResult]) -> AccuracyResult:
+    """Several results as one: positions and correct moves added, overall and by side."""
+    by_side = {}
+    for side in AGENTS:
+        n = sum(r.by_side[side]["positions"] for r in results)
+        c = sum(r.by_side[side]["correct"] for r in results)
+        by_side[side] = {"positions": n, "correct": c, "accuracy": c / n if n else float("nan")}
+    total = sum(r.positions for r in results)
+    correct = sum(r.correct for r in results)
+    return AccuracyResult(total, correct, correct / total if total else float("nan"), by_side)
+
+
+def set_name(path: str | os.PathLike) -> str:
+    """The key of a shipped set (``"19_22"``) when ``path`` is one, else the path as given."""
+    resolved = Path(path).resolve()
+    for name, shipped in SHIPPED_SETS.items():
+        if shipped.resolve() == resolved:
+            return name
+    return str(path)
+
+
+def stage_accuracies(
+    agent: Agent | str,
+    sets: Mapping[str, str | os.PathLike] | Sequence[str | os.PathLike] | None = None,
+    seed: int = 0,
+    limit: int = 0,
+) -> dict[str, AccuracyResult]:
+    """Score ``agent`` on each position set: ``{name: AccuracyResult}`` in the sets' order.
+
+    ``sets`` defaults to :data:`SHIPPED_SETS` (one set per stage of the game); a sequence of
+    paths is named by :func:`set_name`. ``limit`` (0: all) scores only the first ``limit``
+    positions of each set. A spec string is built afresh for each set with
+    ``agents.make(spec, seed=seed)``, so a set's figure does not depend on which other sets
+    are scored (``--file F`` gives the same row as the full table). Every file is read
+    before any is scored, so a missing or malformed one fails at once with
+    PositionsFileError.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"limit must be a non-negative integer (0: all), got {limit!r}")
+    if sets is None:
+        sets = SHIPPED_SETS
+    named = dict(sets) if isinstance(sets, Mapping) else {set_name(p): p for p in sets}
+    if not named:
+        raise ValueError("no position sets to score")
+    loaded = {name: load_positions(path) for name, path in named.items()}
+    results = {}
+    for name, positions in loaded.items():
+        results[name] = positions_accuracy(agent, positions[:limit] if limit else positions, seed=seed)
+    return results
 
 
 # ---------------------------------------------------------------------------------------

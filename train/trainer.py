@@ -51,9 +51,15 @@ def evaluate_policies(
     """Evaluate the networks alone (greedy, no search) and return ``eval/...`` scalars.
 
     For each opponent spec: ``eval/order_vs_<spec>_winrate`` (our Order against their Chaos)
-    and ``eval/chaos_vs_<spec>_winrate`` (our Chaos's win rate against their Order); then
-    ``eval/positions_accuracy`` (and per side) on the solver-labelled set. Pieces that are
-    not installed yet are skipped with a warning.
+    and ``eval/chaos_vs_<spec>_winrate`` (our Chaos's win rate against their Order); then the
+    optimal-move accuracy on each shipped solver-labelled set (one per stage of the game,
+    ``SHIPPED_SETS`` in :mod:`orderchaos.arena.positions`; the first
+    ``eval.positions_limit`` positions of each when that is set): ``eval/accuracy_<set>``
+    and per side to move ``eval/accuracy_<set>_order`` / ``_chaos`` for the sets ``12_18``,
+    ``19_22``, ``23_26`` and ``27_30``, ``eval/accuracy_all`` over all of them pooled, and
+    ``eval/positions_accuracy`` (and ``_order`` / ``_chaos``), which stays the 12-18 set's
+    figure as before the stage sets shipped. Pieces that are not installed yet, or a set
+    file that is missing, are skipped with a warning.
     """
     cfg = config.eval
     evaluator = NetworkEvaluator(nets, device=device)
@@ -72,20 +78,30 @@ def evaluate_policies(
             out[f"eval/chaos_vs_{name}_winrate"] = 1.0 - as_chaos.order_win_rate
     if cfg.positions:
         try:
-            from orderchaos.arena.positions import DEFAULT_POSITIONS, load_positions, positions_accuracy
+            from orderchaos.arena.positions import SHIPPED_SETS, pooled_accuracy, stage_accuracies
         except ImportError as exc:
             warnings.warn(f"positions accuracy skipped: orderchaos.arena.positions is unavailable ({exc})", stacklevel=2)
         else:
-            if not Path(DEFAULT_POSITIONS).is_file():
-                warnings.warn(f"positions accuracy skipped: {DEFAULT_POSITIONS} is missing", stacklevel=2)
-            else:
-                positions = load_positions(DEFAULT_POSITIONS)
-                if cfg.positions_limit:
-                    positions = positions[: cfg.positions_limit]
-                result = positions_accuracy(agent, positions, seed=seed)
-                out["eval/positions_accuracy"] = result.accuracy
+            sets = {}
+            for name, path in SHIPPED_SETS.items():
+                if Path(path).is_file():
+                    sets[name] = path
+                else:
+                    warnings.warn(f"positions accuracy on {name} skipped: {path} is missing", stacklevel=2)
+            results = stage_accuracies(agent, sets, seed=seed, limit=cfg.positions_limit) if sets else {}
+            for name, result in results.items():
+                out[f"eval/accuracy_{name}"] = result.accuracy
                 for side, stats in result.by_side.items():
-                    if isinstance(stats, dict) and "accuracy" in stats:
+                    if stats["positions"]:
+                        out[f"eval/accuracy_{name}_{side}"] = float(stats["accuracy"])
+            if results:
+                out["eval/accuracy_all"] = pooled_accuracy(list(results.values())).accuracy
+            # The name logged before the stage sets: the 12-18 set, so old runs' curves go on.
+            first = results.get("12_18")
+            if first is not None:
+                out["eval/positions_accuracy"] = first.accuracy
+                for side, stats in first.by_side.items():
+                    if stats["positions"]:
                         out[f"eval/positions_accuracy_{side}"] = float(stats["accuracy"])
     return out
 
@@ -315,8 +331,12 @@ class Trainer:
         logger.scalars(metrics, self.iteration)
         summary = " ".join(f"{k.removeprefix('eval/')}={v:.3f}" for k, v in metrics.items())
         logger.message(f"eval @ {self.iteration}: {summary}")
-        if "eval/positions_accuracy" in metrics:
-            logger.show(acc=metrics["eval/positions_accuracy"])
+        # The bar shows the accuracy over every stage pooled (the 12-18 set alone is near 1.0
+        # for a decent policy) and the hardest, earliest stage's.
+        if "eval/accuracy_all" in metrics:
+            logger.show(acc=metrics["eval/accuracy_all"])
+        if "eval/accuracy_27_30" in metrics:
+            logger.show(acc27=metrics["eval/accuracy_27_30"])
 
     def progress_fields(self, metrics: dict[str, float]) -> dict[str, float | int]:
         """What the progress bar shows after an iteration."""

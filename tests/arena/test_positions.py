@@ -11,14 +11,18 @@ from hypothesis import strategies as st
 from orderchaos.agents.simple import RandomAgent
 from orderchaos.arena.positions import (
     DEFAULT_POSITIONS,
+    SHIPPED_SETS,
     LabelledPosition,
     PositionsFileError,
     check_position,
     load_positions,
     make_positions,
     parse_empties,
+    pooled_accuracy,
     positions_accuracy,
     save_positions,
+    set_name,
+    stage_accuracies,
 )
 from orderchaos.envs.rules import parse_board
 
@@ -140,3 +144,30 @@ def test_parse_empties(text: str, expected: tuple[int, int]) -> None:
 def test_parse_empties_refuses_bad_ranges(text: str) -> None:
     with pytest.raises(ValueError, match="empties"):
         parse_empties(text)
+
+
+def test_stage_accuracies_per_set_and_pooled(tmp_path) -> None:
+    order_pos = LabelledPosition(FOUR_BOARD, [8])
+    chaos_board = FOUR_BOARD[:35] + "X"
+    chaos_pos = LabelledPosition(chaos_board, [9])
+    save_positions(tmp_path / "a.jsonl", [order_pos, chaos_pos, order_pos])
+    save_positions(tmp_path / "b.jsonl", [chaos_pos])
+    sets = {"a": tmp_path / "a.jsonl", "b": tmp_path / "b.jsonl"}
+    results = stage_accuracies("heuristic", sets)
+    assert list(results) == ["a", "b"]
+    assert results["a"].positions == 3 and results["a"].by_side["order"]["positions"] == 2
+    assert results["b"].by_side["order"]["positions"] == 0 and results["b"].correct == 1
+    limited = stage_accuracies("heuristic", sets, limit=1)
+    assert [r.positions for r in limited.values()] == [1, 1]
+    pooled = pooled_accuracy(list(results.values()))
+    assert pooled.positions == 4 and pooled.correct == 4 and pooled.accuracy == 1.0
+    assert pooled.by_side["chaos"] == {"positions": 2, "correct": 2, "accuracy": 1.0}
+    # a random agent's figure on a set does not depend on the other sets scored with it
+    alone = stage_accuracies("random", [tmp_path / "a.jsonl"], seed=4)
+    assert alone[str(tmp_path / "a.jsonl")].to_dict() == stage_accuracies("random", sets, seed=4)["a"].to_dict()
+    assert set_name(SHIPPED_SETS["23_26"]) == "23_26"
+    with pytest.raises(ValueError, match="limit"):
+        stage_accuracies("random", sets, limit=-1)
+    (tmp_path / "b.jsonl").write_text("{}\n")
+    with pytest.raises(PositionsFileError, match="b.jsonl:1: missing 'board'"):
+        stage_accuracies("random", sets)

@@ -47,8 +47,16 @@ def test_smoke_config_trains_end_to_end_and_the_run_is_an_agent(tmp_path: Path, 
     events.Reload()
     tags = set(events.Tags()["scalars"])
     for tag in ("order/losses/policy", "chaos/losses/value", "charts/games_per_sec", "charts/SPS",
-                "eval/order_vs_random_winrate", "eval/chaos_vs_random_winrate"):
+                "eval/order_vs_random_winrate", "eval/chaos_vs_random_winrate",
+                "eval/positions_accuracy", "eval/accuracy_all"):
         assert tag in tags, tag
+    # Optimal-move accuracy per stage of the game (the smoke config: 10 positions per set),
+    # overall and by side to move; the first 10 positions of every set hold both sides.
+    for stage in ("12_18", "19_22", "23_26", "27_30"):
+        for suffix in ("", "_order", "_chaos"):
+            assert f"eval/accuracy_{stage}{suffix}" in tags, stage + suffix
+    (first,) = events.Scalars("eval/positions_accuracy")
+    assert first.value == events.Scalars("eval/accuracy_12_18")[0].value  # the 12-18 set, as before
     assert "hyperparameters" in str(events.Tags())
     # The run as an agent is its newest checkpoint (step 3 of the 2 kept), with the spec's
     # parameters: it plays as an agent loaded straight from that checkpoint's files.
