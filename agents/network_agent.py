@@ -4,7 +4,9 @@
   networks: each state is evaluated by the Order net when Order is to move and by the Chaos
   net otherwise, both as one batch each; illegal actions get zero probability.
 * :class:`NeuralAgent` plays from the network alone (``sims=0``: greedy with ``temp=0`` or
-  sampling with ``temp>0``) or with PUCT search (``sims>0``, the shared ``orderchaos.agents.mcts.MCTS``).
+  sampling with ``temp>0``) or with PUCT search (``sims>0``, the shared ``orderchaos.agents.mcts.MCTS``);
+  ``solver=D`` adds the proof book and the exact solver at the root and at search leaves
+  with at most ``D`` empty cells (:mod:`orderchaos.agents.solver_search`).
 * :func:`pretrained_agent` (registry spec ``pretrained``) plays the shipped weights;
   :func:`run_dir_agent` (a run directory as a spec) plays a run's latest checkpoint. Both
   share one cached evaluator per policy (:func:`shared_evaluator`), so a match does not
@@ -30,6 +32,7 @@ from orderchaos.agents.policy_files import (
     load_policy_dir,
     pretrained_dir,
 )
+from orderchaos.agents.proof_book import ProofBook
 from orderchaos.envs.encoding import action_masks, encode_states
 from orderchaos.envs.rules import ACTIONS, AGENTS, State
 
@@ -103,12 +106,27 @@ def sample_from(probs: np.ndarray, temperature: float, rng: np.random.Generator)
 
 
 class NeuralAgent:
-    """A player from a :class:`NetworkEvaluator`, with optional PUCT search.
+    """A player from a :class:`NetworkEvaluator`, with optional PUCT search and solver.
 
     ``sims=0``: the network's policy alone; ``temp=0`` plays its most probable move, ``temp>0``
     samples. ``sims>0``: runs that many PUCT simulations (``orderchaos.agents.mcts.MCTS``, constant
     ``c``, by default ``orderchaos.agents.mcts.PUCT_C``) and plays the most visited move
     (``temp=0``) or samples the visit distribution.
+
+    ``solver=D`` (0: off) adds the exact solver, as
+    :class:`orderchaos.agents.solver_search.SolverAssist` describes: a root found in the proof
+    ``book`` (default: the shipped one) that the mover wins is answered with the book's move;
+    a root with at most ``root_depth`` empty cells (default ``D + 4``) proven won for the
+    mover is answered with a proven winning move (the one the network likes best); search
+    leaves with at most ``D`` empty cells are solved under ``leaf_nodes`` nodes each and
+    marked proven in the tree. A root
+    proven lost (by the solver at the root, or by the search's proofs) is searched again
+    without the solver, so the network picks the move that leaves the opponent the most
+    chances to go wrong. ``root_nodes`` caps the solver's work at the root. One solver, and
+    its transposition table, serves the whole game.
+
+    ``last_reason`` says how the last move (or policy) was chosen: ``"network"``,
+    ``"search"``, ``"book"``, ``"solver"`` or ``"search (lost)"``.
     """
 
     def __init__(
@@ -120,6 +138,11 @@ class NeuralAgent:
         c: float | None = None,
         seed: SeedLike = None,
         name: str = "neural",
+        solver: int = 0,
+        book: ProofBook | None = None,
+        root_depth: int | None = None,
+        root_nodes: int | None = None,
+        leaf_nodes: int | None = None,
     ) -> None:
         if sims < 0:
             raise ValueError(f"sims must be >= 0, got {sims}")
@@ -127,30 +150,55 @@ class NeuralAgent:
             raise ValueError(f"temp must be >= 0, got {temp}")
         if c is not None and c <= 0:
             raise ValueError(f"c must be > 0, got {c}")
+        from orderchaos.agents.solver_search import check_depth
+
         self.evaluator = evaluator
         self.sims, self.temp, self.c = sims, temp, c
+        self.solver_depth = check_depth(solver)
         self.rng = make_rng(seed)
         self.name = name
+        self.last_reason = ""
+        self.assist = None
+        if self.solver_depth:
+            from orderchaos.agents.solver_search import SolverAssist
+
+            tuning = {"root_depth": root_depth, "root_nodes": root_nodes, "leaf_nodes": leaf_nodes}
+            self.assist = SolverAssist(
+                self.solver_depth, book=book, **{k: v for k, v in tuning.items() if v is not None}
+            )
         self._search = None
+        self._plain_search = None  # the search without the solver, for roots proven lost
         if sims > 0:
             from orderchaos.agents.mcts import MCTS
 
+            leaf_evaluator = evaluator if self.assist is None else self.assist.leaf_evaluator(evaluator)
             self._search = MCTS(
-                evaluator,
+                leaf_evaluator,
                 simulations=sims,
                 c=c,
                 use_priors=True,
                 seed=int(self.rng.integers(2**31)),
             )
             self.c = self._search.c  # c=None: the MCTS default for PUCT, PUCT_C
+            if self.assist is not None:
+                self._plain_search = MCTS(
+                    evaluator, simulations=sims, c=c, use_priors=True, seed=int(self.rng.integers(2**31))
+                )
 
     def policy(self, state: State) -> np.ndarray:
         """Move probabilities (72, zero on illegal moves): the network's prior, or the
-        search's visit distribution when ``sims > 0``."""
+        search's visit distribution when ``sims > 0``; one-hot on a book or solver move."""
         if state.is_terminal:
             raise ValueError("the game is over; there is no policy for a terminal state")
+        answer = self._root_answer(state)
+        if answer is not None and answer.move is not None:
+            out = np.zeros(ACTIONS, dtype=np.float32)
+            out[answer.move] = 1.0
+            return out
+        lost = answer is not None and answer.source == "lost"
         if self._search is not None:
-            return np.asarray(self._search.search(state).policy(1.0), dtype=np.float32)
+            return np.asarray(self._searched(state, lost).policy(1.0), dtype=np.float32)
+        self.last_reason = "network"
         priors, _ = self.evaluator.evaluate([state])
         return priors[0]
 
@@ -158,14 +206,46 @@ class NeuralAgent:
         """Choose a legal action for the side to move."""
         if state.is_terminal:
             raise ValueError("the game is over; no action can be chosen")
+        answer = self._root_answer(state)
+        if answer is not None and answer.move is not None:
+            return answer.move
+        lost = answer is not None and answer.source == "lost"
         if self._search is not None:
-            result = self._search.search(state)
+            result = self._searched(state, lost)
             if self.temp == 0:
                 return int(result.best_action)
             return sample_from(np.asarray(result.policy(1.0), dtype=np.float64), self.temp, self.rng)
+        self.last_reason = "network"
         priors, _ = self.evaluator.evaluate([state])
         return sample_from(priors[0].astype(np.float64), self.temp, self.rng)
 
+    def _root_answer(self, state: State):
+        """The book's or the solver's answer at the root (a ``RootAnswer``), None without
+        the solver."""
+        if self.assist is None:
+            return None
+        answer = self.assist.root(state, lambda: self._ranked(state))
+        self.last_reason = answer.source
+        return answer
+
+    def _ranked(self, state: State) -> list[int]:
+        """The legal moves, most probable under the network first."""
+        priors, _ = self.evaluator.evaluate([state])
+        return sorted(state.legal_actions(), key=lambda a: -float(priors[0][a]))
+
+    def _searched(self, state: State, root_lost: bool):
+        """The search result to play from (``sims > 0``): the search with the solver at its
+        leaves, or, for a root proven lost, the search without it."""
+        assert self._search is not None
+        if not root_lost:
+            result = self._search.search(state)
+            root_lost = self.assist is not None and result.proven == "loss"
+            if not root_lost:
+                self.last_reason = "search"
+                return result
+        self.last_reason = "search (lost)"
+        assert self._plain_search is not None
+        return self._plain_search.search(state)
 
 
 def load_evaluator(path: str | Path, device: str | torch.device = "cpu") -> NetworkEvaluator:
@@ -222,22 +302,28 @@ def run_dir_agent(
     temp: float = 0.0,
     c: float | None = None,
     seed: SeedLike = None,
+    solver: int = 0,
 ) -> NeuralAgent:
-    """The agent of a training run directory (its latest checkpoint) or of a policy directory."""
+    """The agent of a training run directory (its latest checkpoint) or of a policy directory;
+    ``solver=D`` adds the book and the solver (see :class:`NeuralAgent`)."""
     return NeuralAgent(
-        shared_evaluator(path), sims=sims, temp=temp, c=c, seed=seed, name=f"run:{Path(path).name}"
+        shared_evaluator(path), sims=sims, temp=temp, c=c, seed=seed, name=f"run:{Path(path).name}",
+        solver=solver,
     )
 
 
 
 def pretrained_agent(
-    sims: int = 0, temp: float = 0.0, c: float | None = None, seed: SeedLike = None
+    sims: int = 0, temp: float = 0.0, c: float | None = None, seed: SeedLike = None, solver: int = 0
 ) -> NeuralAgent:
-    """The shipped pretrained Order and Chaos policies as one agent (registry ``pretrained``)."""
+    """The shipped pretrained Order and Chaos policies as one agent (registry ``pretrained``);
+    ``pretrained:sims=200,solver=26`` is the strongest player (see :class:`NeuralAgent`)."""
     where = pretrained_dir()
     if not (where / META_FILE).is_file():
         raise CheckpointError(
             f"no pretrained policy is installed at {where}; export one from a run with "
             f"`orderchaos export RUN_DIR`"
         )
-    return NeuralAgent(shared_evaluator(where), sims=sims, temp=temp, c=c, seed=seed, name="pretrained")
+    return NeuralAgent(
+        shared_evaluator(where), sims=sims, temp=temp, c=c, seed=seed, name="pretrained", solver=solver
+    )

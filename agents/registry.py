@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from orderchaos.agents.base import Agent, SeedLike
@@ -19,11 +19,16 @@ from orderchaos.agents.base import Agent, SeedLike
 
 @dataclass(frozen=True)
 class FactoryInfo:
-    """Where an agent's factory lives and which parameters it accepts (name -> type)."""
+    """Where an agent's factory lives and which parameters it accepts (name -> type).
+
+    ``ranges`` gives, for some parameters, the inclusive range of accepted values, checked
+    when a spec is resolved (so that a bad value is refused before any game starts).
+    """
 
     target: str
     params: dict[str, type]
     help: str
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 REGISTRY: dict[str, FactoryInfo] = {
@@ -43,14 +48,17 @@ REGISTRY: dict[str, FactoryInfo] = {
     ),
     "pretrained": FactoryInfo(
         "orderchaos.agents.network_agent:pretrained_agent",
-        {"sims": int, "temp": float, "c": float, "seed": int},
-        "the shipped Order and Chaos policies; sims>0 adds PUCT search",
+        {"sims": int, "temp": float, "c": float, "seed": int, "solver": int},
+        "the shipped Order and Chaos policies; sims>0 adds PUCT search; solver=D adds the proof "
+        "book at the root and the exact solver at positions with at most D empty cells",
+        {"solver": (0, 36)},
     ),
 }
 RUN_DIR = FactoryInfo(
     "orderchaos.agents.network_agent:run_dir_agent",
-    {"sims": int, "temp": float, "c": float, "seed": int},
-    "a training run directory; sims>0 adds PUCT search",
+    {"sims": int, "temp": float, "c": float, "seed": int, "solver": int},
+    "a training run directory; sims>0 adds PUCT search; solver=D as for pretrained",
+    {"solver": (0, 36)},
 )
 
 
@@ -111,6 +119,13 @@ def resolve(spec: str) -> tuple[FactoryInfo, str, dict[str, Any]]:
                 f"unknown parameter {key!r} for agent {name!r}; accepted parameters: {accepted}"
             )
         params[key] = _convert(spec, key, value, info.params[key])
+        if key in info.ranges:
+            low, high = info.ranges[key]
+            if not low <= params[key] <= high:
+                raise SpecError(
+                    f"parameter {key}={value!r} in agent spec {spec!r} must be from {low:g} to {high:g}"
+                    + (" (0: off)" if low == 0 else "")
+                )
     return info, name, params
 
 
