@@ -51,7 +51,15 @@ from orderchaos.envs.rules import (
 T = TypeVar("T")
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
-SUGGESTED_AGENTS = ["random", "heuristic", "mcts:sims=800", "pretrained", "pretrained:sims=200", "solver"]
+SUGGESTED_AGENTS = [
+    "random",
+    "heuristic",
+    "mcts:sims=800",
+    "pretrained",
+    "pretrained:sims=200",
+    "pretrained:sims=200,solver=26",  # the strongest player
+    "solver",
+]
 MAX_SPEC_CHARS = 200
 MAX_NAME_CHARS = 200
 MAX_WATCH_DELAY_MS = 10_000

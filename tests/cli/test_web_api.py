@@ -68,7 +68,7 @@ def connect(client: TestClient) -> Any:
     """Open a socket (closed with the client) and read the greeting: hello, the play view."""
     ws = client.sockets.enter_context(client.websocket_connect("/ws"))  # type: ignore[attr-defined]
     hello = ws.receive_json()
-    assert hello["type"] == "hello" and "pretrained:sims=200" in hello["suggestions"]
+    assert hello["type"] == "hello" and "pretrained:sims=200,solver=26" in hello["suggestions"]
     assert receive(ws, "state", "play")["board"] == [""] * 36
     return ws
 
