@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -35,6 +36,10 @@ from orderchaos.agents.policy_files import (
 from orderchaos.agents.proof_book import ProofBook
 from orderchaos.envs.encoding import action_masks, encode_states
 from orderchaos.envs.rules import ACTIONS, AGENTS, State
+
+if TYPE_CHECKING:
+    from orderchaos.agents.mcts import SearchResult
+    from orderchaos.agents.solver_search import RootAnswer
 
 
 class NetworkEvaluator:
@@ -219,7 +224,7 @@ class NeuralAgent:
         priors, _ = self.evaluator.evaluate([state])
         return sample_from(priors[0].astype(np.float64), self.temp, self.rng)
 
-    def _root_answer(self, state: State):
+    def _root_answer(self, state: State) -> RootAnswer | None:
         """The book's or the solver's answer at the root (a ``RootAnswer``), None without
         the solver."""
         if self.assist is None:
@@ -233,7 +238,7 @@ class NeuralAgent:
         priors, _ = self.evaluator.evaluate([state])
         return sorted(state.legal_actions(), key=lambda a: -float(priors[0][a]))
 
-    def _searched(self, state: State, root_lost: bool):
+    def _searched(self, state: State, root_lost: bool) -> SearchResult:
         """The search result to play from (``sims > 0``): the search with the solver at its
         leaves, or, for a root proven lost, the search without it."""
         assert self._search is not None
@@ -255,7 +260,7 @@ def load_evaluator(path: str | Path, device: str | torch.device = "cpu") -> Netw
     return NetworkEvaluator(nets, device=device)
 
 
-_SHARED: "OrderedDict[tuple, NetworkEvaluator]" = OrderedDict()
+_SHARED: OrderedDict[tuple, NetworkEvaluator] = OrderedDict()
 _SHARED_SIZE = 8
 
 
