@@ -131,7 +131,9 @@ def test_async_mode_plays_ahead_with_older_weights(local_ray, tmp_path: Path) ->
     trainer.fit()
     assert trainer.games_played == 3 * 4 and not trainer._inflight  # queued batches dropped at the end
     lag = scalars(tmp_path / "run")["charts/weights_lag"]
-    assert lag[1] == 0.0 and max(lag.values()) >= 1.0  # later batches were queued before training
+    # Later batches were queued before training: some of their games used older weights (the
+    # lag is a mean over the batch's chunks, so on a loaded machine it can be 0.5, not 1).
+    assert lag[1] == 0.0 and max(lag.values()) > 0.0
 
 
 def test_bench_table_measures_both_backends(local_ray) -> None:
