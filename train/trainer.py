@@ -97,12 +97,9 @@ def evaluate_policies(
             if results:
                 out["eval/accuracy_all"] = pooled_accuracy(list(results.values())).accuracy
             # The name logged before the stage sets: the 12-18 set, so old runs' curves go on.
-            first = results.get("12_18")
-            if first is not None:
-                out["eval/positions_accuracy"] = first.accuracy
-                for side, stats in first.by_side.items():
-                    if stats["positions"]:
-                        out[f"eval/positions_accuracy_{side}"] = float(stats["accuracy"])
+            for suffix in ("", "_order", "_chaos"):
+                if f"eval/accuracy_12_18{suffix}" in out:
+                    out[f"eval/positions_accuracy{suffix}"] = out[f"eval/accuracy_12_18{suffix}"]
     return out
 
 
