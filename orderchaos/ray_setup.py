@@ -17,6 +17,7 @@ is a :class:`RayBackendError` with a one-line message naming the setting at faul
 from __future__ import annotations
 
 import logging
+import os
 import re
 import socket
 from typing import Any
@@ -94,5 +95,17 @@ def connect_ray(
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         where = "a local Ray instance" if address is None else f"the Ray cluster at {address}"
-        raise RayBackendError(f"cannot connect to {where} ({setting}): {first}") from None
+        raise RayBackendError(f"cannot connect to {where} ({setting}): {first}{_auth_hint(address)}") from None
     return True
+
+
+def _auth_hint(address: str | None) -> str:
+    """A hint for joining a head node with token authentication, which Ray (2.52 and later)
+    turns on by itself for ``ray start --head`` when a token file exists, but never for a
+    process that joins by an explicit address unless ``RAY_AUTH_MODE`` says so."""
+    if address in (None, "auto") or os.environ.get("RAY_AUTH_MODE"):
+        return ""
+    return (
+        "; if the head node uses token authentication, set RAY_AUTH_MODE=token here, with "
+        "its token in RAY_AUTH_TOKEN or ~/.ray/auth_token"
+    )

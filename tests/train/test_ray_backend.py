@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -162,15 +163,19 @@ def test_bad_input_gives_one_line_and_status_2(local_ray, tmp_path: Path, capsys
 
 @pytest.mark.slow  # a second Ray head and a CLI process: about a minute on 2 cores
 def test_train_joins_a_cluster_by_address(tmp_path: Path) -> None:
-    """A head node of our own (loopback, no dashboard, one CPU, its own temp dir); the CLI
-    trains the smoke config on it; then only that node's processes are stopped."""
+    """A head node of our own (loopback, no dashboard, one CPU, its own temp dir, token
+    authentication); the CLI, not told of the token, is refused with a hint, then trains the
+    smoke config on it; then only that node's processes are stopped."""
     port = free_port()
     temp = Path(f"/tmp/oc-ray-{os.getpid()}-{port}")  # short: Ray's socket paths are limited
     bin_dir = Path(sys.executable).parent
+    # Token authentication on both sides, with a token of the test's own: Ray turns it on for
+    # a head by itself when ~/.ray/auth_token exists, and a joiner must then be told.
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     head = subprocess.Popen(
         [str(bin_dir / "ray"), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
          "--include-dashboard=false", "--num-cpus=1", f"--temp-dir={temp}", "--disable-usage-stats"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env,
     )
     try:
         deadline = time.time() + 60
@@ -182,10 +187,13 @@ def test_train_joins_a_cluster_by_address(tmp_path: Path) -> None:
                 assert head.poll() is None and time.time() < deadline, "ray head did not start"
                 time.sleep(0.5)
         run_dir = tmp_path / "run"
+        command = [sys.executable, "-m", "orderchaos", "train", SMOKE, *FAST, "run.actors=1", "run.iterations=1",
+                   f"run.ray_address=127.0.0.1:{port}", "--run-dir", str(run_dir)]
+        no_auth = {k: v for k, v in env.items() if not k.startswith("RAY_AUTH")}
+        refused = subprocess.run(command, check=False, capture_output=True, text=True, timeout=240, cwd=REPO, env=no_auth)
+        assert refused.returncode == 2 and "RAY_AUTH_MODE=token" in refused.stderr.splitlines()[-1]
         out = subprocess.run(
-            [sys.executable, "-m", "orderchaos", "train", SMOKE, *FAST, "run.actors=1", "run.iterations=1",
-             f"run.ray_address=127.0.0.1:{port}", "--run-dir", str(run_dir)],
-            capture_output=True, text=True, timeout=240, cwd=REPO,
+            command, check=False, capture_output=True, text=True, timeout=240, cwd=REPO, env=env,
         )
         assert out.returncode == 0, out.stderr[-2000:]
         assert "iterations: 1  games: 4" in out.stdout
