@@ -87,7 +87,9 @@ GameEnder = Callable[[list[State]], list["str | None"]]
 end there (decided without playing on), else None."""
 
 
-def play_lockstep(n_games: int, choose: MoveChooser, end: GameEnder | None = None) -> list[SelfPlayGame]:
+def play_lockstep(
+    n_games: int, choose: MoveChooser, end: GameEnder | None = None, end_games: Collection[int] | None = None
+) -> list[SelfPlayGame]:
     """Play ``n_games`` games from the empty board in one :class:`envs.BatchGame` until
     every game has ended; ``choose`` picks the moves of the unfinished games at each ply.
 
@@ -95,8 +97,13 @@ def play_lockstep(n_games: int, choose: MoveChooser, end: GameEnder | None = Non
     observation planes and masks of the logged positions. With ``end``, a game whose
     position ``end`` decides stops there with that winner (``solver_ended``); the position
     is logged with an all-zero policy target (a value-only row, which the solver targets
-    of :meth:`AlphaZeroTrainer.store` complete where they reach).
+    of :meth:`AlphaZeroTrainer.store` complete where they reach). ``end_games`` (default:
+    all) lists the games ``end`` may stop; the others are played to the end.
     """
+    endable = np.ones(n_games, bool)
+    if end_games is not None:
+        endable[:] = False
+        endable[list(end_games)] = True
     game = BatchGame(n_games)
     logs = [SelfPlayGame() for _ in range(n_games)]
     actions = np.zeros(n_games, np.int64)
@@ -110,7 +117,11 @@ def play_lockstep(n_games: int, choose: MoveChooser, end: GameEnder | None = Non
         states = game.states(rows)
         planes, masks = game.observations(), game.action_masks()
         if end is not None:
-            decided = end(states)
+            asked = [i for i, g in enumerate(rows) if endable[g]]
+            decided: list[str | None] = [None] * len(rows)
+            if asked:
+                for i, winner in zip(asked, end([states[i] for i in asked])):
+                    decided[i] = winner
             for g, state, winner in zip(rows, states, decided):
                 if winner is not None:
                     log = logs[g]
@@ -174,6 +185,7 @@ def play_selfplay_games(
     on_policy: Collection[int] = (),
     gumbel_considered: int = 0,
     end: GameEnder | None = None,
+    end_games: Collection[int] | None = None,
 ) -> list[SelfPlayGame]:
     """Play ``n_games`` games in lockstep (:func:`play_lockstep`) with batched PUCT search
     for every network move: one search wave evaluates the leaves of all trees at once.
@@ -190,8 +202,8 @@ def play_selfplay_games(
     With ``gumbel_considered > 0`` the search is :class:`orderchaos.agents.gumbel.GumbelSearch`
     over that many sampled root moves: every move is the search's Gumbel-sampled choice
     (the Gumbel noise is the exploration; no Dirichlet noise, no temperature) and the
-    logged policy is its completed-Q improved policy. ``end`` stops games early
-    (:func:`play_lockstep`, e.g. :func:`solver_ender`).
+    logged policy is its completed-Q improved policy. ``end`` stops games early, those in
+    ``end_games`` only when given (:func:`play_lockstep`, e.g. :func:`solver_ender`).
     """
     from orderchaos.agents.gumbel import GumbelSearch
     from orderchaos.agents.mcts import MCTS
@@ -252,7 +264,7 @@ def play_selfplay_games(
                 moves[i] = opponents[int(games[i])][1].act(state)
         return moves, targets
 
-    return play_lockstep(n_games, choose, end)
+    return play_lockstep(n_games, choose, end, end_games)
 
 
 def play_heuristic_games(n_games: int, openings: int, rng: np.random.Generator) -> list[SelfPlayGame]:
@@ -321,6 +333,7 @@ def play_training_games(
             if cfg.selfplay.solver_end_depth
             else None
         ),
+        end_games=range(int(round(cfg.selfplay.solver_end_fraction * n_games))),
     )
     play_seconds = time.perf_counter() - started
     imitation: list[SelfPlayGame] = []

@@ -168,6 +168,15 @@ class SelfPlayConfig:
         min=0,
         max=36,
     )
+    solver_end_fraction: float = _field(
+        1.0,
+        "with solver_end_depth: the share of each batch's games that may end at a solver "
+        "proof; the rest are played out, so that the networks, which play alone without the "
+        "solver, still learn the endgame (with every game ended at 20 empty cells, the Order "
+        "network alone forgot how to finish: docs/training.md)",
+        min=0.0,
+        max=1.0,
+    )
     length_weight: float = _field(
         0.0,
         "grade the game outcome by its length: an Order win at L stones is worth "

@@ -194,3 +194,29 @@ def test_solver_ended_games_stop_at_a_proven_position(gumbel: int) -> None:
             assert last.num_stones < log.length and log.winner in ("order", "chaos")
         for policy in log.policies[:-1]:
             assert policy.sum() == pytest.approx(1.0, abs=1e-5) or policy.sum() == 0.0
+
+
+def test_only_the_listed_games_may_end_early() -> None:
+    """``end_games``: an ender that would stop every game at 30 empty cells stops only the
+    listed ones; the others are played out to a five or a full board."""
+    from orderchaos.agents.network_agent import NetworkEvaluator
+    from orderchaos.train.alphazero import play_selfplay_games
+
+    asked: list[int] = []
+
+    def always_order(states: list[State]) -> list[str | None]:
+        asked.append(len(states))
+        return ["order" if s.num_empty <= 30 else None for s in states]
+
+    torch.manual_seed(2)
+    evaluator = NetworkEvaluator({role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")})
+    logs = play_selfplay_games(
+        evaluator, 6, simulations=4, c_puct=1.5, dirichlet_alpha=0.3, dirichlet_fraction=0.25,
+        temperature=1.0, temperature_moves=4, rng=np.random.default_rng(3),
+        end=always_order, end_games=[1, 4],
+    )
+    assert [log.solver_ended for log in logs] == [False, True, False, False, True, False]
+    assert all(logs[g].states[-1].num_empty == 30 and logs[g].length == 6 for g in (1, 4))
+    for g in (0, 2, 3, 5):
+        assert logs[g].length > 6 and logs[g].states[-1].num_empty < 30
+    assert max(asked) <= 2  # the ender never saw the other games' positions
