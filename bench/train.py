@@ -109,24 +109,35 @@ RECIPES = ("alphazero.yaml", "alphazero_selfplay.yaml")
 """The shipped training configs whose self-play :func:`recipe_throughput` compares."""
 
 
-def recipe_throughput(config_file: str, games: int, seed: int = 0) -> dict[str, float]:
+def recipe_throughput(config_file: str, games: int, seed: int = 0, networks: str = "fresh") -> dict[str, Any]:
     """Games/s and network evaluations per game of one batch of ``games`` self-play games
     played as the config in ``configs/`` says (search, simulations, heuristic opponents,
-    solver-ended games; the network is a fresh one of the config's shape, the solver
-    labelling of finished games is left out)."""
+    solver-ended games; the solver labelling of finished games is left out).
+
+    ``networks`` is ``"fresh"`` (untrained networks of the config's shape) or
+    ``"pretrained"`` (the shipped trained networks, whose games are as long as a trained
+    run's; the config's network must have the shipped shape).
+    """
     from pathlib import Path
 
+    from orderchaos.agents.policy_files import load_policy_dir, pretrained_dir
     from orderchaos.train.alphazero import play_training_games
     from orderchaos.train.config import load_config
     from orderchaos.train.trainer import build_network
 
     config = load_config(Path(__file__).resolve().parents[1] / "configs" / config_file, ["device=cpu"])
     torch.manual_seed(seed)
-    nets = {role: build_network(config.network).eval() for role in AGENTS}
+    if networks == "fresh":
+        nets = {role: build_network(config.network).eval() for role in AGENTS}
+    elif networks == "pretrained":
+        nets, _ = load_policy_dir(pretrained_dir())
+    else:
+        raise ValueError(f"networks must be 'fresh' or 'pretrained', not {networks!r}")
     evaluator = NetworkEvaluator(nets)
     logs, _, seconds = play_training_games(evaluator, config, games, 0, np.random.default_rng(seed))
     return {
         "config": config_file,
+        "networks": networks,
         "games": games,
         "seconds": seconds,
         "games_per_sec": games / seconds,
@@ -137,12 +148,15 @@ def recipe_throughput(config_file: str, games: int, seed: int = 0) -> dict[str, 
 
 
 def print_recipe_table(rows: list[dict[str, Any]]) -> None:
-    """The recipes side by side, with games/s as a ratio to the first."""
-    print(f"\n{'self-play recipe':>24} {'games':>6} {'games/s':>8} {'evals/game':>11} {'length':>7} "
-          f"{'solver-ended':>12} {'games/s ratio':>14}")
+    """The recipes side by side, with games/s as a ratio to the first row with the same
+    networks."""
+    print(f"\n{'self-play recipe':>24} {'networks':>10} {'games':>6} {'games/s':>8} {'evals/game':>11} "
+          f"{'length':>7} {'solver-ended':>12} {'games/s ratio':>14}")
     for r in rows:
-        print(f"{r['config']:>24} {r['games']:>6} {r['games_per_sec']:>8.2f} {r['evals_per_game']:>11.0f} "
-              f"{r['mean_length']:>7.1f} {r['solver_ended']:>12.2f} {r['games_per_sec'] / rows[0]['games_per_sec']:>13.2f}x")
+        first = next(f for f in rows if f["networks"] == r["networks"])
+        print(f"{r['config']:>24} {r['networks']:>10} {r['games']:>6} {r['games_per_sec']:>8.2f} "
+              f"{r['evals_per_game']:>11.0f} {r['mean_length']:>7.1f} {r['solver_ended']:>12.2f} "
+              f"{r['games_per_sec'] / first['games_per_sec']:>13.2f}x")
 
 
 def run(quick: bool = False, threads: int = 1) -> dict[str, Any]:
@@ -184,7 +198,8 @@ def _measure(quick: bool) -> dict[str, Any]:
             f"{games:>6} {sims:>5} {row['net']:>6} {row['games_per_sec']:>8.2f} "
             f"{row['moves_per_sec']:>8.1f} {row['leaf_evals_per_sec']:>12,.0f}"
         )
-    recipes = [recipe_throughput(name, 8 if quick else 128) for name in RECIPES]
+    recipes = [recipe_throughput(name, 8 if quick else 128, networks=networks)
+               for networks in ("fresh", "pretrained") for name in RECIPES]
     print_recipe_table(recipes)
     backends = backend_table(quick)
     print_backend_table(backends, quick)

@@ -1,0 +1,21 @@
+"""The self-play recipe rows of the training benchmark (bench/train.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from orderchaos.bench.train import recipe_throughput
+
+
+def test_recipe_with_the_shipped_networks_plays_whole_games() -> None:
+    row = recipe_throughput("alphazero_selfplay.yaml", 4, networks="pretrained")
+    assert row["networks"] == "pretrained" and row["games"] == 4
+    # a five needs at least nine stones; solver-ended games stop at 20 empty cells or fewer
+    assert row["mean_length"] >= 9
+    assert row["evals_per_game"] > 0 and row["games_per_sec"] > 0
+    assert 0.0 <= row["solver_ended"] <= 1.0
+
+
+def test_recipe_refuses_unknown_networks() -> None:
+    with pytest.raises(ValueError, match="'fresh' or 'pretrained'"):
+        recipe_throughput("alphazero_selfplay.yaml", 1, networks="trained")
