@@ -33,6 +33,8 @@ from orderchaos.agents.mcts import (
     _Arena,
     _load_kernels,
     _select_many,
+    check_evaluator,
+    check_positive,
 )
 from orderchaos.agents.rollout import splitmix64
 from orderchaos.envs.rules import ACTIONS, State
@@ -196,16 +198,11 @@ class GumbelSearch:
         seed: SeedLike = None,
         max_nodes: int = 4_000_000,
     ) -> None:
-        if not callable(getattr(evaluator, "evaluate", None)):
-            raise TypeError(
-                f"evaluator must have evaluate(states) -> (priors, values), got {type(evaluator).__name__}"
-            )
+        check_evaluator(evaluator)
         for name, value in (("simulations", simulations), ("max_considered", max_considered), ("max_nodes", max_nodes)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            check_positive(name, value, int)
         for name, value in (("c", c), ("c_visit", c_visit), ("c_scale", c_scale)):
-            if not value > 0:
-                raise ValueError(f"{name} must be positive, got {value!r}")
+            check_positive(name, value, float)
         self.evaluator = evaluator
         self.simulations = simulations
         self.max_considered = max_considered

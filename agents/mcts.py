@@ -409,7 +409,17 @@ def _parse_mode(use_priors: bool | str | None, evaluator: object) -> bool:
     )
 
 
-def _check_positive(name: str, value: object, kind: type, allow_none: bool) -> None:
+def check_evaluator(evaluator: object) -> None:
+    """Refuse an ``evaluator`` without ``evaluate(states)`` (the searches' first argument)."""
+    if not callable(getattr(evaluator, "evaluate", None)):
+        raise TypeError(
+            f"evaluator must have evaluate(states) -> (priors, values), got {type(evaluator).__name__}"
+        )
+
+
+def check_positive(name: str, value: object, kind: type, allow_none: bool = False) -> None:
+    """Refuse a ``value`` that is not a positive ``kind`` (int, or float which also takes
+    ints; ``None`` too when ``allow_none``), naming ``name`` and what is accepted."""
     if value is None and allow_none:
         return
     ok = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
@@ -453,19 +463,16 @@ class MCTS:
         seed: SeedLike = None,
         max_nodes: int = 4_000_000,
     ) -> None:
-        if not callable(getattr(evaluator, "evaluate", None)):
-            raise TypeError(
-                f"evaluator must have evaluate(states) -> (priors, values), got {type(evaluator).__name__}"
-            )
-        _check_positive("simulations", simulations, int, allow_none=True)
-        _check_positive("time_limit", time_limit, float, allow_none=True)
+        check_evaluator(evaluator)
+        check_positive("simulations", simulations, int, allow_none=True)
+        check_positive("time_limit", time_limit, float, allow_none=True)
         if simulations is None and time_limit is None:
             raise ValueError("give a simulations budget, a time_limit, or both")
-        _check_positive("c", c, float, allow_none=True)
-        _check_positive("dirichlet_alpha", dirichlet_alpha, float, allow_none=True)
+        check_positive("c", c, float, allow_none=True)
+        check_positive("dirichlet_alpha", dirichlet_alpha, float, allow_none=True)
         if not 0.0 <= dirichlet_fraction <= 1.0:
             raise ValueError(f"dirichlet_fraction must be in [0, 1], got {dirichlet_fraction!r}")
-        _check_positive("max_nodes", max_nodes, int, allow_none=False)
+        check_positive("max_nodes", max_nodes, int, allow_none=False)
         self.evaluator = evaluator
         self.simulations = simulations
         self.use_priors = _parse_mode(use_priors, evaluator)
@@ -494,7 +501,7 @@ class MCTS:
                 raise TypeError(f"states[{i}] must be an orderchaos.envs.rules.State, got {type(s).__name__}")
             if s.is_terminal:
                 raise ValueError(f"states[{i}] is terminal ({s.winner} won); there is nothing to search")
-        _check_positive("simulations", simulations, int, allow_none=True)
+        check_positive("simulations", simulations, int, allow_none=True)
         if add_noise and self.dirichlet_alpha is None:
             raise ValueError("add_noise=True needs MCTS(..., dirichlet_alpha=...) to be set")
         if not states:
@@ -670,7 +677,7 @@ class MCTSAgent:
     name = "mcts"
 
     def __init__(self, sims: int = 1000, c: float = UCT_C, seed: SeedLike = None, time: float | None = None) -> None:
-        _check_positive("sims", sims, int, allow_none=False)
+        check_positive("sims", sims, int, allow_none=False)
         self.mcts = MCTS(
             RolloutEvaluator(1),
             simulations=None if time is not None else sims,
