@@ -13,6 +13,7 @@ same run.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -109,14 +110,17 @@ RECIPES = ("alphazero.yaml", "alphazero_selfplay.yaml")
 """The shipped training configs whose self-play :func:`recipe_throughput` compares."""
 
 
-def recipe_throughput(config_file: str, games: int, seed: int = 0, networks: str = "fresh") -> dict[str, Any]:
+def recipe_throughput(
+    config_file: str, games: int, seed: int = 0, networks: str = "fresh", overrides: Sequence[str] = ()
+) -> dict[str, Any]:
     """Games/s and network evaluations per game of one batch of ``games`` self-play games
     played as the config in ``configs/`` says (search, simulations, heuristic opponents,
     solver-ended games; the solver labelling of finished games is left out).
 
     ``networks`` is ``"fresh"`` (untrained networks of the config's shape) or
     ``"pretrained"`` (the shipped trained networks, whose games are as long as a trained
-    run's; the config's network must have the shipped shape).
+    run's; the config's network must have the shipped shape). ``overrides`` are
+    ``key=value`` changes to the config, as ``orderchaos train`` takes them.
     """
     from pathlib import Path
 
@@ -125,7 +129,7 @@ def recipe_throughput(config_file: str, games: int, seed: int = 0, networks: str
     from orderchaos.train.config import load_config
     from orderchaos.train.trainer import build_network
 
-    config = load_config(Path(__file__).resolve().parents[1] / "configs" / config_file, ["device=cpu"])
+    config = load_config(Path(__file__).resolve().parents[1] / "configs" / config_file, [*overrides, "device=cpu"])
     torch.manual_seed(seed)
     if networks == "fresh":
         nets = {role: build_network(config.network).eval() for role in AGENTS}
@@ -136,7 +140,7 @@ def recipe_throughput(config_file: str, games: int, seed: int = 0, networks: str
     evaluator = NetworkEvaluator(nets)
     logs, _, seconds = play_training_games(evaluator, config, games, 0, np.random.default_rng(seed))
     return {
-        "config": config_file,
+        "config": " ".join([config_file, *overrides]),
         "networks": networks,
         "games": games,
         "seconds": seconds,

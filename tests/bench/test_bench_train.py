@@ -16,6 +16,17 @@ def test_recipe_with_the_shipped_networks_plays_whole_games() -> None:
     assert 0.0 <= row["solver_ended"] <= 1.0
 
 
+def test_recipe_overrides_change_the_search() -> None:
+    plain = recipe_throughput("alphazero_selfplay.yaml", 8, networks="pretrained")
+    fewer = recipe_throughput(
+        "alphazero_selfplay.yaml", 8, networks="pretrained",
+        overrides=("mcts.simulations=4", "mcts.max_considered=4"),
+    )
+    assert fewer["config"] == "alphazero_selfplay.yaml mcts.simulations=4 mcts.max_considered=4"
+    # a Gumbel search of 4 simulations evaluates fewer positions per move than one of 16
+    assert fewer["evals_per_game"] < plain["evals_per_game"]
+
+
 def test_recipe_refuses_unknown_networks() -> None:
     with pytest.raises(ValueError, match="'fresh' or 'pretrained'"):
         recipe_throughput("alphazero_selfplay.yaml", 1, networks="trained")
