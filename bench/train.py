@@ -2,7 +2,8 @@
 
 Prints positions per second of :class:`~orderchaos.agents.network_agent.NetworkEvaluator` (encoding, masking,
 both role networks, softmax -- the whole leaf-evaluation path) next to the bare network
-forward pass at a few batch sizes and network sizes, then self-play games per second with
+forward pass, as a torch module and compiled for inference as the evaluator runs it on CPU
+(:class:`~orderchaos.agents.network.InferenceForward`), at a few batch sizes and network sizes, then self-play games per second with
 batched PUCT search, the self-play of the shipped recipes side by side (games/s and
 network evaluations per game), and the training backends side by side (local, Ray with 1 and 2
 actors: self-play games/s, updates/s, Ray's overhead at one actor, and a projection, marked
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from orderchaos.agents.network import PolicyValueNet
+from orderchaos.agents.network import InferenceForward, PolicyValueNet
 from orderchaos.agents.network_agent import NetworkEvaluator
 from orderchaos.envs.encoding import encode_states
 from orderchaos.envs.rules import AGENTS, State
@@ -54,24 +55,27 @@ def _rate(fn: Any, items: int, min_seconds: float) -> float:
 def network_throughput(
     channels: int, blocks: int, batch_sizes: list[int], min_seconds: float = 0.5
 ) -> list[dict[str, float]]:
-    """Positions/s of the bare forward pass and of the full evaluator, per batch size."""
+    """Positions/s of the bare forward pass (the torch module, and compiled as the evaluator
+    runs it on CPU) and of the full evaluator, per batch size."""
     torch.manual_seed(0)
     nets = {role: PolicyValueNet(channels, blocks).eval() for role in AGENTS}
     evaluator = NetworkEvaluator(nets)
+    compiled = InferenceForward(nets["order"])
     rows = []
     for batch in batch_sizes:
         states = random_positions(batch, seed=batch)
         planes = torch.from_numpy(encode_states(states))
 
-        def forward() -> None:
+        def forward(module: Any = nets["order"]) -> None:
             with torch.inference_mode():
-                nets["order"](planes)
+                module(planes)
 
         rows.append(
             {
                 "net": f"{channels}x{blocks}",
                 "batch": batch,
                 "forward_pos_per_sec": _rate(forward, batch, min_seconds),
+                "compiled_pos_per_sec": _rate(lambda: forward(compiled), batch, min_seconds),
                 "evaluator_pos_per_sec": _rate(lambda: evaluator.evaluate(states), batch, min_seconds),
             }
         )
@@ -182,15 +186,18 @@ def _measure(quick: bool) -> dict[str, Any]:
     nets = [(32, 4)] if quick else [(32, 4), (64, 6)]
     min_seconds = 0.1 if quick else 1.0
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, fp32")
-    print(f"{'net':>6} {'batch':>6} {'forward pos/s':>14} {'evaluator pos/s':>16} {'eval/forward':>12}")
+    print(f"{'net':>6} {'batch':>6} {'forward pos/s':>14} {'compiled pos/s':>15} {'compiled/fwd':>12} "
+          f"{'evaluator pos/s':>16} {'eval/compiled':>13}")
     net_rows = []
     for channels, blocks in nets:
         for row in network_throughput(channels, blocks, batch_sizes, min_seconds):
             net_rows.append(row)
-            ratio = row["evaluator_pos_per_sec"] / row["forward_pos_per_sec"]
+            speedup = row["compiled_pos_per_sec"] / row["forward_pos_per_sec"]
+            ratio = row["evaluator_pos_per_sec"] / row["compiled_pos_per_sec"]
             print(
                 f"{row['net']:>6} {row['batch']:>6} {row['forward_pos_per_sec']:>14,.0f} "
-                f"{row['evaluator_pos_per_sec']:>16,.0f} {ratio:>12.2f}"
+                f"{row['compiled_pos_per_sec']:>15,.0f} {speedup:>11.2f}x "
+                f"{row['evaluator_pos_per_sec']:>16,.0f} {ratio:>13.2f}"
             )
     plays = [(8, 8, 8, 1)] if quick else [(64, 32, 32, 4), (64, 64, 32, 4)]
     print(f"\n{'games':>6} {'sims':>5} {'net':>6} {'games/s':>8} {'moves/s':>8} {'leaf evals/s':>12}")

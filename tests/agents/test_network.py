@@ -9,7 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orderchaos.agents.base import Evaluator
-from orderchaos.agents.network import PolicyValueNet, WindowFeatures, masked_softmax
+from orderchaos.agents import network as network_module
+from orderchaos.agents.network import (
+    InferenceForward,
+    PolicyValueNet,
+    WindowFeatures,
+    compile_for_inference,
+    masked_softmax,
+)
 from orderchaos.agents.network_agent import (
     NetworkEvaluator,
     NeuralAgent,
@@ -73,6 +80,52 @@ def test_evaluator_respects_masks_and_picks_the_net_of_the_mover(states: list[St
         with torch.no_grad():
             _, expected = net(torch.from_numpy(encode_states([state])))
         assert v == pytest.approx(float(expected[0]), abs=1e-5)
+
+
+@settings(max_examples=10, deadline=None)
+@given(states=st.lists(positions(terminal=False), min_size=1, max_size=40), seed=st.integers(0, 2**16))
+def test_compiled_forward_matches_the_module(states: list[State], seed: int) -> None:
+    torch.manual_seed(seed)
+    net = PolicyValueNet(8, 2, 16, window_features=True).eval()
+    planes = torch.from_numpy(encode_states(states))
+    with torch.inference_mode():
+        logits, values = net(planes)
+        compiled_logits, compiled_values = InferenceForward(net)(planes)
+    assert torch.allclose(compiled_logits, logits, atol=1e-4)
+    assert torch.allclose(compiled_values, values, atol=1e-5)
+
+
+def test_compiled_evaluator_follows_training_steps() -> None:
+    nets = {role: PolicyValueNet(8, 1, 16, window_features=True) for role in ("order", "chaos")}
+    evaluator = NetworkEvaluator(nets)
+    plain = NetworkEvaluator(nets, compiled=False)
+    states = [State(), State().apply(14), State().apply(14).apply(21)]
+    optimiser = torch.optim.SGD(nets["order"].parameters(), lr=0.5)
+    before, _ = evaluator.evaluate(states[:1])
+    for _ in range(2):  # a training step in train mode changes weights and batch-norm statistics
+        nets["order"].train()
+        logits, values = nets["order"](torch.from_numpy(encode_states(states)))
+        (logits.pow(2).mean() + values.sum()).backward()
+        optimiser.step()
+        optimiser.zero_grad()
+        priors, values = evaluator.evaluate(states)
+        expected_priors, expected_values = plain.evaluate(states)
+        np.testing.assert_allclose(priors, expected_priors, atol=1e-5)
+        np.testing.assert_allclose(values, expected_values, atol=1e-5)
+    assert not np.allclose(priors[:1], before, atol=1e-5)
+    assert evaluator.compiled and not plain.compiled
+    assert evaluator._forward["order"].compilations == 3
+    assert evaluator._forward["chaos"].compilations == 1  # the Chaos net never changed
+
+
+def test_compilation_falls_back_to_the_module_when_tracing_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("tracing is not available")
+
+    monkeypatch.setattr(network_module.torch.jit, "trace", refuse)
+    net = PolicyValueNet(4, 0, 8).train()
+    assert compile_for_inference(net, torch.zeros(2, 3, 6, 6)) is net
+    assert net.training  # its mode is restored
 
 
 def test_neural_agent_greedy_and_sampling_play_legal_moves() -> None:
