@@ -110,12 +110,19 @@ def selfplay_throughput(
     }
 
 
-RECIPES = ("alphazero.yaml", "alphazero_selfplay.yaml")
-"""The shipped training configs whose self-play :func:`recipe_throughput` compares."""
+RECIPES = (("alphazero.yaml", False), ("alphazero.yaml", True), ("alphazero_selfplay.yaml", True))
+"""The shipped training configs whose self-play :func:`recipe_throughput` compares, each with
+whether the networks run compiled: the first row is the heuristic-assisted recipe with the
+torch module's forward pass, as self-play ran when issue 15 set its throughput target."""
 
 
 def recipe_throughput(
-    config_file: str, games: int, seed: int = 0, networks: str = "fresh", overrides: Sequence[str] = ()
+    config_file: str,
+    games: int,
+    seed: int = 0,
+    networks: str = "fresh",
+    overrides: Sequence[str] = (),
+    compiled: bool = True,
 ) -> dict[str, Any]:
     """Games/s and network evaluations per game of one batch of ``games`` self-play games
     played as the config in ``configs/`` says (search, simulations, heuristic opponents,
@@ -124,7 +131,9 @@ def recipe_throughput(
     ``networks`` is ``"fresh"`` (untrained networks of the config's shape) or
     ``"pretrained"`` (the shipped trained networks, whose games are as long as a trained
     run's; the config's network must have the shipped shape). ``overrides`` are
-    ``key=value`` changes to the config, as ``orderchaos train`` takes them.
+    ``key=value`` changes to the config, as ``orderchaos train`` takes them. ``compiled``
+    False runs the networks' torch modules instead of their compiled forward pass (see
+    :class:`~orderchaos.agents.network_agent.NetworkEvaluator`); the games are the same.
     """
     from pathlib import Path
 
@@ -141,11 +150,12 @@ def recipe_throughput(
         nets, _ = load_policy_dir(pretrained_dir())
     else:
         raise ValueError(f"networks must be 'fresh' or 'pretrained', not {networks!r}")
-    evaluator = NetworkEvaluator(nets)
+    evaluator = NetworkEvaluator(nets, compiled=compiled)
     logs, _, seconds = play_training_games(evaluator, config, games, 0, np.random.default_rng(seed))
     return {
         "config": " ".join([config_file, *overrides]),
         "networks": networks,
+        "compiled": compiled,
         "games": games,
         "seconds": seconds,
         "games_per_sec": games / seconds,
@@ -158,11 +168,12 @@ def recipe_throughput(
 def print_recipe_table(rows: list[dict[str, Any]]) -> None:
     """The recipes side by side, with games/s as a ratio to the first row with the same
     networks."""
-    print(f"\n{'self-play recipe':>24} {'networks':>10} {'games':>6} {'games/s':>8} {'evals/game':>11} "
-          f"{'length':>7} {'solver-ended':>12} {'games/s ratio':>14}")
+    print(f"\n{'self-play recipe':>24} {'forward':>9} {'networks':>10} {'games':>6} {'games/s':>8} "
+          f"{'evals/game':>11} {'length':>7} {'solver-ended':>12} {'games/s ratio':>14}")
     for r in rows:
         first = next(f for f in rows if f["networks"] == r["networks"])
-        print(f"{r['config']:>24} {r['networks']:>10} {r['games']:>6} {r['games_per_sec']:>8.2f} "
+        forward = "compiled" if r["compiled"] else "module"
+        print(f"{r['config']:>24} {forward:>9} {r['networks']:>10} {r['games']:>6} {r['games_per_sec']:>8.2f} "
               f"{r['evals_per_game']:>11.0f} {r['mean_length']:>7.1f} {r['solver_ended']:>12.2f} "
               f"{r['games_per_sec'] / first['games_per_sec']:>13.2f}x")
 
@@ -209,8 +220,8 @@ def _measure(quick: bool) -> dict[str, Any]:
             f"{games:>6} {sims:>5} {row['net']:>6} {row['games_per_sec']:>8.2f} "
             f"{row['moves_per_sec']:>8.1f} {row['leaf_evals_per_sec']:>12,.0f}"
         )
-    recipes = [recipe_throughput(name, 8 if quick else 128, networks=networks)
-               for networks in ("fresh", "pretrained") for name in RECIPES]
+    recipes = [recipe_throughput(name, 8 if quick else 128, networks=networks, compiled=compiled)
+               for networks in ("fresh", "pretrained") for name, compiled in RECIPES]
     print_recipe_table(recipes)
     backends = backend_table(quick)
     print_backend_table(backends, quick)

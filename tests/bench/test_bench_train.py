@@ -30,3 +30,11 @@ def test_recipe_overrides_change_the_search() -> None:
 def test_recipe_refuses_unknown_networks() -> None:
     with pytest.raises(ValueError, match="'fresh' or 'pretrained'"):
         recipe_throughput("alphazero_selfplay.yaml", 1, networks="trained")
+
+
+def test_compiled_and_module_forward_play_the_same_games() -> None:
+    compiled = recipe_throughput("alphazero_selfplay.yaml", 6, networks="pretrained")
+    module = recipe_throughput("alphazero_selfplay.yaml", 6, networks="pretrained", compiled=False)
+    assert compiled["compiled"] and not module["compiled"]
+    for key in ("evals_per_game", "mean_length", "solver_ended"):
+        assert compiled[key] == module[key]
