@@ -11,7 +11,6 @@ learned per-action bias; its value head is a tanh scalar from the view of the pl
 
 from __future__ import annotations
 
-import itertools
 import warnings
 from collections.abc import Callable
 
@@ -127,13 +126,6 @@ class PolicyValueNet(nn.Module):
         return logits, torch.tanh(v.squeeze(1))
 
 
-def weights_version(net: nn.Module) -> tuple[tuple[int, int], ...]:
-    """A key that changes whenever ``net``'s weights or buffers change: the identity and the
-    in-place version counter of each tensor (an optimiser step, ``load_state_dict`` and
-    batch-norm statistics all bump the counter)."""
-    return tuple((id(t), t._version) for t in itertools.chain(net.parameters(), net.buffers()))
-
-
 def compile_for_inference(net: nn.Module, example: torch.Tensor) -> Callable[[torch.Tensor], tuple]:
     """``net``'s eval-mode forward as a frozen, inference-optimised TorchScript module (batch
     norm folded into the convolutions, oneDNN kernels on CPU), traced on ``example``.
@@ -158,19 +150,26 @@ def compile_for_inference(net: nn.Module, example: torch.Tensor) -> Callable[[to
 
 class InferenceForward:
     """``net``'s forward for inference, compiled with :func:`compile_for_inference` on first
-    use and again whenever :func:`weights_version` says the weights changed (after each
-    training step, for example). Call it in ``torch.inference_mode()`` with the network in
-    eval mode; its outputs match ``net(planes)`` to float rounding."""
+    use and again whenever its weights have changed since. Call it in
+    ``torch.inference_mode()`` with the network in eval mode; its outputs match
+    ``net(planes)`` to float rounding.
+
+    A change is seen through the in-place version counter of each parameter and buffer
+    (optimiser steps, ``load_state_dict`` and batch-norm statistics all bump it). The
+    tensors are listed once, as walking the modules on every call would cost a sixth of the
+    forward pass; a network whose parameter objects are replaced needs a new instance.
+    """
 
     def __init__(self, net: nn.Module) -> None:
         self.net = net
-        self._version: tuple[tuple[int, int], ...] | None = None
+        self._tensors = [*net.parameters(), *net.buffers()]
+        self._version: tuple[int, ...] | None = None
         self._forward: Callable[[torch.Tensor], tuple] = net
         self.compilations = 0
 
     def __call__(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits and values, as :meth:`PolicyValueNet.forward`."""
-        version = weights_version(self.net)
+        version = tuple(t._version for t in self._tensors)
         if version != self._version:
             self._forward = compile_for_inference(self.net, planes)
             self._version = version

@@ -113,9 +113,11 @@ def test_compiled_evaluator_follows_training_steps() -> None:
         np.testing.assert_allclose(priors, expected_priors, atol=1e-5)
         np.testing.assert_allclose(values, expected_values, atol=1e-5)
     assert not np.allclose(priors[:1], before, atol=1e-5)
+    nets["chaos"].load_state_dict(PolicyValueNet(8, 1, 16, window_features=True).state_dict())
+    np.testing.assert_allclose(evaluator.evaluate(states)[0], plain.evaluate(states)[0], atol=1e-5)
     assert evaluator.compiled and not plain.compiled
     assert evaluator._forward["order"].compilations == 3
-    assert evaluator._forward["chaos"].compilations == 1  # the Chaos net never changed
+    assert evaluator._forward["chaos"].compilations == 2  # first use, then new weights loaded
 
 
 def test_compilation_falls_back_to_the_module_when_tracing_fails(monkeypatch: pytest.MonkeyPatch) -> None:
