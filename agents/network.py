@@ -126,44 +126,59 @@ class PolicyValueNet(nn.Module):
         return logits, torch.tanh(v.squeeze(1))
 
 
-def compile_for_inference(net: nn.Module, example: torch.Tensor) -> Callable[[torch.Tensor], tuple]:
-    """``net``'s eval-mode forward as a frozen, inference-optimised TorchScript module (batch
-    norm folded into the convolutions, oneDNN kernels on CPU), traced on ``example``.
+def trace_for_inference(net: nn.Module, example: torch.Tensor) -> torch.jit.ScriptModule | None:
+    """``net``'s eval-mode forward traced on ``example`` (TorchScript), sharing ``net``'s
+    parameters and buffers; None where tracing fails (or a future torch drops it).
 
-    On this network it gives the same outputs to about 1e-5 at half to two thirds of the CPU
-    time (``docs/benchmarks.md``). TorchScript is deprecated in recent torch but still its
-    fastest CPU inference path for small networks without a compiler toolchain; where
-    tracing fails (or a future torch drops it) the plain module is returned instead.
+    TorchScript is deprecated in recent torch, but it is still the fastest CPU inference
+    path for networks this small that needs no compiler toolchain.
     """
     was_training = net.training
     net.eval()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the deprecation notices of torch.jit
-            traced = torch.jit.trace(net, example, check_trace=False)
-            return torch.jit.optimize_for_inference(torch.jit.freeze(traced))
+            return torch.jit.trace(net, example, check_trace=False)
     except (AttributeError, RuntimeError):
-        return net
+        return None
     finally:
         net.train(was_training)
 
 
+def freeze_for_inference(traced: torch.jit.ScriptModule) -> Callable[[torch.Tensor], tuple]:
+    """A traced network frozen with its current weights and optimised for inference (batch
+    norm folded into the convolutions, oneDNN kernels on CPU)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.jit.optimize_for_inference(torch.jit.freeze(traced))
+
+
+def compile_for_inference(net: nn.Module, example: torch.Tensor) -> Callable[[torch.Tensor], tuple]:
+    """``net``'s eval-mode forward traced, frozen and optimised for inference; ``net``
+    itself where tracing fails. On this network it gives the same outputs to about 1e-5
+    in half to two thirds of the CPU time (``docs/benchmarks.md``)."""
+    traced = trace_for_inference(net, example)
+    return net if traced is None else freeze_for_inference(traced)
+
+
 class InferenceForward:
-    """``net``'s forward for inference, compiled with :func:`compile_for_inference` on first
-    use and again whenever its weights have changed since. Call it in
-    ``torch.inference_mode()`` with the network in eval mode; its outputs match
-    ``net(planes)`` to float rounding.
+    """``net``'s forward for inference: traced once (:func:`trace_for_inference`, about
+    0.1 s), then frozen (:func:`freeze_for_inference`, about 0.03 s) on first use and again
+    whenever its weights have changed since. Call it in ``torch.inference_mode()`` with the
+    network in eval mode; its outputs match ``net(planes)`` to float rounding.
 
     A change is seen through the in-place version counter of each parameter and buffer
-    (optimiser steps, ``load_state_dict`` and batch-norm statistics all bump it). The
-    tensors are listed once, as walking the modules on every call would cost a sixth of the
-    forward pass; a network whose parameter objects are replaced needs a new instance.
+    (optimiser steps, ``load_state_dict`` and batch-norm statistics all bump it), which the
+    traced module shares with ``net``. The tensors are listed once, as walking the modules
+    on every call would cost a sixth of the forward pass; a network whose parameter objects
+    are replaced needs a new instance.
     """
 
     def __init__(self, net: nn.Module) -> None:
         self.net = net
         self._tensors = [*net.parameters(), *net.buffers()]
         self._version: tuple[int, ...] | None = None
+        self._traced: torch.jit.ScriptModule | None = None
         self._forward: Callable[[torch.Tensor], tuple] = net
         self.compilations = 0
 
@@ -171,7 +186,9 @@ class InferenceForward:
         """Logits and values, as :meth:`PolicyValueNet.forward`."""
         version = tuple(t._version for t in self._tensors)
         if version != self._version:
-            self._forward = compile_for_inference(self.net, planes)
+            if self._traced is None:
+                self._traced = trace_for_inference(self.net, planes)
+            self._forward = self.net if self._traced is None else freeze_for_inference(self._traced)
             self._version = version
             self.compilations += 1
         return self._forward(planes)
