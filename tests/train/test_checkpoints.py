@@ -44,6 +44,16 @@ def test_seeded_runs_are_reproducible(tmp_path: Path, algorithm: str) -> None:
     assert any(not torch.equal(a["order"][k], c["order"][k]) for k in a["order"])
 
 
+def test_self_play_runs_compiled_unless_switched_off(tmp_path: Path) -> None:
+    default = make_trainer(load_config(SMOKE, ["eval.enabled=false"]), tmp_path / "compiled")
+    module = make_trainer(load_config(SMOKE, ["eval.enabled=false", "run.compiled_inference=false"]), tmp_path / "m")
+    try:
+        assert default.evaluator.compiled and not module.evaluator.compiled
+    finally:
+        default.close()
+        module.close()
+
+
 def test_init_from_starts_both_networks_from_a_policy_and_refuses_a_mismatch(tmp_path: Path, capsys) -> None:
     source = train_smoke(tmp_path / "source")
     config = load_config(SMOKE, ["eval.enabled=false", f"network.init_from={tmp_path / 'source'}"])
