@@ -145,18 +145,21 @@ def trace_for_inference(net: nn.Module, example: torch.Tensor) -> torch.jit.Scri
         net.train(was_training)
 
 
-def freeze_for_inference(traced: torch.jit.ScriptModule) -> Callable[[torch.Tensor], tuple]:
-    """A traced network frozen with its current weights and optimised for inference (batch
-    norm folded into the convolutions, oneDNN kernels on CPU)."""
+def freeze_for_inference(traced: torch.jit.ScriptModule, optimize: bool = True) -> Callable[[torch.Tensor], tuple]:
+    """A traced network frozen with its current weights (constants folded), and with
+    ``optimize`` also optimised for inference (batch norm folded into the convolutions,
+    oneDNN kernels on CPU: faster from two positions a batch up, slower for one)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return torch.jit.optimize_for_inference(torch.jit.freeze(traced))
+        frozen = torch.jit.freeze(traced)
+        return torch.jit.optimize_for_inference(frozen) if optimize else frozen
 
 
 def compile_for_inference(net: nn.Module, example: torch.Tensor) -> Callable[[torch.Tensor], tuple]:
     """``net``'s eval-mode forward traced, frozen and optimised for inference; ``net``
     itself where tracing fails. On this network it gives the same outputs to about 1e-5
-    in half to two thirds of the CPU time (``docs/benchmarks.md``)."""
+    in half to two thirds of the CPU time for batches of 16 and more
+    (``docs/benchmarks.md``)."""
     traced = trace_for_inference(net, example)
     return net if traced is None else freeze_for_inference(traced)
 
@@ -164,8 +167,10 @@ def compile_for_inference(net: nn.Module, example: torch.Tensor) -> Callable[[to
 class InferenceForward:
     """``net``'s forward for inference: traced once (:func:`trace_for_inference`, about
     0.1 s), then frozen (:func:`freeze_for_inference`, about 0.03 s) on first use and again
-    whenever its weights have changed since. Call it in ``torch.inference_mode()`` with the
-    network in eval mode; its outputs match ``net(planes)`` to float rounding.
+    whenever its weights have changed since; a single position runs through the frozen
+    module, a batch through the one also optimised for inference. Call it in
+    ``torch.inference_mode()`` with the network in eval mode; its outputs match
+    ``net(planes)`` to float rounding.
 
     A change is seen through the in-place version counter of each parameter and buffer
     (optimiser steps, ``load_state_dict`` and batch-norm statistics all bump it), which the
@@ -179,7 +184,8 @@ class InferenceForward:
         self._tensors = [*net.parameters(), *net.buffers()]
         self._version: tuple[int, ...] | None = None
         self._traced: torch.jit.ScriptModule | None = None
-        self._forward: Callable[[torch.Tensor], tuple] = net
+        self._single: Callable[[torch.Tensor], tuple] = net
+        self._batch: Callable[[torch.Tensor], tuple] = net
         self.compilations = 0
 
     def __call__(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -188,10 +194,12 @@ class InferenceForward:
         if version != self._version:
             if self._traced is None:
                 self._traced = trace_for_inference(self.net, planes)
-            self._forward = self.net if self._traced is None else freeze_for_inference(self._traced)
+            if self._traced is not None:
+                self._single = freeze_for_inference(self._traced, optimize=False)
+                self._batch = freeze_for_inference(self._traced)
             self._version = version
             self.compilations += 1
-        return self._forward(planes)
+        return (self._single if planes.shape[0] == 1 else self._batch)(planes)
 
 
 def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

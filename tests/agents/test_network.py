@@ -88,11 +88,14 @@ def test_compiled_forward_matches_the_module(states: list[State], seed: int) -> 
     torch.manual_seed(seed)
     net = PolicyValueNet(8, 2, 16, window_features=True).eval()
     planes = torch.from_numpy(encode_states(states))
+    forward = InferenceForward(net)
     with torch.inference_mode():
-        logits, values = net(planes)
-        compiled_logits, compiled_values = InferenceForward(net)(planes)
-    assert torch.allclose(compiled_logits, logits, atol=1e-4)
-    assert torch.allclose(compiled_values, values, atol=1e-5)
+        for batch in (planes, planes[:1]):  # a batch and a single position take different modules
+            logits, values = net(batch)
+            compiled_logits, compiled_values = forward(batch)
+            assert torch.allclose(compiled_logits, logits, atol=1e-4)
+            assert torch.allclose(compiled_values, values, atol=1e-5)
+    assert forward.compilations == 1
 
 
 def test_compiled_evaluator_follows_training_steps() -> None:
