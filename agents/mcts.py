@@ -629,9 +629,10 @@ class MCTS:
             value = 1.0 if proven == "win" else -1.0
         else:
             value = float(-node["wsum"] / max(int(node["visits"]), 1))
-        # Children are in shuffled order, so the first best is a seeded random tie-break.
-        keys = [(int(ch["proven"]), int(ch["visits"]), float(q[a])) for ch, a in zip(children, actions)]
-        best_action = int(actions[max(range(len(keys)), key=keys.__getitem__)])
+        # The best child by (proven, visits, q); children are in shuffled order, so the first
+        # best is a seeded random tie-break (lexsort: last key first, -index keeps the first).
+        order = np.lexsort((-np.arange(len(actions)), q[actions], children["visits"], children["proven"]))
+        best_action = int(actions[order[-1]])
         out_of_memory = simulations < budget and proven is None and len(arena.nodes) >= arena.max_nodes
         return SearchResult(
             state, visits, q, action_proven, value, proven, best_action, simulations,

@@ -4,11 +4,14 @@ random games, and bad input."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orderchaos.envs.rules import (
     CELLS,
     FULL,
     WINDOWS,
+    has_five_bits,
     BoardStringError,
     IllegalActionError,
     State,
@@ -227,3 +230,13 @@ def test_names_and_rendering() -> None:
     assert "[X]" in text and "game over: order wins" in text and "last move e1 X" in text
     text = render_ascii(State().apply(15), last_action=15)
     assert "(O)" in text and "chaos to move" in text
+
+
+@settings(max_examples=600, deadline=None)
+@given(cells=st.sets(st.integers(0, CELLS - 1), max_size=CELLS))
+def test_has_five_bits_agrees_with_the_naive_lines(cells: set[int]) -> None:
+    bits = sum(1 << c for c in cells)
+    naive = any(all(r * 6 + c in cells for r, c in line) for line in NAIVE_LINES)
+    assert has_five_bits(bits) == naive
+    # and with each window mask tested on its own
+    assert has_five_bits(bits) == any(bits & m == m for m in WINDOWS)
