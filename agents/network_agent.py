@@ -34,7 +34,7 @@ from orderchaos.agents.policy_files import (
     pretrained_dir,
 )
 from orderchaos.agents.proof_book import ProofBook
-from orderchaos.envs.encoding import action_masks, encode_states
+from orderchaos.envs.encoding import bitboard_masks, encode_bitboards, state_bitboards
 from orderchaos.envs.rules import ACTIONS, AGENTS, State
 
 if TYPE_CHECKING:
@@ -71,10 +71,10 @@ class NetworkEvaluator:
         from the view of the player to move."""
         if len(states) == 0:
             return np.zeros((0, ACTIONS), np.float32), np.zeros(0, np.float32)
-        planes = encode_states(states)
-        masks = action_masks(states)
-        roles = np.fromiter((s.to_play_index for s in states), dtype=np.int8, count=len(states))
-        return self.evaluate_arrays(planes, masks, roles)
+        x, o = state_bitboards(states)
+        planes = encode_bitboards(x, o)
+        roles = planes[:, 2, 0, 0].astype(np.int8)  # plane 2 is 1 where Chaos is to move
+        return self.evaluate_arrays(planes, bitboard_masks(x, o), roles)
 
     def evaluate_arrays(
         self, planes: np.ndarray, masks: np.ndarray, roles: np.ndarray

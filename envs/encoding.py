@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from orderchaos.envs.rules import CELLS, SIZE, State
+from orderchaos.envs.rules import CELLS, FULL, SIZE, WINDOW_STARTS, State
 
 OBS_VERSION = 1
 OBS_SHAPE = (3, SIZE, SIZE)
@@ -43,11 +43,16 @@ def encode_bitboards(x: np.ndarray, o: np.ndarray) -> np.ndarray:
     return out.reshape(n, *OBS_SHAPE)
 
 
-def encode_states(states: Sequence[State]) -> np.ndarray:
-    """Observation planes ``(N, 3, 6, 6)`` int8 for a sequence of states."""
+def state_bitboards(states: Sequence[State]) -> tuple[np.ndarray, np.ndarray]:
+    """The X and the O bitboards ``(N,)`` uint64 of a sequence of states."""
     x = np.fromiter((s.x for s in states), dtype=np.uint64, count=len(states))
     o = np.fromiter((s.o for s in states), dtype=np.uint64, count=len(states))
-    return encode_bitboards(x, o)
+    return x, o
+
+
+def encode_states(states: Sequence[State]) -> np.ndarray:
+    """Observation planes ``(N, 3, 6, 6)`` int8 for a sequence of states."""
+    return encode_bitboards(*state_bitboards(states))
 
 
 def encode_state(state: State) -> np.ndarray:
@@ -60,11 +65,28 @@ def action_mask(state: State) -> np.ndarray:
     return action_masks([state])[0]
 
 
+def five_flags(bits: np.ndarray) -> np.ndarray:
+    """``(N,)`` bool: which single-symbol bitboards ``(N,)`` fill a window (the test of
+    :func:`orderchaos.envs.rules.has_five_bits`, on arrays)."""
+    b = np.asarray(bits, dtype=np.uint64)
+    five = np.zeros(b.shape, dtype=bool)
+    for step, starts in WINDOW_STARTS:
+        five |= (b & b >> step & b >> 2 * step & b >> 3 * step & b >> 4 * step & starts) != 0
+    return five
+
+
+def bitboard_masks(x: np.ndarray, o: np.ndarray) -> np.ndarray:
+    """Legal-action masks ``(N, 72)`` int8 for arrays of X and O bitboards (a row of zeros
+    for each finished game)."""
+    x = np.asarray(x, dtype=np.uint64)
+    o = np.asarray(o, dtype=np.uint64)
+    occupied = x | o
+    empty = 1 - bits_to_cells(occupied)
+    empty[five_flags(x) | five_flags(o) | (occupied == FULL)] = 0
+    return np.repeat(empty, 2, axis=1)
+
+
 def action_masks(states: Sequence[State]) -> np.ndarray:
     """Legal-action masks ``(N, 72)`` int8 for a sequence of states (a row of zeros for
     each finished game)."""
-    occupied = np.fromiter((s.x | s.o for s in states), dtype=np.uint64, count=len(states))
-    over = np.fromiter((s.is_terminal for s in states), dtype=bool, count=len(states))
-    empty = 1 - bits_to_cells(occupied)
-    empty[over] = 0
-    return np.repeat(empty, 2, axis=1)
+    return bitboard_masks(*state_bitboards(states))

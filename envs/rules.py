@@ -89,13 +89,15 @@ def _window_starts() -> tuple[tuple[int, int], ...]:
     return tuple(sorted(starts.items()))
 
 
-_WINDOW_STARTS = _window_starts()
+WINDOW_STARTS: tuple[tuple[int, int], ...] = _window_starts()
+"""The windows by direction, ``(step, starts)``: for each start cell ``c`` set in ``starts``,
+the cells ``c, c + step, ..., c + 4 step`` (steps 1, 5, 6 and 7)."""
 
 
 def has_five_bits(bits: int) -> bool:
     """True when the single-symbol bitboard ``bits`` fills some window (``bits & m == m``
     for a window mask ``m``; tested that way per direction, with four shifts)."""
-    for step, starts in _WINDOW_STARTS:
+    for step, starts in WINDOW_STARTS:
         if bits & bits >> step & bits >> 2 * step & bits >> 3 * step & bits >> 4 * step & starts:
             return True
     return False
