@@ -155,15 +155,6 @@ def freeze_for_inference(traced: torch.jit.ScriptModule, optimize: bool = True) 
         return torch.jit.optimize_for_inference(frozen) if optimize else frozen
 
 
-def compile_for_inference(net: nn.Module, example: torch.Tensor) -> Callable[[torch.Tensor], tuple]:
-    """``net``'s eval-mode forward traced, frozen and optimised for inference; ``net``
-    itself where tracing fails. On this network it gives the same outputs to about 1e-5
-    in half to two thirds of the CPU time for batches of 16 and more
-    (``docs/benchmarks.md``)."""
-    traced = trace_for_inference(net, example)
-    return net if traced is None else freeze_for_inference(traced)
-
-
 class InferenceForward:
     """``net``'s forward for inference: traced once (:func:`trace_for_inference`, about
     0.1 s), then frozen (:func:`freeze_for_inference`, about 0.03 s) on first use and again

@@ -14,8 +14,8 @@ from orderchaos.agents.network import (
     InferenceForward,
     PolicyValueNet,
     WindowFeatures,
-    compile_for_inference,
     masked_softmax,
+    trace_for_inference,
 )
 from orderchaos.agents.network_agent import (
     NetworkEvaluator,
@@ -129,8 +129,14 @@ def test_compilation_falls_back_to_the_module_when_tracing_fails(monkeypatch: py
 
     monkeypatch.setattr(network_module.torch.jit, "trace", refuse)
     net = PolicyValueNet(4, 0, 8).train()
-    assert compile_for_inference(net, torch.zeros(2, 3, 6, 6)) is net
+    planes = torch.zeros(2, 3, 6, 6)
+    assert trace_for_inference(net, planes) is None
     assert net.training  # its mode is restored
+    net.eval()
+    forward = InferenceForward(net)
+    with torch.inference_mode():
+        for batch in (planes, planes[:1]):
+            assert all(torch.equal(a, b) for a, b in zip(forward(batch), net(batch)))
 
 
 def test_neural_agent_greedy_and_sampling_play_legal_moves() -> None:
