@@ -186,6 +186,8 @@ def play_selfplay_games(
     gumbel_considered: int = 0,
     end: GameEnder | None = None,
     end_games: Collection[int] | None = None,
+    fast_simulations: int = 0,
+    full_search_fraction: float = 1.0,
 ) -> list[SelfPlayGame]:
     """Play ``n_games`` games in lockstep (:func:`play_lockstep`) with batched PUCT search
     for every network move: one search wave evaluates the leaves of all trees at once.
@@ -204,9 +206,15 @@ def play_selfplay_games(
     (the Gumbel noise is the exploration; no Dirichlet noise, no temperature) and the
     logged policy is its completed-Q improved policy. ``end`` stops games early, those in
     ``end_games`` only when given (:func:`play_lockstep`, e.g. :func:`solver_ender`).
+
+    With ``fast_simulations > 0``, playout cap randomisation (KataGo, Wu 2019): each network
+    move gets the full search with probability ``full_search_fraction`` and is logged with
+    its policy target; the others get a cheap search of ``fast_simulations`` that only moves
+    the game on and are not logged, so that the games (and their outcomes) cost fewer
+    evaluations while every policy target still comes from a full search.
     """
     from orderchaos.agents.gumbel import GumbelSearch
-    from orderchaos.agents.mcts import MCTS
+    from orderchaos.agents.mcts import MCTS, SearchResult
 
     opponents = opponents or {}
     on_policy = set(int(g) for g in on_policy)
@@ -235,10 +243,20 @@ def play_selfplay_games(
         moves = [0] * len(states)
         targets: list[np.ndarray | None] = [None] * len(states)
         by_network = [i for i, s in enumerate(states) if opponent_seat[games[i]] != s.to_play_index]
-        results = search.search_batch([states[i] for i in by_network], add_noise=True) if by_network else []
+        full, fast = by_network, []
+        if fast_simulations and by_network:
+            draws = rng.random(len(by_network))
+            full = [i for i, draw in zip(by_network, draws) if draw < full_search_fraction]
+            fast = [i for i, draw in zip(by_network, draws) if draw >= full_search_fraction]
+        results: dict[int, SearchResult] = {}
+        for group, budget in ((full, simulations), (fast, fast_simulations)):
+            if group:
+                found = search.search_batch([states[i] for i in group], simulations=budget, add_noise=True)
+                results.update(zip(group, found))
         temp = temperature if ply < temperature_moves else 0.0
         lost = set()
-        for i, result in zip(by_network, results):
+        for i in by_network:
+            result = results[i]
             # visit distribution; for a proven win, uniform over the proven winning moves; a
             # proven loss stops the search early, so its few visits carry no policy signal and
             # the row trains the value only (an all-zero policy target adds no policy loss)
@@ -259,8 +277,10 @@ def play_selfplay_games(
             priors, _ = evaluator.evaluate([states[i] for i in greedy])
             for i, prior in zip(greedy, priors):
                 moves[i] = int(np.argmax(prior))
+        for i in fast:
+            targets[i] = None  # moved on by a cheap search: not logged
         for i, state in enumerate(states):
-            if targets[i] is None:
+            if opponent_seat[games[i]] == state.to_play_index:
                 moves[i] = opponents[int(games[i])][1].act(state)
         return moves, targets
 
@@ -334,6 +354,8 @@ def play_training_games(
             else None
         ),
         end_games=range(int(round(cfg.selfplay.solver_end_fraction * n_games))),
+        fast_simulations=cfg.mcts.fast_simulations,
+        full_search_fraction=cfg.mcts.full_search_fraction,
     )
     play_seconds = time.perf_counter() - started
     imitation: list[SelfPlayGame] = []

@@ -301,6 +301,20 @@ class MCTSConfig:
     max_considered: int = _field(
         16, "with gumbel: root moves considered (Gumbel-Top-k)", min=1, max=72
     )
+    fast_simulations: int = _field(
+        0,
+        "playout cap randomisation (KataGo): simulations of the cheap searches that move "
+        "the game on without a policy target (0: every move gets the full search)",
+        min=0,
+    )
+    full_search_fraction: float = _field(
+        0.25,
+        "with fast_simulations: the share of the network's self-play moves that get the full "
+        "search and are logged for training",
+        min=0,
+        max=1,
+        exclusive=True,
+    )
 
 
 @dataclass

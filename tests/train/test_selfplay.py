@@ -220,3 +220,57 @@ def test_only_the_listed_games_may_end_early() -> None:
     for g in (0, 2, 3, 5):
         assert logs[g].length > 6 and logs[g].states[-1].num_empty < 30
     assert max(asked) <= 2  # the ender never saw the other games' positions
+
+
+@pytest.mark.parametrize("gumbel", [0, 8])
+def test_playout_cap_randomisation_logs_only_full_searches(gumbel: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fast_simulations``: about ``full_search_fraction`` of the network's moves get the
+    full search and a logged policy target; the others a cheap search of
+    ``fast_simulations`` that is not logged. Opponents still play their own moves, the games
+    are reproducible from the seed, and they cost fewer evaluations than full searches."""
+    from orderchaos.agents.gumbel import GumbelSearch
+    from orderchaos.agents.mcts import MCTS
+    from orderchaos.agents.network_agent import NetworkEvaluator
+    from orderchaos.train.alphazero import play_selfplay_games
+
+    budgets: list[tuple[int, int]] = []
+    search_class = GumbelSearch if gumbel else MCTS
+    original = search_class.search_batch
+
+    def recording(self, states, simulations=None, add_noise=False):  # type: ignore[no-untyped-def]
+        budgets.append((len(states), int(simulations or self.simulations)))
+        return original(self, states, simulations=simulations, add_noise=add_noise)
+
+    monkeypatch.setattr(search_class, "search_batch", recording)
+    torch.manual_seed(4)
+    nets = {role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")}
+
+    def play(fast: int, seed: int = 7) -> tuple[list, int]:
+        evaluator = NetworkEvaluator(nets)
+        logs = play_selfplay_games(
+            evaluator, 8, simulations=8, c_puct=1.5, dirichlet_alpha=0.3, dirichlet_fraction=0.25,
+            temperature=1.0, temperature_moves=4, rng=np.random.default_rng(seed),
+            opponents={0: (0, make("heuristic", seed=1))}, gumbel_considered=gumbel,
+            fast_simulations=fast, full_search_fraction=0.25,
+        )
+        return logs, evaluator.positions_evaluated
+
+    logs, evaluations = play(2)
+    full = sum(n for n, budget in budgets if budget == 8)
+    fast = sum(n for n, budget in budgets if budget == 2)
+    assert {budget for _, budget in budgets} == {8, 2}
+    assert sum(len(log.states) for log in logs) == full  # exactly the full searches are logged
+    assert 0.1 < full / (full + fast) < 0.45  # 0.25 expected over about 200 moves
+    assert all(s.to_play == "chaos" for s in logs[0].states)  # the heuristic moved as Order
+    for log in logs:
+        for policy in log.policies:
+            assert policy.sum() == pytest.approx(1.0, abs=1e-5) or policy.sum() == 0.0
+    again, _ = play(2)
+    assert [(log.winner, log.length, [s.to_string() for s in log.states]) for log in again] == [
+        (log.winner, log.length, [s.to_string() for s in log.states]) for log in logs
+    ]
+    budgets.clear()
+    full_logs, full_evaluations = play(0)
+    assert {budget for _, budget in budgets} == {8}
+    per_game = evaluations / sum(log.length for log in logs)
+    assert per_game < full_evaluations / sum(log.length for log in full_logs)
