@@ -27,6 +27,18 @@ def test_recipe_overrides_change_the_search() -> None:
     assert fewer["evals_per_game"] < plain["evals_per_game"]
 
 
+def test_the_playout_cap_row_costs_fewer_evaluations_per_game() -> None:
+    """The benchmark's last recipe row (playout cap randomisation): three moves in four get
+    a 4-simulation search instead of 16, so a game costs far fewer evaluations."""
+    from orderchaos.bench.train import RECIPES
+
+    name, overrides, compiled = RECIPES[-1]
+    assert overrides == ("mcts.fast_simulations=4",) and compiled
+    plain = recipe_throughput(name, 8, networks="pretrained")
+    capped = recipe_throughput(name, 8, networks="pretrained", overrides=overrides)
+    assert capped["evals_per_game"] < 0.7 * plain["evals_per_game"]
+
+
 def test_recipe_refuses_unknown_networks() -> None:
     with pytest.raises(ValueError, match="'fresh' or 'pretrained'"):
         recipe_throughput("alphazero_selfplay.yaml", 1, networks="trained")
