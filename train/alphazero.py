@@ -255,16 +255,20 @@ def play_selfplay_games(
                 results.update(zip(group, found))
         temp = temperature if ply < temperature_moves else 0.0
         lost = set()
+        logged = set(full)  # the cheap searches only move the game on
         for i in by_network:
             result = results[i]
+            if result.proven == "loss":
+                lost.add(i)
             # visit distribution; for a proven win, uniform over the proven winning moves; a
             # proven loss stops the search early, so its few visits carry no policy signal and
             # the row trains the value only (an all-zero policy target adds no policy loss)
-            if result.proven == "loss":
-                targets[i] = np.zeros(ACTIONS, np.float32)
-                lost.add(i)
-            else:
-                targets[i] = np.asarray(result.policy(target_temperature), dtype=np.float32)
+            if i in logged:
+                targets[i] = (
+                    np.zeros(ACTIONS, np.float32)
+                    if result.proven == "loss"
+                    else np.asarray(result.policy(target_temperature), dtype=np.float32)
+                )
             if temp == 0 or result.proven is not None:  # (Gumbel: temp is always 0)
                 moves[i] = int(result.best_action)
             else:
@@ -277,8 +281,6 @@ def play_selfplay_games(
             priors, _ = evaluator.evaluate([states[i] for i in greedy])
             for i, prior in zip(greedy, priors):
                 moves[i] = int(np.argmax(prior))
-        for i in fast:
-            targets[i] = None  # moved on by a cheap search: not logged
         for i, state in enumerate(states):
             if opponent_seat[games[i]] == state.to_play_index:
                 moves[i] = opponents[int(games[i])][1].act(state)

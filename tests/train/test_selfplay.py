@@ -272,5 +272,5 @@ def test_playout_cap_randomisation_logs_only_full_searches(gumbel: int, monkeypa
     budgets.clear()
     full_logs, full_evaluations = play(0)
     assert {budget for _, budget in budgets} == {8}
-    per_game = evaluations / sum(log.length for log in logs)
-    assert per_game < full_evaluations / sum(log.length for log in full_logs)
+    per_stone = evaluations / sum(log.length for log in logs)
+    assert per_stone < full_evaluations / sum(log.length for log in full_logs)
