@@ -187,7 +187,7 @@ def play_selfplay_games(
     end: GameEnder | None = None,
     end_games: Collection[int] | None = None,
     fast_simulations: int = 0,
-    full_search_fraction: float = 1.0,
+    full_search_fraction: float = 0.25,
 ) -> list[SelfPlayGame]:
     """Play ``n_games`` games in lockstep (:func:`play_lockstep`) with batched PUCT search
     for every network move: one search wave evaluates the leaves of all trees at once.

@@ -305,8 +305,8 @@ class MCTSConfig:
         0,
         "playout cap randomisation (KataGo): simulations of the cheap searches that move "
         "the game on without a policy target (0: every move gets the full search). Off in "
-        "the shipped recipe: at equal iterations its Chaos network came out weaker "
-        "(docs/training.md)",
+        "the shipped recipe: at equal iterations and at equal time its Chaos network came "
+        "out weaker (docs/training.md)",
         min=0,
     )
     full_search_fraction: float = _field(
