@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from orderchaos.agents.base import SeedLike, make_rng
+from orderchaos.agents.evaluation_cache import DEFAULT_CAPACITY, CachedEvaluator
 from orderchaos.agents.network import InferenceForward, PolicyValueNet, masked_log_softmax
 from orderchaos.agents.policy_files import (
     META_FILE,
@@ -103,6 +104,11 @@ class NetworkEvaluator:
         self.positions_evaluated += n
         return priors, values
 
+    def weights_version(self) -> tuple[int, ...]:
+        """A stamp that changes whenever either network's weights change (the in-place
+        version counters of their parameters and buffers), for caches of its answers."""
+        return tuple(t._version for net in self.nets.values() for t in (*net.parameters(), *net.buffers()))
+
 
 def sample_from(probs: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
     """Pick an action from a probability vector: argmax when ``temperature == 0`` (ties
@@ -139,6 +145,10 @@ class NeuralAgent:
     chances to go wrong. ``root_nodes`` caps the solver's work at the root. One solver, and
     its transposition table, serves the whole game.
 
+    The searches ask the network through a :class:`orderchaos.agents.evaluation_cache.CachedEvaluator`
+    of ``cache`` positions (0: none), so a position the agent's earlier searches have
+    evaluated (most of the tree below the moves since played) is not evaluated again.
+
     ``last_reason`` says how the last move (or policy) was chosen: ``"network"``,
     ``"search"``, ``"book"``, ``"solver"`` or ``"search (lost)"``.
     """
@@ -157,6 +167,7 @@ class NeuralAgent:
         root_depth: int | None = None,
         root_nodes: int | None = None,
         leaf_nodes: int | None = None,
+        cache: int = DEFAULT_CAPACITY,
     ) -> None:
         if sims < 0:
             raise ValueError(f"sims must be >= 0, got {sims}")
@@ -185,7 +196,10 @@ class NeuralAgent:
         if sims > 0:
             from orderchaos.agents.mcts import MCTS
 
-            leaf_evaluator = evaluator if self.assist is None else self.assist.leaf_evaluator(evaluator)
+            searched = evaluator
+            if cache:
+                searched = CachedEvaluator(evaluator, capacity=cache, version=getattr(evaluator, "weights_version", None))
+            leaf_evaluator = searched if self.assist is None else self.assist.leaf_evaluator(searched)
             self._search = MCTS(
                 leaf_evaluator,
                 simulations=sims,
@@ -196,7 +210,7 @@ class NeuralAgent:
             self.c = self._search.c  # c=None: the MCTS default for PUCT, PUCT_C
             if self.assist is not None:
                 self._plain_search = MCTS(
-                    evaluator, simulations=sims, c=c, use_priors=True, seed=int(self.rng.integers(2**31))
+                    searched, simulations=sims, c=c, use_priors=True, seed=int(self.rng.integers(2**31))
                 )
 
     def policy(self, state: State) -> np.ndarray:

@@ -285,3 +285,30 @@ def naive_facts(board: str) -> dict:
         "threats": sorted(threats),
         "legal": legal,
     }
+
+
+# ---------------------------------------------------------------------------------------
+# A fake network.
+# ---------------------------------------------------------------------------------------
+
+
+class HashEvaluator:
+    """A deterministic fake network: priors and values from a hash of the position, the
+    same whatever batch a position comes in.
+
+    Counts the positions it evaluates (``evaluated``) and records each batch's size."""
+
+    def __init__(self) -> None:
+        self.evaluated = 0
+        self.batch_sizes: list[int] = []
+
+    def evaluate(self, states: Sequence[State]) -> tuple[np.ndarray, np.ndarray]:
+        from orderchaos.agents.mcts import uniform_legal_priors
+
+        self.batch_sizes.append(len(states))
+        self.evaluated += len(states)
+        priors = uniform_legal_priors(states)
+        for i, s in enumerate(states):
+            priors[i] *= np.random.default_rng([s.x, s.o]).uniform(0.1, 1.0, size=72).astype(np.float32)
+        values = np.array([np.random.default_rng([s.o, s.x]).uniform(-1, 1) for s in states])
+        return priors, values.astype(np.float32)

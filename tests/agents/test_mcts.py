@@ -16,31 +16,11 @@ from orderchaos.agents.mcts import (
     MCTSAgent,
     RolloutEvaluator,
     SearchResult,
-    uniform_legal_priors,
 )
 from orderchaos.agents.rollout import random_playout
 from orderchaos.envs.rules import State, parse_board
 
-from helpers import LONE_FOUR, WIN_IN_ONE, mover_wins, play_random_to
-
-
-class HashEvaluator:
-    """A deterministic fake network: priors and values from a hash of the position.
-
-    Records the size of every batch it is asked to evaluate.
-    """
-
-    def __init__(self) -> None:
-        self.batch_sizes: list[int] = []
-
-    def evaluate(self, states: Sequence[State]) -> tuple[np.ndarray, np.ndarray]:
-        self.batch_sizes.append(len(states))
-        priors = uniform_legal_priors(states)
-        for i, s in enumerate(states):
-            rng = np.random.default_rng([s.x, s.o])
-            priors[i] *= rng.uniform(0.1, 1.0, size=72).astype(np.float32)
-        values = np.array([np.random.default_rng([s.o, s.x]).uniform(-1, 1) for s in states])
-        return priors, values.astype(np.float32)
+from helpers import LONE_FOUR, WIN_IN_ONE, HashEvaluator, mover_wins, play_random_to
 
 
 # -- the numba playout kernel against the scalar engine ---------------------------------

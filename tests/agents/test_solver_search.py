@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from orderchaos.agents.base import ProvingEvaluator
-from orderchaos.agents.mcts import MCTS, uniform_legal_priors
+from orderchaos.agents.mcts import MCTS
 from orderchaos.agents.network_agent import NeuralAgent, pretrained_agent
 from orderchaos.agents.proof_book import ProofBook, key_state, shipped_book
 from orderchaos.agents.registry import RUN_DIR, SpecError, make, resolve
@@ -19,7 +19,7 @@ from orderchaos.agents.solver_search import SolverAssist, SolverLeafEvaluator
 from orderchaos.envs.rules import ORDER, State, parse_board
 from orderchaos.envs.symmetry import transform_action, transform_state
 
-from helpers import REPO
+from helpers import REPO, HashEvaluator
 
 POSITIONS = [json.loads(line) for line in (REPO / "arena/data/positions_12-18.jsonl").read_text().splitlines()]
 # Every position in the file is won for the mover, and not every move wins. The shipped
@@ -31,21 +31,6 @@ FEW_WINS = [i for i, row in enumerate(POSITIONS) if len(row["good_actions"]) <= 
 def position(i: int) -> tuple[State, set[int]]:
     row = POSITIONS[i]
     return parse_board(row["board"]), set(row["good_actions"])
-
-
-class HashEvaluator:
-    """A deterministic fake network: priors and values from a hash of the position."""
-
-    def __init__(self) -> None:
-        self.evaluated = 0
-
-    def evaluate(self, states: Sequence[State]) -> tuple[np.ndarray, np.ndarray]:
-        self.evaluated += len(states)
-        priors = uniform_legal_priors(states)
-        for i, s in enumerate(states):
-            priors[i] *= np.random.default_rng([s.x, s.o]).uniform(0.1, 1.0, size=72).astype(np.float32)
-        values = np.array([np.random.default_rng([s.o, s.x]).uniform(-1, 1) for s in states])
-        return priors, values.astype(np.float32)
 
 
 class LosingMovesFirst(HashEvaluator):
