@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from orderchaos.agents.base import Agent
+from orderchaos.agents.base import Agent, Evaluator
+from orderchaos.agents.evaluation_cache import CachedEvaluator
 from orderchaos.agents.network import masked_log_softmax
 from orderchaos.agents.network_agent import NetworkEvaluator, NeuralAgent, sample_from
 from orderchaos.envs.batch import BatchGame
@@ -188,6 +189,7 @@ def play_selfplay_games(
     end_games: Collection[int] | None = None,
     fast_simulations: int = 0,
     full_search_fraction: float = 0.25,
+    evaluation_cache: bool = False,
 ) -> list[SelfPlayGame]:
     """Play ``n_games`` games in lockstep (:func:`play_lockstep`) with batched PUCT search
     for every network move: one search wave evaluates the leaves of all trees at once.
@@ -212,9 +214,17 @@ def play_selfplay_games(
     its policy target; the others get a cheap search of ``fast_simulations`` that only moves
     the game on and are not logged, so that the games (and their outcomes) cost fewer
     evaluations while every policy target still comes from a full search.
+
+    With ``evaluation_cache``, every evaluation of these games goes through one
+    :class:`orderchaos.agents.evaluation_cache.CachedEvaluator`, so each board is evaluated
+    once; ``evaluator.positions_evaluated`` counts only what reached the network.
     """
     from orderchaos.agents.gumbel import GumbelSearch
     from orderchaos.agents.mcts import MCTS, SearchResult
+
+    asked: Evaluator = evaluator
+    if evaluation_cache:
+        asked = CachedEvaluator(evaluator, version=getattr(evaluator, "weights_version", None))
 
     opponents = opponents or {}
     on_policy = set(int(g) for g in on_policy)
@@ -224,13 +234,13 @@ def play_selfplay_games(
     search: MCTS | GumbelSearch
     if gumbel_considered:
         search = GumbelSearch(
-            evaluator, simulations=simulations, max_considered=gumbel_considered, c=c_puct,
+            asked, simulations=simulations, max_considered=gumbel_considered, c=c_puct,
             seed=int(rng.integers(2**31)),
         )
         temperature_moves = 0
     else:
         search = MCTS(
-            evaluator,
+            asked,
             simulations=simulations,
             c=c_puct,
             use_priors=True,
@@ -278,7 +288,7 @@ def play_selfplay_games(
         # games, after the temperature plies, the network plays its own favourite too.
         greedy = [i for i in by_network if i in lost or (temp == 0 and games[i] in on_policy)]
         if greedy:
-            priors, _ = evaluator.evaluate([states[i] for i in greedy])
+            priors, _ = asked.evaluate([states[i] for i in greedy])
             for i, prior in zip(greedy, priors):
                 moves[i] = int(np.argmax(prior))
         for i, state in enumerate(states):
@@ -358,6 +368,7 @@ def play_training_games(
         end_games=range(int(round(cfg.selfplay.solver_end_fraction * n_games))),
         fast_simulations=cfg.mcts.fast_simulations,
         full_search_fraction=cfg.mcts.full_search_fraction,
+        evaluation_cache=cfg.mcts.evaluation_cache,
     )
     play_seconds = time.perf_counter() - started
     imitation: list[SelfPlayGame] = []

@@ -39,6 +39,19 @@ def test_the_playout_cap_row_costs_fewer_evaluations_per_game() -> None:
     assert capped["evals_per_game"] < 0.7 * plain["evals_per_game"]
 
 
+def test_the_evaluation_cache_row_plays_the_same_games_for_fewer_evaluations() -> None:
+    from orderchaos.bench.train import RECIPES
+
+    name, overrides, compiled = RECIPES[-2]
+    assert overrides == ("mcts.evaluation_cache=true",) and compiled
+    plain = recipe_throughput(name, 16, networks="pretrained")
+    cached = recipe_throughput(name, 16, networks="pretrained", overrides=overrides)
+    # the same games (exactly so with a fake network: tests/train/test_selfplay.py); a real
+    # one may round a position's outputs differently in a smaller batch
+    assert cached["mean_length"] == pytest.approx(plain["mean_length"], abs=0.5)
+    assert cached["evals_per_game"] < 0.95 * plain["evals_per_game"]
+
+
 def test_recipe_refuses_unknown_networks() -> None:
     with pytest.raises(ValueError, match="'fresh' or 'pretrained'"):
         recipe_throughput("alphazero_selfplay.yaml", 1, networks="trained")

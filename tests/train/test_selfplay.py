@@ -274,3 +274,31 @@ def test_playout_cap_randomisation_logs_only_full_searches(gumbel: int, monkeypa
     assert {budget for _, budget in budgets} == {8}
     per_stone = evaluations / sum(log.length for log in logs)
     assert per_stone < full_evaluations / sum(log.length for log in full_logs)
+
+
+@pytest.mark.parametrize("gumbel", [0, 16])
+def test_the_evaluation_cache_plays_the_same_games_with_fewer_evaluations(gumbel: int) -> None:
+    """``evaluation_cache``: the same games, moves and targets (a fake network whose answers
+    do not depend on the batch), and each board reaches the network once."""
+    from orderchaos.train.alphazero import play_selfplay_games
+
+    from helpers import HashEvaluator
+
+    def play(cache: bool) -> tuple[list, HashEvaluator]:
+        network = HashEvaluator()
+        logs = play_selfplay_games(
+            network, 6, simulations=16, c_puct=1.5, dirichlet_alpha=0.3, dirichlet_fraction=0.25,
+            temperature=1.0, temperature_moves=4, rng=np.random.default_rng(3),
+            opponents={0: (1, make("heuristic", seed=1))}, gumbel_considered=gumbel,
+            evaluation_cache=cache,
+        )
+        return logs, network
+
+    cached_logs, cached = play(True)
+    plain_logs, plain = play(False)
+    assert [(log.winner, log.length, [s.to_string() for s in log.states]) for log in cached_logs] == [
+        (log.winner, log.length, [s.to_string() for s in log.states]) for log in plain_logs
+    ]
+    for cached_log, plain_log in zip(cached_logs, plain_logs):
+        np.testing.assert_array_equal(np.array(cached_log.policies), np.array(plain_log.policies))
+    assert cached.evaluated < 0.95 * plain.evaluated
