@@ -66,6 +66,8 @@ class NetworkEvaluator:
         # weights change; CUDA keeps the plain module, which is untested compiled.
         self.compiled = compiled and self.device.type == "cpu"
         self._forward = {role: InferenceForward(net) if self.compiled else net for role, net in nets.items()}
+        # listed once: walking the modules on every call would cost more than a small batch
+        self._weights = [t for net in nets.values() for t in (*net.parameters(), *net.buffers())]
 
     def evaluate(self, states: Sequence[State]) -> tuple[np.ndarray, np.ndarray]:
         """Priors ``(B, 72)`` float32 (zero on illegal actions) and values ``(B,)`` float32
@@ -106,8 +108,11 @@ class NetworkEvaluator:
 
     def weights_version(self) -> tuple[int, ...]:
         """A stamp that changes whenever either network's weights change (the in-place
-        version counters of their parameters and buffers), for caches of its answers."""
-        return tuple(t._version for net in self.nets.values() for t in (*net.parameters(), *net.buffers()))
+        version counters of their parameters and buffers: optimiser steps,
+        ``load_state_dict``, batch-norm statistics), for caches of its answers. As with
+        :class:`orderchaos.agents.network.InferenceForward`, networks whose parameter objects
+        are replaced need a new evaluator."""
+        return tuple(t._version for t in self._weights)
 
 
 def sample_from(probs: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
