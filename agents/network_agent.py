@@ -25,6 +25,7 @@ import torch
 
 from orderchaos.agents.base import SeedLike, make_rng
 from orderchaos.agents.evaluation_cache import DEFAULT_CAPACITY, CachedEvaluator
+from orderchaos.agents.symmetric_evaluator import SymmetricEvaluator, check_symmetries
 from orderchaos.agents.network import InferenceForward, PolicyValueNet, masked_log_softmax
 from orderchaos.agents.policy_files import (
     META_FILE,
@@ -154,6 +155,10 @@ class NeuralAgent:
     of ``cache`` positions (0: none), so a position the agent's earlier searches have
     evaluated (most of the tree below the moves since played) is not evaluated again.
 
+    ``sym`` (1, 8 or 16) averages the network's answers over that many images of each
+    position (:class:`orderchaos.agents.symmetric_evaluator.SymmetricEvaluator`), for the
+    network alone and inside the search.
+
     ``last_reason`` says how the last move (or policy) was chosen: ``"network"``,
     ``"search"``, ``"book"``, ``"solver"`` or ``"search (lost)"``.
     """
@@ -173,6 +178,7 @@ class NeuralAgent:
         root_nodes: int | None = None,
         leaf_nodes: int | None = None,
         cache: int = DEFAULT_CAPACITY,
+        sym: int = 1,
     ) -> None:
         if sims < 0:
             raise ValueError(f"sims must be >= 0, got {sims}")
@@ -182,6 +188,9 @@ class NeuralAgent:
             raise ValueError(f"c must be > 0, got {c}")
         from orderchaos.agents.solver_search import check_depth
 
+        weights_version = getattr(evaluator, "weights_version", None)
+        if check_symmetries(sym) > 1:
+            evaluator = SymmetricEvaluator(evaluator, sym)
         self.evaluator = evaluator
         self.sims, self.temp, self.c = sims, temp, c
         self.solver_depth = check_depth(solver)
@@ -203,7 +212,7 @@ class NeuralAgent:
 
             searched = evaluator
             if cache:
-                searched = CachedEvaluator(evaluator, capacity=cache, version=getattr(evaluator, "weights_version", None))
+                searched = CachedEvaluator(evaluator, capacity=cache, version=weights_version)
             leaf_evaluator = searched if self.assist is None else self.assist.leaf_evaluator(searched)
             self._search = MCTS(
                 leaf_evaluator,
@@ -336,21 +345,29 @@ def run_dir_agent(
     c: float | None = None,
     seed: SeedLike = None,
     solver: int = 0,
+    sym: int = 1,
 ) -> NeuralAgent:
     """The agent of a training run directory (its latest checkpoint) or of a policy directory;
-    ``solver=D`` adds the book and the solver (see :class:`NeuralAgent`)."""
+    ``solver=D`` adds the book and the solver, ``sym`` symmetry averaging (see
+    :class:`NeuralAgent`)."""
     return NeuralAgent(
         shared_evaluator(path), sims=sims, temp=temp, c=c, seed=seed, name=f"run:{Path(path).name}",
-        solver=solver,
+        solver=solver, sym=sym,
     )
 
 
 
 def pretrained_agent(
-    sims: int = 0, temp: float = 0.0, c: float | None = None, seed: SeedLike = None, solver: int = 0
+    sims: int = 0,
+    temp: float = 0.0,
+    c: float | None = None,
+    seed: SeedLike = None,
+    solver: int = 0,
+    sym: int = 1,
 ) -> NeuralAgent:
     """The shipped pretrained Order and Chaos policies as one agent (registry ``pretrained``);
-    ``pretrained:sims=200,solver=26`` is the strongest player (see :class:`NeuralAgent`)."""
+    ``pretrained:sims=200,solver=26`` is the strongest player, ``sym=16`` averages the
+    networks over the game's symmetries (see :class:`NeuralAgent`)."""
     where = pretrained_dir()
     if not (where / META_FILE).is_file():
         raise CheckpointError(
@@ -358,5 +375,5 @@ def pretrained_agent(
             f"`orderchaos export RUN_DIR`"
         )
     return NeuralAgent(
-        shared_evaluator(where), sims=sims, temp=temp, c=c, seed=seed, name="pretrained", solver=solver
+        shared_evaluator(where), sims=sims, temp=temp, c=c, seed=seed, name="pretrained", solver=solver, sym=sym
     )

@@ -48,17 +48,18 @@ REGISTRY: dict[str, FactoryInfo] = {
     ),
     "pretrained": FactoryInfo(
         "orderchaos.agents.network_agent:pretrained_agent",
-        {"sims": int, "temp": float, "c": float, "seed": int, "solver": int},
+        {"sims": int, "temp": float, "c": float, "seed": int, "solver": int, "sym": int},
         "the shipped Order and Chaos policies; sims>0 adds PUCT search; solver=D adds the proof "
-        "book at the root and the exact solver at positions with at most D empty cells",
-        {"solver": (0, 36)},
+        "book at the root and the exact solver at positions with at most D empty cells; sym=8 "
+        "or 16 averages the networks over the board symmetries (16: and with X and O swapped)",
+        {"solver": (0, 36), "sym": (1, 16)},
     ),
 }
 RUN_DIR = FactoryInfo(
     "orderchaos.agents.network_agent:run_dir_agent",
-    {"sims": int, "temp": float, "c": float, "seed": int, "solver": int},
-    "a training run directory; sims>0 adds PUCT search; solver=D as for pretrained",
-    {"solver": (0, 36)},
+    {"sims": int, "temp": float, "c": float, "seed": int, "solver": int, "sym": int},
+    "a training run directory; sims>0 adds PUCT search; solver=D and sym=N as for pretrained",
+    {"solver": (0, 36), "sym": (1, 16)},
 )
 
 
