@@ -21,8 +21,9 @@ import numpy as np
 from orderchaos.agents.base import Evaluator
 from orderchaos.envs.rules import ACTIONS, State
 
-DEFAULT_CAPACITY = 200_000
-"""Positions remembered before the cache starts afresh (about 300 bytes each)."""
+DEFAULT_CAPACITY = 50_000
+"""Positions remembered before the cache starts afresh (about 700 bytes each; a game of a
+200-simulation player needs a few thousand)."""
 
 
 class CachedEvaluator:
