@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -346,34 +346,26 @@ def run_dir_agent(
     seed: SeedLike = None,
     solver: int = 0,
     sym: int = 1,
+    name: str | None = None,
 ) -> NeuralAgent:
     """The agent of a training run directory (its latest checkpoint) or of a policy directory;
     ``solver=D`` adds the book and the solver, ``sym`` symmetry averaging (see
-    :class:`NeuralAgent`)."""
+    :class:`NeuralAgent`). ``name`` defaults to ``run:<directory name>``."""
     return NeuralAgent(
-        shared_evaluator(path), sims=sims, temp=temp, c=c, seed=seed, name=f"run:{Path(path).name}",
-        solver=solver, sym=sym,
+        shared_evaluator(path), sims=sims, temp=temp, c=c, seed=seed,
+        name=name or f"run:{Path(path).name}", solver=solver, sym=sym,
     )
 
 
-
-def pretrained_agent(
-    sims: int = 0,
-    temp: float = 0.0,
-    c: float | None = None,
-    seed: SeedLike = None,
-    solver: int = 0,
-    sym: int = 1,
-) -> NeuralAgent:
-    """The shipped pretrained Order and Chaos policies as one agent (registry ``pretrained``);
-    ``pretrained:sims=200,solver=26`` is the strongest player, ``sym=16`` averages the
-    networks over the game's symmetries (see :class:`NeuralAgent`)."""
+def pretrained_agent(**options: Any) -> NeuralAgent:
+    """The shipped pretrained Order and Chaos policies as one agent (registry ``pretrained``),
+    with the options of :func:`run_dir_agent` (``sims``, ``temp``, ``c``, ``seed``, ``solver``,
+    ``sym``); ``pretrained:sims=200,solver=26`` is the strongest player, ``sym=16`` averages
+    the networks over the game's symmetries (see :class:`NeuralAgent`)."""
     where = pretrained_dir()
     if not (where / META_FILE).is_file():
         raise CheckpointError(
             f"no pretrained policy is installed at {where}; export one from a run with "
             f"`orderchaos export RUN_DIR`"
         )
-    return NeuralAgent(
-        shared_evaluator(where), sims=sims, temp=temp, c=c, seed=seed, name="pretrained", solver=solver, sym=sym
-    )
+    return run_dir_agent(where, name="pretrained", **options)
