@@ -115,14 +115,17 @@ RECIPES: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("alphazero.yaml", (), True),
     ("alphazero_selfplay.yaml", (), True),
     ("alphazero_selfplay.yaml", ("mcts.evaluation_cache=true",), True),
+    ("alphazero_selfplay.yaml", ("mcts.prefetch=true",), True),
+    ("alphazero_selfplay.yaml", ("mcts.prefetch=true", "mcts.evaluation_cache=true"), True),
     ("alphazero_selfplay.yaml", ("mcts.fast_simulations=4",), True),
 )
 """The training configs whose self-play :func:`recipe_throughput` compares, each with its
 overrides and whether the networks run compiled: the first row is the heuristic-assisted
 recipe with the torch module's forward pass, as self-play ran when issue 15 set its
-throughput target; then the shipped recipe, the same with the evaluation cache (the same
-games, fewer network evaluations), and with playout cap randomisation, an option the
-shipped recipe leaves off (docs/training.md has the A/B)."""
+throughput target; then the shipped recipe, the same with the evaluation cache, with the
+first round of each search prefetched in one batch, and with both (all three play the same
+games), and with playout cap randomisation, an option the shipped recipe leaves off
+(docs/training.md has the A/B)."""
 
 
 def recipe_throughput(

@@ -190,6 +190,7 @@ def play_selfplay_games(
     fast_simulations: int = 0,
     full_search_fraction: float = 0.25,
     evaluation_cache: bool = False,
+    prefetch: bool = False,
 ) -> list[SelfPlayGame]:
     """Play ``n_games`` games in lockstep (:func:`play_lockstep`) with batched PUCT search
     for every network move: one search wave evaluates the leaves of all trees at once.
@@ -217,7 +218,9 @@ def play_selfplay_games(
 
     With ``evaluation_cache``, every evaluation of these games goes through one
     :class:`orderchaos.agents.evaluation_cache.CachedEvaluator`, so each board is evaluated
-    once; ``evaluator.positions_evaluated`` counts only what reached the network.
+    once; ``evaluator.positions_evaluated`` counts only what reached the network. With
+    ``prefetch`` (Gumbel only) each search evaluates the root children of its first round of
+    sequential halving in one batch (:class:`orderchaos.agents.gumbel.GumbelSearch`).
     """
     from orderchaos.agents.gumbel import GumbelSearch
     from orderchaos.agents.mcts import MCTS, SearchResult
@@ -235,7 +238,7 @@ def play_selfplay_games(
     if gumbel_considered:
         search = GumbelSearch(
             asked, simulations=simulations, max_considered=gumbel_considered, c=c_puct,
-            seed=int(rng.integers(2**31)),
+            seed=int(rng.integers(2**31)), prefetch=prefetch,
         )
         temperature_moves = 0
     else:
@@ -369,6 +372,7 @@ def play_training_games(
         fast_simulations=cfg.mcts.fast_simulations,
         full_search_fraction=cfg.mcts.full_search_fraction,
         evaluation_cache=cfg.mcts.evaluation_cache,
+        prefetch=cfg.mcts.prefetch,
     )
     play_seconds = time.perf_counter() - started
     imitation: list[SelfPlayGame] = []

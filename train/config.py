@@ -327,6 +327,15 @@ class MCTSConfig:
         "weights were made without it: run.evaluation_budget counts the network's real "
         "evaluations, so with the cache a run plays more iterations on the same budget",
     )
+    prefetch: bool = _field(
+        False,
+        "with gumbel: evaluate in one batch, for all games, the root children that each "
+        "search's first round of sequential halving visits, instead of one small batch per "
+        "simulation (orderchaos.agents.gumbel.GumbelSearch prefetch): the same games, a "
+        "cheaper network call per position. Off in the shipped config only because its "
+        "weights were made without it (batches of another size round the outputs a little "
+        "differently)",
+    )
 
 
 @dataclass

@@ -12,7 +12,7 @@ from orderchaos.agents.gumbel import GumbelSearch, considered_visit_sequence
 from orderchaos.agents.mcts import uniform_legal_priors
 from orderchaos.envs.rules import ACTIONS, State
 
-from helpers import LONE_FOUR, WIN_IN_ONE, positions
+from helpers import LONE_FOUR, WIN_IN_ONE, HashEvaluator, positions
 
 
 class FlatEvaluator:
@@ -105,6 +105,53 @@ def test_same_seed_same_search_and_one_evaluation_per_wave() -> None:
     assert run(5)[0] == first
     assert calls == 12  # the root expansion and 11 waves, each one batch for all trees
     assert any(run(seed)[0] != first for seed in range(6, 12))  # the Gumbel draws matter
+
+
+@given(st.lists(positions(terminal=False), min_size=1, max_size=4), st.integers(1, 24), st.integers(1, 16), st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_prefetch_gives_the_same_search_in_fewer_batches(
+    states: list[State], simulations: int, considered: int, noise: bool
+) -> None:
+    """Prefetching the first round's root children changes which batches the network sees,
+    not the search: the same results, from no more positions than the waves would ask."""
+
+    def run(prefetch: bool):
+        network = HashEvaluator()
+        results = GumbelSearch(
+            network, simulations=simulations, max_considered=considered, seed=3, prefetch=prefetch
+        ).search_batch(states, add_noise=noise)
+        return results, network
+
+    plain, plain_network = run(False)
+    fetched, fetched_network = run(True)
+    for a, b in zip(plain, fetched):
+        assert a.best_action == b.best_action and a.proven == b.proven
+        assert a.visits.tolist() == b.visits.tolist() and a.simulations == b.simulations
+        np.testing.assert_array_equal(a.improved_policy, b.improved_policy)
+    assert fetched_network.evaluated <= plain_network.evaluated + sum(s.num_empty * 2 for s in states)
+    assert len(fetched_network.batch_sizes) <= len(plain_network.batch_sizes)
+
+
+def test_prefetch_puts_the_first_round_in_one_batch() -> None:
+    network = HashEvaluator()
+    states = [State(), State().apply(28).apply(15)]  # no position is in both trees
+    GumbelSearch(network, simulations=16, max_considered=16, seed=0, prefetch=True).search_batch(states, add_noise=True)
+    # the roots' batch, then the 15 first visits of both trees together; the waves find
+    # every leaf evaluated
+    assert network.batch_sizes == [2, 30]
+    plain = HashEvaluator()
+    GumbelSearch(plain, simulations=16, max_considered=16, seed=0).search_batch(states, add_noise=True)
+    assert plain.batch_sizes == [2] * 16
+
+
+def test_prefetch_is_off_with_a_proving_evaluator() -> None:
+    class Proving(HashEvaluator):
+        def evaluate_with_proofs(self, states):  # type: ignore[no-untyped-def]
+            priors, values = self.evaluate(states)
+            return priors, values, np.zeros(len(states), np.int8)
+
+    assert not GumbelSearch(Proving(), prefetch=True).prefetch
+    assert GumbelSearch(HashEvaluator(), prefetch=True).prefetch
 
 
 def test_bad_arguments_are_refused() -> None:

@@ -39,17 +39,20 @@ def test_the_playout_cap_row_costs_fewer_evaluations_per_game() -> None:
     assert capped["evals_per_game"] < 0.7 * plain["evals_per_game"]
 
 
-def test_the_evaluation_cache_row_plays_the_same_games_for_fewer_evaluations() -> None:
+def test_the_cache_and_prefetch_rows_play_the_same_games_for_fewer_evaluations() -> None:
     from orderchaos.bench.train import RECIPES
 
-    name, overrides, compiled = RECIPES[-2]
-    assert overrides == ("mcts.evaluation_cache=true",) and compiled
+    rows = {overrides: (name, compiled) for name, overrides, compiled in RECIPES}
+    both = ("mcts.prefetch=true", "mcts.evaluation_cache=true")
+    assert {("mcts.evaluation_cache=true",), ("mcts.prefetch=true",), both} <= set(rows)
+    name, compiled = rows[both]
+    assert compiled
     plain = recipe_throughput(name, 16, networks="pretrained")
-    cached = recipe_throughput(name, 16, networks="pretrained", overrides=overrides)
+    faster = recipe_throughput(name, 16, networks="pretrained", overrides=both)
     # the same games (exactly so with a fake network: tests/train/test_selfplay.py); a real
-    # one may round a position's outputs differently in a smaller batch
-    assert cached["mean_length"] == pytest.approx(plain["mean_length"], abs=0.5)
-    assert cached["evals_per_game"] < 0.95 * plain["evals_per_game"]
+    # one may round a position's outputs differently in a batch of another size
+    assert faster["mean_length"] == pytest.approx(plain["mean_length"], abs=0.5)
+    assert faster["evals_per_game"] < 0.95 * plain["evals_per_game"]
 
 
 def test_recipe_refuses_unknown_networks() -> None:

@@ -276,29 +276,34 @@ def test_playout_cap_randomisation_logs_only_full_searches(gumbel: int, monkeypa
     assert per_stone < full_evaluations / sum(log.length for log in full_logs)
 
 
-@pytest.mark.parametrize("gumbel", [0, 16])
-def test_the_evaluation_cache_plays_the_same_games_with_fewer_evaluations(gumbel: int) -> None:
-    """``evaluation_cache``: the same games, moves and targets (a fake network whose answers
-    do not depend on the batch), and each board reaches the network once."""
+@pytest.mark.parametrize(("gumbel", "cache", "prefetch"), [(0, True, False), (16, True, False), (16, False, True), (16, True, True)])
+def test_the_evaluation_cache_and_prefetch_play_the_same_games_with_fewer_evaluations(
+    gumbel: int, cache: bool, prefetch: bool
+) -> None:
+    """``evaluation_cache`` and ``prefetch``: the same games, moves and targets (a fake
+    network whose answers do not depend on the batch). The cache sends each board to the
+    network once; prefetch sends each search's first round in one batch."""
     from orderchaos.train.alphazero import play_selfplay_games
 
     from helpers import HashEvaluator
 
-    def play(cache: bool) -> tuple[list, HashEvaluator]:
+    def play(cache: bool, prefetch: bool) -> tuple[list, HashEvaluator]:
         network = HashEvaluator()
         logs = play_selfplay_games(
             network, 6, simulations=16, c_puct=1.5, dirichlet_alpha=0.3, dirichlet_fraction=0.25,
             temperature=1.0, temperature_moves=4, rng=np.random.default_rng(3),
             opponents={0: (1, make("heuristic", seed=1))}, gumbel_considered=gumbel,
-            evaluation_cache=cache,
+            evaluation_cache=cache, prefetch=prefetch,
         )
         return logs, network
 
-    cached_logs, cached = play(True)
-    plain_logs, plain = play(False)
+    cached_logs, cached = play(cache, prefetch)
+    plain_logs, plain = play(False, False)
     assert [(log.winner, log.length, [s.to_string() for s in log.states]) for log in cached_logs] == [
         (log.winner, log.length, [s.to_string() for s in log.states]) for log in plain_logs
     ]
     for cached_log, plain_log in zip(cached_logs, plain_logs):
         np.testing.assert_array_equal(np.array(cached_log.policies), np.array(plain_log.policies))
-    assert cached.evaluated < 0.95 * plain.evaluated
+    assert cached.evaluated < (0.95 if cache else 1.0) * plain.evaluated
+    if prefetch:
+        assert len(cached.batch_sizes) < 0.5 * len(plain.batch_sizes)
