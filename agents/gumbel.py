@@ -310,7 +310,10 @@ class GumbelSearch:
                 child = arena.nodes[first[t] + j]
                 if child["proven"] != 0:  # a move that loses at once: never visited
                     continue
-                children.append(state.apply(int(child["action"])))
+                action = int(child["action"])
+                stone = 1 << (action >> 1)
+                # the child's board straight from the bitboards (the tree holds legal moves only)
+                children.append(State(state.x | stone, state.o) if action & 1 == 0 else State(state.x, state.o | stone))
                 taken += 1
         if children:
             cache.evaluate(children)
