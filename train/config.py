@@ -322,7 +322,7 @@ class MCTSConfig:
         "remember the network's answer for each board during an iteration's self-play "
         "(orderchaos.agents.evaluation_cache), so that a position the searches reach again "
         "(the tree below the move played, transpositions, openings shared by games) is "
-        "evaluated once: the same games up to float rounding, with about a fifth fewer "
+        "evaluated once: the same games up to float rounding, with 13-20% fewer "
         "network evaluations in the shipped recipe. Off there only because the shipped "
         "weights were made without it: run.evaluation_budget counts the network's real "
         "evaluations, so with the cache a run plays more iterations on the same budget",
