@@ -56,6 +56,7 @@ SUGGESTED_AGENTS = [
     "heuristic",
     "mcts:sims=800",
     "pretrained",
+    "pretrained:sym=16",  # the strongest network alone
     "pretrained:sims=200",
     "pretrained:sims=200,solver=26",  # the strongest player
     "solver",
