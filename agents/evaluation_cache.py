@@ -65,10 +65,6 @@ class CachedEvaluator:
     def __len__(self) -> int:
         return len(self._table)
 
-    def clear(self) -> None:
-        """Forget every cached answer."""
-        self._table.clear()
-
     def evaluate(self, states: Sequence[State]) -> tuple[np.ndarray, np.ndarray]:
         """Priors ``(B, 72)`` and values ``(B,)`` as the wrapped evaluator gives them; only
         the boards not in the cache (each once, however often the batch repeats it) are
