@@ -11,13 +11,14 @@ from helpers import LONE_FOUR, WIN_IN_ONE
 
 
 def test_pretrained_beats_the_heuristic_in_both_roles() -> None:
-    kwargs = dict(n=20, seed=1, openings=2)
-    # Measured on the self-play weights (configs/alphazero_selfplay.yaml, 4.8M evaluations):
-    # the Order network wins 20 of 20; the Chaos network allows 12 of 20, where the heuristic
-    # Chaos allows 15 in the same games (same seed, same openings).
-    assert play_match("pretrained", "heuristic", **kwargs).order_wins >= 19
+    kwargs = dict(n=100, seed=1, openings=2)
+    # Measured on the self-play weights (configs/alphazero_selfplay.yaml, 6M evaluations):
+    # the Order network wins 97 of 100; the Chaos network allows 47 of 100, where the heuristic
+    # Chaos allows 85 in the same games (same seed, same openings). The 4.8M-evaluation
+    # networks shipped before: 99 and 52.
+    assert play_match("pretrained", "heuristic", **kwargs).order_wins >= 96
     allowed = play_match("heuristic", "pretrained", **kwargs).order_wins
-    assert allowed <= 12 < play_match("heuristic", "heuristic", **kwargs).order_wins
+    assert allowed <= 50 < play_match("heuristic", "heuristic", **kwargs).order_wins
 
 
 def test_pretrained_with_search_uses_the_shipped_weights() -> None:

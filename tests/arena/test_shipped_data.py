@@ -115,7 +115,7 @@ def test_good_actions_are_the_solver_s(name: str) -> None:
 FIGURES = {
     "random": {"12_18": (76, 102), "19_22": (81, 59), "23_26": (104, 47), "27_30": (65, 13)},
     "heuristic": {"12_18": (189, 208), "19_22": (191, 180), "23_26": (220, 135), "27_30": (101, 65)},
-    "pretrained": {"12_18": (188, 208), "19_22": (203, 184), "23_26": (235, 148), "27_30": (104, 77)},
+    "pretrained": {"12_18": (189, 207), "19_22": (201, 185), "23_26": (235, 148), "27_30": (104, 81)},
 }
 
 
@@ -130,3 +130,15 @@ def test_shipped_set_accuracy_figures() -> None:
         for name, (order, chaos) in figures.items():
             sides = results[name].by_side
             assert (sides["order"]["correct"], sides["chaos"]["correct"]) == (order, chaos), (agent, name)
+
+
+def test_symmetry_averaged_networks_reach_the_accuracy_target_on_the_middle_game_sets() -> None:
+    """Issue 15's target, at least 0.95 for each side on the 19-22 and 23-26 sets, is met by the
+    shipped networks averaged over the 16 symmetries (docs/evaluation.md); the figures are
+    pinned so that new weights or a change to the averaging that loses a position fails here."""
+    middle = {name: SHIPPED_SETS[name] for name in ("19_22", "23_26")}
+    results = stage_accuracies("pretrained:sym=16", sets=middle, seed=0)
+    sides = {name: (r.by_side["order"]["correct"], r.by_side["chaos"]["correct"]) for name, r in results.items()}
+    assert sides == {"19_22": (202, 186), "23_26": (238, 150)}
+    for result in results.values():
+        assert all(side["accuracy"] >= 0.95 for side in result.by_side.values())
