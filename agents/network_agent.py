@@ -143,7 +143,9 @@ class NeuralAgent:
     :class:`orderchaos.agents.solver_search.SolverAssist` describes: a root found in the proof
     ``book`` (default: the shipped one) that the mover wins is answered with the book's move;
     a root with at most ``root_depth`` empty cells (default ``D + 4``) proven won for the
-    mover is answered with a proven winning move (the one the network likes best); search
+    mover is answered with a proven winning move (the one the network likes best); an Order
+    root that the solve does not settle first seeks a proven win among the network's
+    likeliest moves (``seek_nodes``); search
     leaves with at most ``D`` empty cells are solved under ``leaf_nodes`` nodes each and
     marked proven in the tree. A root
     proven lost (by the solver at the root, or by the search's proofs) is searched again
@@ -177,6 +179,7 @@ class NeuralAgent:
         root_depth: int | None = None,
         root_nodes: int | None = None,
         leaf_nodes: int | None = None,
+        seek_nodes: int | None = None,
         cache: int = DEFAULT_CAPACITY,
         sym: int = 1,
     ) -> None:
@@ -201,7 +204,9 @@ class NeuralAgent:
         if self.solver_depth:
             from orderchaos.agents.solver_search import SolverAssist
 
-            tuning = {"root_depth": root_depth, "root_nodes": root_nodes, "leaf_nodes": leaf_nodes}
+            tuning = {
+                "root_depth": root_depth, "root_nodes": root_nodes, "leaf_nodes": leaf_nodes, "seek_nodes": seek_nodes
+            }
             self.assist = SolverAssist(
                 self.solver_depth, book=book, **{k: v for k, v in tuning.items() if v is not None}
             )

@@ -12,7 +12,10 @@ two things to its play:
   nodes; when the mover wins, the player plays a proven winning move: the first of its
   moves, in the order the network likes them, that the solver proves keeps the win. A root proven lost is left to the
   search without the solver (the opponent may still go wrong, and the network knows better
-  than "every move loses" which moves give it the most chances to).
+  than "every move loses" which moves give it the most chances to). When the root solve
+  does not settle an Order root, the player seeks a proven win among the network's
+  :data:`SEEK_CANDIDATES` likeliest moves, under ``seek_nodes`` nodes, and plays the first
+  it proves; only when none is proven does the search choose.
 * **Inside the search** (:class:`SolverLeafEvaluator`): every leaf with at most ``D`` empty
   cells is first handed to the solver under a small node limit, ``leaf_nodes``. A proven
   leaf gets its exact value, +1 or -1, and is marked proven in the tree (MCTS-Solver, see
@@ -24,7 +27,8 @@ the root and the leaves and kept across the player's moves (a proof found at a l
 move is a table hit on the next).
 
 The node limits keep the cost of a move bounded: the root solve and the search for a
-proven winning move share ``root_nodes``; each leaf gets ``leaf_nodes``. On the 2-core
+proven winning move share ``root_nodes``; seeking one after an unsettled solve gets
+``seek_nodes``; each leaf gets ``leaf_nodes``. On the 2-core
 machine the solver does roughly 0.2 to 0.4 million nodes per second (less when the machine
 is loaded), so the defaults cost at most a few seconds at the root and about 10 ms per
 leaf; most proofs at 26 empty cells or fewer take a few hundred nodes.
@@ -51,6 +55,11 @@ games of the strongest player, at 28 empty cells the median proof takes a few hu
 nodes, at 30 some 30 thousand (90% within 0.5M), at 32 only about half finish within 3M."""
 FIRST_CHILD_NODES = 1_000
 """Nodes for each child in the first pass of the search for a proven winning root move."""
+SEEK_NODE_LIMIT = 2_000_000
+"""Default node budget, after a root solve that did not settle, for proving one of Order's
+:data:`SEEK_CANDIDATES` likeliest moves a win."""
+SEEK_CANDIDATES = 8
+"""How many of the network's likeliest moves that seeking a proven win tries."""
 LEAF_NODE_LIMIT = 3_000
 """Default node budget for each leaf of the search handed to the solver."""
 
@@ -159,6 +168,8 @@ class SolverAssist:
     ``root_depth``: the most empty cells at which the root is solved (default
     ``depth + ROOT_EXTRA_DEPTH``, at most 36).
     ``root_nodes``: node budget at the root; ``leaf_nodes``: node budget per search leaf.
+    ``seek_nodes``: node budget for seeking a proven winning move for Order when the root
+    solve does not settle (0: no seeking).
     """
 
     def __init__(
@@ -170,6 +181,7 @@ class SolverAssist:
         root_depth: int | None = None,
         root_nodes: int = ROOT_NODE_LIMIT,
         leaf_nodes: int = LEAF_NODE_LIMIT,
+        seek_nodes: int = SEEK_NODE_LIMIT,
     ) -> None:
         self.depth = check_depth(depth)
         if self.depth == 0:
@@ -179,6 +191,9 @@ class SolverAssist:
         )
         self.root_nodes = _check_nodes("root_nodes", root_nodes)
         self.leaf_nodes = _check_nodes("leaf_nodes", leaf_nodes)
+        if isinstance(seek_nodes, bool) or not isinstance(seek_nodes, (int, np.integer)) or seek_nodes < 0:
+            raise ValueError(f"seek_nodes must be an int >= 0 (0: no seeking), got {seek_nodes!r}")
+        self.seek_nodes = int(seek_nodes)
         self.book = book if book is not None else shipped_book()
         self.solver = solver if solver is not None else Solver()
 
@@ -204,28 +219,42 @@ class SolverAssist:
             return RootAnswer(OPEN)
         mover = state.to_play
         result = self.solver.solve(state, node_limit=self.root_nodes)
-        left = self.root_nodes - result.nodes
         if result.winner is None:
-            return RootAnswer(OPEN)
+            if mover != "order" or not self.seek_nodes:
+                return RootAnswer(OPEN)
+            # The whole-tree solve spends its budget in the order its own heuristics try
+            # the moves, and can run out deep inside a hard one while a move the network
+            # likes is a cheap proof (e.g. 0.1M nodes for a child where the root's 20M-node
+            # solve was needed). Only Order seeks: a child proven won for Chaos needs every
+            # way of filling the board refuted, out of reach at the root's depth.
+            move = self._first_winning_child(state, list(ranked())[:SEEK_CANDIDATES], self.seek_nodes, 4)
+            return RootAnswer(OPEN) if move is None else RootAnswer(SOLVER, move)
         if result.winner != mover:
             return RootAnswer(LOST)
         # The proof just found usually left a winning child in the table, but refuting a
         # losing child can cost far more than the proof did; so try every child cheaply
         # first, then again with ten times the nodes, and so on.
-        candidates, limit = list(ranked()), FIRST_CHILD_NODES
-        while candidates and left > 0:
+        move = self._first_winning_child(state, list(ranked()), self.root_nodes - result.nodes, 10)
+        return RootAnswer(OPEN) if move is None else RootAnswer(SOLVER, move)
+
+    def _first_winning_child(self, state: State, candidates: list[int], budget: int, growth: int) -> int | None:
+        """The first of ``candidates`` proven to keep the mover's win, or None when
+        ``budget`` nodes run out first: each is tried with :data:`FIRST_CHILD_NODES` nodes,
+        then those still unsettled with ``growth`` times as many, and so on."""
+        mover, limit = state.to_play, FIRST_CHILD_NODES
+        while candidates and budget > 0:
             unsettled = []
             for action in candidates:
-                if left <= 0:
+                if budget <= 0:
                     break
-                child = self.solver.solve(state.apply(action), node_limit=min(limit, left))
-                left -= child.nodes
+                child = self.solver.solve(state.apply(action), node_limit=min(limit, budget))
+                budget -= child.nodes
                 if child.winner == mover:
-                    return RootAnswer(SOLVER, int(action))
+                    return int(action)
                 if child.winner is None:
                     unsettled.append(action)
-            candidates, limit = unsettled, 10 * limit
-        return RootAnswer(OPEN)
+            candidates, limit = unsettled, growth * limit
+        return None
 
 
 __all__ = [
@@ -236,6 +265,8 @@ __all__ = [
     "OPEN",
     "ROOT_EXTRA_DEPTH",
     "ROOT_NODE_LIMIT",
+    "SEEK_CANDIDATES",
+    "SEEK_NODE_LIMIT",
     "SOLVER",
     "RootAnswer",
     "SolverAssist",

@@ -15,8 +15,9 @@ from orderchaos.agents.mcts import MCTS
 from orderchaos.agents.network_agent import NeuralAgent, pretrained_agent
 from orderchaos.agents.proof_book import ProofBook, key_state, shipped_book
 from orderchaos.agents.registry import RUN_DIR, SpecError, make, resolve
-from orderchaos.agents.solver_search import SolverAssist, SolverLeafEvaluator
-from orderchaos.envs.rules import ORDER, State, parse_board
+from orderchaos.agents.solver import Solver
+from orderchaos.agents.solver_search import RootAnswer, SolverAssist, SolverLeafEvaluator
+from orderchaos.envs.rules import ORDER, State, action_name, parse_board
 from orderchaos.envs.symmetry import transform_action, transform_state
 
 from helpers import REPO, HashEvaluator
@@ -83,6 +84,16 @@ def test_a_bad_depth_given_in_code_is_refused() -> None:
     for bad in (-2, 37, 2.0, True):
         with pytest.raises(ValueError, match="solver depth"):
             NeuralAgent(evaluator, solver=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "tuning, message",
+    [({"root_nodes": 0}, "root_nodes must be a positive int"), ({"leaf_nodes": 1.5}, "leaf_nodes must be"),
+     ({"seek_nodes": -1}, "seek_nodes must be an int >= 0"), ({"seek_nodes": True}, "seek_nodes must be")],
+)
+def test_bad_solver_budgets_are_refused(tuning: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        SolverAssist(26, book=ProofBook(), **tuning)
 
 
 # -- the root: solver and book -------------------------------------------------------------------
@@ -248,3 +259,37 @@ def test_the_root_answer_is_open_when_the_budget_runs_out_or_the_root_is_deep() 
     assert answer.source == "solver" and answer.move in good
     deep = State().apply(0)
     assert SolverAssist(26, book=ProofBook()).root(deep, deep.legal_actions).source == "open"
+
+
+# The strongest player's one lost game as Order (docs/evaluation.md): at 30 empty cells,
+# Order to move, c4 X wins, but the whole-tree solve does not settle the root within its
+# default 2M nodes, and the search chose a losing move.
+SEEK_ROOT = parse_board("........X.X...O......X....XO........")
+
+
+def _named(state: State, *names: str) -> list[int]:
+    by_name = {action_name(a): a for a in state.legal_actions()}
+    return [by_name[name] for name in names]
+
+
+def test_an_unsettled_order_root_seeks_a_proven_win_among_the_likeliest_moves() -> None:
+    assert SEEK_ROOT.to_play == ORDER and SEEK_ROOT.num_empty == 30
+    (win,) = _named(SEEK_ROOT, "c4 X")
+    ranked = _named(SEEK_ROOT, "e4 X", "b5 X", "e5 X", "c4 X")  # three losing moves first
+    unsettled = SolverAssist(26, book=ProofBook(), root_nodes=1000, seek_nodes=0).root(SEEK_ROOT, lambda: ranked)
+    assert unsettled.source == "open"
+    answer = SolverAssist(26, book=ProofBook(), root_nodes=1000).root(SEEK_ROOT, lambda: ranked)
+    assert answer == RootAnswer("solver", win)
+    assert Solver().solve(SEEK_ROOT.apply(win), node_limit=1_000_000).winner == ORDER
+
+
+def test_chaos_does_not_seek_at_an_unsettled_root() -> None:
+    chaos_root = SEEK_ROOT.apply(_named(SEEK_ROOT, "b2 X")[0])  # not settled in 300k nodes
+    asked = []
+
+    def ranked() -> list[int]:
+        asked.append(True)
+        return chaos_root.legal_actions()
+
+    answer = SolverAssist(26, book=ProofBook(), root_nodes=1000).root(chaos_root, ranked)
+    assert answer.source == "open" and not asked
