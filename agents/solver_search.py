@@ -45,7 +45,7 @@ from orderchaos.agents.base import Evaluator
 from orderchaos.agents.mcts import uniform_legal_priors
 from orderchaos.agents.proof_book import ProofBook, shipped_book
 from orderchaos.agents.solver import Solver
-from orderchaos.envs.rules import ACTIONS, CELLS, State
+from orderchaos.envs.rules import ACTIONS, CELLS, ORDER, State
 
 ROOT_NODE_LIMIT = 2_000_000
 """Default node budget at the root: the exact solve plus the search for a winning move."""
@@ -220,7 +220,7 @@ class SolverAssist:
         mover = state.to_play
         result = self.solver.solve(state, node_limit=self.root_nodes)
         if result.winner is None:
-            if mover != "order" or not self.seek_nodes:
+            if mover != ORDER or not self.seek_nodes:
                 return RootAnswer(OPEN)
             # The whole-tree solve spends its budget in the order its own heuristics try
             # the moves, and can run out deep inside a hard one while a move the network
