@@ -30,8 +30,10 @@ The node limits keep the cost of a move bounded: the root solve and the search f
 proven winning move share ``root_nodes``; seeking one after an unsettled solve gets
 ``seek_nodes``; each leaf gets ``leaf_nodes``. On the 2-core
 machine the solver does roughly 0.2 to 0.4 million nodes per second (less when the machine
-is loaded), so the defaults cost at most a few seconds at the root and about 10 ms per
-leaf; most proofs at 26 empty cells or fewer take a few hundred nodes.
+is loaded), so the defaults cost at most a few seconds at the root, about twice that when
+an unsettled Order root also seeks (10.4 s for the move in the position of
+``tests/agents/test_solver_search.py``'s ``SEEK_ROOT``), and about 10 ms per leaf; most
+proofs at 26 empty cells or fewer take a few hundred nodes.
 """
 
 from __future__ import annotations
@@ -207,8 +209,10 @@ class SolverAssist:
         ``ranked()`` gives the mover's legal moves in the order the player prefers them; it
         is called only when the solver proves the mover wins, and the first of those moves
         proven to keep the win is the answer (each child is first tried with a few nodes,
-        then those still open with ten times as many, and so on). The answer is
-        :data:`OPEN` when the root is deeper than ``root_depth``, or when the budget runs out
+        then those still open with ten times as many, and so on), or when the solve leaves
+        an Order root unsettled and ``seek_nodes`` is not 0: then the first of its
+        :data:`SEEK_CANDIDATES` moves proven won, if any, is the answer. The answer is
+        :data:`OPEN` when the root is deeper than ``root_depth``, or when the budgets run out
         before a proof (or before a winning move is proven: the search, whose leaves the
         solver settles, takes over).
         """
