@@ -145,7 +145,9 @@ class NeuralAgent:
     a root with at most ``root_depth`` empty cells (default ``D + 4``) proven won for the
     mover is answered with a proven winning move (the one the network likes best); an Order
     root that the solve does not settle first seeks a proven win among the network's
-    likeliest moves (``seek_nodes``); search
+    likeliest moves (``seek_nodes``); a Chaos root the solve does not settle, with at most
+    ``D + 7`` empty cells, has the search's move checked and, where the solver proves it
+    lost, replaced by the next one not proven lost (``avoid_nodes``); search
     leaves with at most ``D`` empty cells are solved under ``leaf_nodes`` nodes each and
     marked proven in the tree. A root
     proven lost (by the solver at the root, or by the search's proofs) is searched again
@@ -162,7 +164,7 @@ class NeuralAgent:
     network alone and inside the search.
 
     ``last_reason`` says how the last move (or policy) was chosen: ``"network"``,
-    ``"search"``, ``"book"``, ``"solver"`` or ``"search (lost)"``.
+    ``"search"``, ``"book"``, ``"solver"``, ``"solver (avoid)"`` or ``"search (lost)"``.
     """
 
     def __init__(
@@ -180,6 +182,7 @@ class NeuralAgent:
         root_nodes: int | None = None,
         leaf_nodes: int | None = None,
         seek_nodes: int | None = None,
+        avoid_nodes: int | None = None,
         cache: int = DEFAULT_CAPACITY,
         sym: int = 1,
     ) -> None:
@@ -205,7 +208,8 @@ class NeuralAgent:
             from orderchaos.agents.solver_search import SolverAssist
 
             tuning = {
-                "root_depth": root_depth, "root_nodes": root_nodes, "leaf_nodes": leaf_nodes, "seek_nodes": seek_nodes
+                "root_depth": root_depth, "root_nodes": root_nodes, "leaf_nodes": leaf_nodes,
+                "seek_nodes": seek_nodes, "avoid_nodes": avoid_nodes,
             }
             self.assist = SolverAssist(
                 self.solver_depth, book=book, **{k: v for k, v in tuning.items() if v is not None}
@@ -244,7 +248,13 @@ class NeuralAgent:
             return out
         lost = answer is not None and answer.source == "lost"
         if self._search is not None:
-            return np.asarray(self._searched(state, lost).policy(1.0), dtype=np.float32)
+            result = self._searched(state, lost)
+            safer = self._avoided(state, answer, result, int(result.best_action))
+            if safer is not None:
+                out = np.zeros(ACTIONS, dtype=np.float32)
+                out[safer] = 1.0
+                return out
+            return np.asarray(result.policy(1.0), dtype=np.float32)
         self.last_reason = "network"
         priors, _ = self.evaluator.evaluate([state])
         return priors[0]
@@ -260,8 +270,11 @@ class NeuralAgent:
         if self._search is not None:
             result = self._searched(state, lost)
             if self.temp == 0:
-                return int(result.best_action)
-            return sample_from(np.asarray(result.policy(1.0), dtype=np.float64), self.temp, self.rng)
+                move = int(result.best_action)
+            else:
+                move = sample_from(np.asarray(result.policy(1.0), dtype=np.float64), self.temp, self.rng)
+            safer = self._avoided(state, answer, result, move)
+            return move if safer is None else safer
         self.last_reason = "network"
         priors, _ = self.evaluator.evaluate([state])
         return sample_from(priors[0].astype(np.float64), self.temp, self.rng)
@@ -274,6 +287,23 @@ class NeuralAgent:
         answer = self.assist.root(state, lambda: self._ranked(state))
         self.last_reason = answer.source
         return answer
+
+    def _avoided(self, state: State, answer: RootAnswer | None, result: SearchResult, move: int) -> int | None:
+        """Chaos's replacement for ``move`` when the solver proves it lost and another
+        move is not proven lost (``SolverAssist.avoid_lost``; the others are tried most
+        visited first, then in the network's order); None to keep ``move``."""
+        if self.assist is None or answer is None or answer.source != "open" or self.last_reason != "search":
+            return None
+
+        def others() -> list[int]:
+            rank = {a: i for i, a in enumerate(self._ranked(state))}
+            return sorted((a for a in rank if a != move), key=lambda a: (-result.visits[a], rank[a]))
+
+        safer = self.assist.avoid_lost(state, move, others)
+        if safer is None:
+            return None
+        self.last_reason = "solver (avoid)"
+        return safer
 
     def _ranked(self, state: State) -> list[int]:
         """The legal moves, most probable under the network first."""
@@ -352,20 +382,22 @@ def run_dir_agent(
     solver: int = 0,
     sym: int = 1,
     name: str | None = None,
+    avoid: int | None = None,
 ) -> NeuralAgent:
     """The agent of a training run directory (its latest checkpoint) or of a policy directory;
-    ``solver=D`` adds the book and the solver, ``sym`` symmetry averaging (see
+    ``solver=D`` adds the book and the solver, ``avoid`` sets the solver nodes of Chaos's
+    check of its move (0: off; default ``AVOID_NODE_LIMIT``), ``sym`` symmetry averaging (see
     :class:`NeuralAgent`). ``name`` defaults to ``run:<directory name>``."""
     return NeuralAgent(
         shared_evaluator(path), sims=sims, temp=temp, c=c, seed=seed,
-        name=name or f"run:{Path(path).name}", solver=solver, sym=sym,
+        name=name or f"run:{Path(path).name}", solver=solver, sym=sym, avoid_nodes=avoid,
     )
 
 
 def pretrained_agent(**options: Any) -> NeuralAgent:
     """The shipped pretrained Order and Chaos policies as one agent (registry ``pretrained``),
     with the options of :func:`run_dir_agent` (``sims``, ``temp``, ``c``, ``seed``, ``solver``,
-    ``sym``); ``pretrained:sims=200,solver=26`` is the strongest player, ``sym=16`` averages
+    ``avoid``, ``sym``); ``pretrained:sims=200,solver=26`` is the strongest player, ``sym=16`` averages
     the networks over the game's symmetries (see :class:`NeuralAgent`)."""
     where = pretrained_dir()
     if not (where / META_FILE).is_file():

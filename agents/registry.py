@@ -48,18 +48,19 @@ REGISTRY: dict[str, FactoryInfo] = {
     ),
     "pretrained": FactoryInfo(
         "orderchaos.agents.network_agent:pretrained_agent",
-        {"sims": int, "temp": float, "c": float, "seed": int, "solver": int, "sym": int},
+        {"sims": int, "temp": float, "c": float, "seed": int, "solver": int, "sym": int, "avoid": int},
         "the shipped Order and Chaos policies; sims>0 adds PUCT search; solver=D adds the proof "
-        "book at the root and the exact solver at positions with at most D empty cells; sym=8 "
+        "book at the root and the exact solver at positions with at most D empty cells (avoid=N: "
+        "solver nodes for Chaos's check of its move, 0: off); sym=8 "
         "or 16 averages the networks over the board symmetries (16: and with X and O swapped)",
-        {"solver": (0, 36), "sym": (1, 16)},
+        {"solver": (0, 36), "sym": (1, 16), "avoid": (0, 10**9)},
     ),
 }
 RUN_DIR = FactoryInfo(
     "orderchaos.agents.network_agent:run_dir_agent",
-    {"sims": int, "temp": float, "c": float, "seed": int, "solver": int, "sym": int},
-    "a training run directory; sims>0 adds PUCT search; solver=D and sym=N as for pretrained",
-    {"solver": (0, 36), "sym": (1, 16)},
+    {"sims": int, "temp": float, "c": float, "seed": int, "solver": int, "sym": int, "avoid": int},
+    "a training run directory; sims>0 adds PUCT search; solver=D, avoid=N and sym=N as for pretrained",
+    {"solver": (0, 36), "sym": (1, 16), "avoid": (0, 10**9)},
 )
 
 

@@ -15,7 +15,10 @@ two things to its play:
   than "every move loses" which moves give it the most chances to). When the root solve
   does not settle an Order root, the player seeks a proven win among the network's
   :data:`SEEK_CANDIDATES` likeliest moves, under ``seek_nodes`` nodes, and plays the first
-  it proves; only when none is proven does the search choose.
+  it proves; only when none is proven does the search choose. **Chaos checks the search's
+  move** (:meth:`SolverAssist.avoid_lost`) at an unsettled root with up to ``root_depth +``
+  :data:`AVOID_EXTRA_DEPTH` empty cells: when the solver proves it lost, Chaos plays the
+  next move, in the search's order, that the solver does not prove lost.
 * **Inside the search** (:class:`SolverLeafEvaluator`): every leaf with at most ``D`` empty
   cells is first handed to the solver under a small node limit, ``leaf_nodes``. A proven
   leaf gets its exact value, +1 or -1, and is marked proven in the tree (MCTS-Solver, see
@@ -64,6 +67,14 @@ SEEK_CANDIDATES = 8
 """How many of the network's likeliest moves that seeking a proven win tries."""
 LEAF_NODE_LIMIT = 3_000
 """Default node budget for each leaf of the search handed to the solver."""
+AVOID_EXTRA_DEPTH = 3
+"""Chaos checks the move it is about to play at roots with up to ``root_depth + 3`` empty
+cells (33 with ``solver=26``): at 31 empty cells, in games Chaos lost to ``heuristic``, the
+move it played was usually proven lost in 200,000 nodes while others were not."""
+AVOID_CHILD_NODES = 200_000
+"""Nodes for proving each checked Chaos move lost."""
+AVOID_NODE_LIMIT = 4_000_000
+"""Default node budget for one Chaos move's check (0: no check)."""
 
 BOOK, SOLVER, LOST, OPEN = "book", "solver", "lost", "open"
 """What :meth:`SolverAssist.root` found: a book move, a proven winning move, a root proven
@@ -80,6 +91,12 @@ def check_depth(depth: object) -> int:
 def _check_nodes(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def _check_budget(name: str, value: object, zero_means: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0 (0: {zero_means}), got {value!r}")
     return int(value)
 
 
@@ -172,6 +189,8 @@ class SolverAssist:
     ``root_nodes``: node budget at the root; ``leaf_nodes``: node budget per search leaf.
     ``seek_nodes``: node budget for seeking a proven winning move for Order when the root
     solve does not settle (0: no seeking).
+    ``avoid_nodes``: node budget for :meth:`avoid_lost`, Chaos's check of the move it is
+    about to play (0: no check).
     """
 
     def __init__(
@@ -184,6 +203,7 @@ class SolverAssist:
         root_nodes: int = ROOT_NODE_LIMIT,
         leaf_nodes: int = LEAF_NODE_LIMIT,
         seek_nodes: int = SEEK_NODE_LIMIT,
+        avoid_nodes: int = AVOID_NODE_LIMIT,
     ) -> None:
         self.depth = check_depth(depth)
         if self.depth == 0:
@@ -193,9 +213,8 @@ class SolverAssist:
         )
         self.root_nodes = _check_nodes("root_nodes", root_nodes)
         self.leaf_nodes = _check_nodes("leaf_nodes", leaf_nodes)
-        if isinstance(seek_nodes, bool) or not isinstance(seek_nodes, (int, np.integer)) or seek_nodes < 0:
-            raise ValueError(f"seek_nodes must be an int >= 0 (0: no seeking), got {seek_nodes!r}")
-        self.seek_nodes = int(seek_nodes)
+        self.seek_nodes = _check_budget("seek_nodes", seek_nodes, "no seeking")
+        self.avoid_nodes = _check_budget("avoid_nodes", avoid_nodes, "no check")
         self.book = book if book is not None else shipped_book()
         self.solver = solver if solver is not None else Solver()
 
@@ -241,6 +260,41 @@ class SolverAssist:
         move = self._first_winning_child(state, list(ranked()), self.root_nodes - result.nodes, 10)
         return RootAnswer(OPEN) if move is None else RootAnswer(SOLVER, move)
 
+    def avoid_lost(self, state: State, move: int, others: Callable[[], Sequence[int]]) -> int | None:
+        """Chaos's check, at a root the solver has not settled, of the ``move`` it is about
+        to play: None to keep it, or the first of ``others()`` (the other legal moves, in
+        the player's order) that the solver does not prove lost, when it proves ``move``
+        lost. Each move gets :data:`AVOID_CHILD_NODES` nodes; the check stops when fewer
+        than that are left of ``avoid_nodes``, and keeps ``move`` when every move it tried
+        is proven lost. It does not apply (None) to Order, to a root deeper than
+        ``root_depth + AVOID_EXTRA_DEPTH`` or with ``avoid_nodes`` 0; ``others`` is called
+        only when ``move`` is proven lost.
+
+        A move that is not proven lost may still lose, but against a perfect opponent a
+        proven loss certainly does, and a loss the solver cannot prove cheaply is one the
+        opponent can miss. Only Chaos checks: proving an Order move lost needs every Chaos
+        reply refuted, while an Order win needs one winning line, so the check is cheap
+        for Chaos and seldom settles anything for Order.
+        """
+        if state.to_play == ORDER or state.num_empty > self.root_depth + AVOID_EXTRA_DEPTH:
+            return None
+        budget = self.avoid_nodes
+
+        def proven_lost(action: int) -> bool:
+            nonlocal budget
+            child = self.solver.solve(state.apply(action), node_limit=AVOID_CHILD_NODES)
+            budget -= child.nodes
+            return child.winner == ORDER
+
+        if budget < AVOID_CHILD_NODES or not proven_lost(move):
+            return None
+        for action in others():
+            if budget < AVOID_CHILD_NODES:  # every move checked gets the same chance to be refuted
+                break
+            if action != move and not proven_lost(action):
+                return int(action)
+        return None
+
     def _first_winning_child(self, state: State, candidates: list[int], budget: int, growth: int) -> int | None:
         """The first of ``candidates`` proven to keep the mover's win, or None when
         ``budget`` nodes run out first: each is tried with :data:`FIRST_CHILD_NODES` nodes,
@@ -262,6 +316,9 @@ class SolverAssist:
 
 
 __all__ = [
+    "AVOID_CHILD_NODES",
+    "AVOID_EXTRA_DEPTH",
+    "AVOID_NODE_LIMIT",
     "BOOK",
     "FIRST_CHILD_NODES",
     "LEAF_NODE_LIMIT",

@@ -16,7 +16,7 @@ from orderchaos.agents.network_agent import NeuralAgent, pretrained_agent
 from orderchaos.agents.proof_book import ProofBook, key_state, shipped_book
 from orderchaos.agents.registry import RUN_DIR, SpecError, make, resolve
 from orderchaos.agents.solver import Solver
-from orderchaos.agents.solver_search import RootAnswer, SolverAssist, SolverLeafEvaluator
+from orderchaos.agents.solver_search import AVOID_NODE_LIMIT, RootAnswer, SolverAssist, SolverLeafEvaluator
 from orderchaos.envs.rules import ORDER, State, action_name, parse_board
 from orderchaos.envs.symmetry import transform_action, transform_state
 
@@ -59,6 +59,9 @@ def test_the_solver_option_parses_for_pretrained_and_run_directories(tmp_path: P
     agent = make("pretrained:sims=20,solver=26", seed=0)
     assert agent.solver_depth == 26 and agent.assist is not None and agent.assist.depth == 26
     assert make("pretrained:sims=20,solver=0").assist is None  # 0: off
+    assert agent.assist.avoid_nodes == AVOID_NODE_LIMIT
+    assert make("pretrained:sims=20,solver=26,avoid=0").assist.avoid_nodes == 0  # Chaos's check off
+    assert make(f"{REPO / 'agents/data/pretrained'}:solver=26,avoid=300000").assist.avoid_nodes == 300_000
 
 
 @pytest.mark.parametrize(
@@ -69,6 +72,7 @@ def test_the_solver_option_parses_for_pretrained_and_run_directories(tmp_path: P
         ("pretrained:solver=deep", "must be int"),
         ("pretrained:solver=2.5", "must be int"),
         ("heuristic:solver=3", "unknown parameter 'solver' for agent 'heuristic'"),
+        ("pretrained:solver=26,avoid=-1", "avoid='-1' in agent spec 'pretrained:solver=26,avoid=-1' must be from 0"),
     ],
 )
 def test_bad_solver_values_are_refused_with_a_spec_error(spec: str, message: str) -> None:
@@ -89,7 +93,8 @@ def test_a_bad_depth_given_in_code_is_refused() -> None:
 @pytest.mark.parametrize(
     "tuning, message",
     [({"root_nodes": 0}, "root_nodes must be a positive int"), ({"leaf_nodes": 1.5}, "leaf_nodes must be"),
-     ({"seek_nodes": -1}, "seek_nodes must be an int >= 0"), ({"seek_nodes": True}, "seek_nodes must be")],
+     ({"seek_nodes": -1}, "seek_nodes must be an int >= 0"), ({"seek_nodes": True}, "seek_nodes must be"),
+     ({"avoid_nodes": -5}, "avoid_nodes must be an int >= 0"), ({"avoid_nodes": "1M"}, "avoid_nodes must be")],
 )
 def test_bad_solver_budgets_are_refused(tuning: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -129,12 +134,16 @@ def test_the_root_is_solved_a_few_cells_deeper_than_the_leaves() -> None:
     agent = NeuralAgent(HashEvaluator(), sims=8, solver=state.num_empty - 4, seed=0)
     assert agent.assist.root_depth == state.num_empty
     assert agent.act(state) in good and agent.last_reason == "solver"
-    agent = NeuralAgent(HashEvaluator(), sims=8, solver=state.num_empty - 5, seed=0)
-    agent.act(state)
+    agent = NeuralAgent(HashEvaluator(), sims=8, solver=state.num_empty - 5, seed=0, avoid_nodes=0)
+    assert agent.act(state) not in good  # the search alone goes wrong
     assert agent.last_reason == "search"  # not solved at the root: deeper than its depth
-    agent = NeuralAgent(HashEvaluator(), sims=8, solver=20, root_depth=state.num_empty - 1, seed=0)
+    agent = NeuralAgent(HashEvaluator(), sims=8, solver=20, root_depth=state.num_empty - 1, seed=0, avoid_nodes=0)
     agent.act(state)
     assert agent.last_reason == "search"
+    # Chaos is to move, and the root is within root_depth + 3: the check refutes the search's
+    # move and plays one it does not refute, here a winning one
+    agent = NeuralAgent(HashEvaluator(), sims=8, solver=state.num_empty - 5, seed=0)
+    assert agent.act(state) in good and agent.last_reason == "solver (avoid)"
 
 
 def _test_book(move: int) -> ProofBook:
@@ -293,3 +302,59 @@ def test_chaos_does_not_seek_at_an_unsettled_root() -> None:
 
     answer = SolverAssist(26, book=ProofBook(), root_nodes=1000).root(chaos_root, ranked)
     assert answer.source == "open" and not asked
+
+
+# From a game `heuristic` Order won against the shipped Chaos network: at 31 empty cells
+# Chaos played e3 X, proven lost in about 0.1M nodes; only a3 X and f3 X, which block the
+# three O stones from the other side, are not proven lost within the check's 200k nodes.
+AVOID_ROOT = parse_board("....../....../.OOO../....../.X..../O.....")
+
+
+class PrefersMove(HashEvaluator):
+    """A network that puts nearly all prior mass on one move wherever it is legal."""
+
+    def __init__(self, action: int) -> None:
+        super().__init__()
+        self.action = action
+
+    def evaluate(self, states: Sequence[State]) -> tuple[np.ndarray, np.ndarray]:
+        priors, values = super().evaluate(states)
+        for i, s in enumerate(states):
+            if priors[i, self.action] > 0:
+                priors[i] *= 1e-4
+                priors[i, self.action] = 1.0
+                priors[i] /= priors[i].sum()
+        return priors, values
+
+
+def test_chaos_replaces_a_move_proven_lost_with_one_that_is_not() -> None:
+    assert AVOID_ROOT.to_play != ORDER and AVOID_ROOT.num_empty == 31
+    (lost,) = _named(AVOID_ROOT, "e3 X")
+    open_moves = set(_named(AVOID_ROOT, "a3 X", "f3 X"))
+    others = [*(a for a in AVOID_ROOT.legal_actions() if a not in open_moves and a != lost), *sorted(open_moves)]
+    assert SolverAssist(26, book=ProofBook()).avoid_lost(AVOID_ROOT, lost, lambda: others) in open_moves
+    assert Solver().solve(AVOID_ROOT.apply(lost), node_limit=300_000).winner == ORDER
+    # a move that is not proven lost is kept without asking for the others
+    asked = []
+    assert SolverAssist(26, book=ProofBook()).avoid_lost(AVOID_ROOT, min(open_moves), lambda: asked.append(1) or others) is None
+    assert not asked
+    # the check does not apply with no budget, to a root deeper than root_depth + 3, or to Order
+    assert SolverAssist(26, book=ProofBook(), avoid_nodes=0).avoid_lost(AVOID_ROOT, lost, lambda: others) is None
+    assert SolverAssist(26, book=ProofBook(), root_depth=27).avoid_lost(AVOID_ROOT, lost, lambda: others) is None
+    (seek_loss,) = _named(SEEK_ROOT, "b3 O")  # proven lost for Order
+    assert SolverAssist(26, book=ProofBook()).avoid_lost(SEEK_ROOT, seek_loss, SEEK_ROOT.legal_actions) is None
+    # the budget runs out while every move tried is proven lost: the player keeps its own
+    assert SolverAssist(26, book=ProofBook(), avoid_nodes=250_000).avoid_lost(AVOID_ROOT, lost, lambda: others) is None
+
+
+def test_the_chaos_player_does_not_play_the_move_its_network_likes_when_it_is_proven_lost() -> None:
+    (lost,) = _named(AVOID_ROOT, "e3 X")
+    open_moves = set(_named(AVOID_ROOT, "a3 X", "f3 X"))
+    misled = PrefersMove(lost)
+    unchecked = NeuralAgent(misled, sims=20, solver=26, seed=0, avoid_nodes=0)
+    assert unchecked.act(AVOID_ROOT) == lost and unchecked.last_reason == "search"
+    checked = NeuralAgent(misled, sims=20, solver=26, seed=0)
+    move = checked.act(AVOID_ROOT)
+    assert move in open_moves and checked.last_reason == "solver (avoid)"
+    policy = NeuralAgent(misled, sims=20, solver=26, seed=0).policy(AVOID_ROOT)
+    assert policy[move] == 1.0 and policy.sum() == 1.0
