@@ -31,7 +31,9 @@ move is a table hit on the next).
 
 The node limits keep the cost of a move bounded: the root solve and the search for a
 proven winning move share ``root_nodes``; seeking one after an unsettled solve gets
-``seek_nodes``; each leaf gets ``leaf_nodes``. On the 2-core
+``seek_nodes``; Chaos's check of its move gets ``avoid_nodes`` (0.8 to 1.2 s for each of the
+five checks timed in two games against ``heuristic``, another match on the other core); each
+leaf gets ``leaf_nodes``. On the 2-core
 machine the solver does roughly 0.2 to 0.4 million nodes per second (less when the machine
 is loaded), so the defaults cost at most a few seconds at the root, about twice that when
 an unsettled Order root also seeks (10.4 s for the move in the position of
