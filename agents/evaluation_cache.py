@@ -53,7 +53,10 @@ class CachedEvaluator:
         self.capacity = capacity
         self._version = version
         self._seen_version: Hashable = version() if version is not None else None
-        self._table: dict[tuple[int, int], tuple[np.ndarray, float]] = {}
+        # each board's row in the answer arrays, which grow by doubling up to ``capacity``
+        self._table: dict[tuple[int, int], int] = {}
+        self._priors = np.empty((0, ACTIONS), np.float32)
+        self._values = np.empty(0, np.float32)
         self.requested = 0
         self.hits = 0
 
@@ -75,24 +78,45 @@ class CachedEvaluator:
                 self._table.clear()
                 self._seen_version = current
         n = len(states)
+        keys = [(state.x, state.o) for state in states]
+        find = self._table.get
+        rows = np.fromiter((find(key, -1) for key in keys), dtype=np.int64, count=n)
+        known = rows >= 0
         priors = np.empty((n, ACTIONS), np.float32)
         values = np.empty(n, np.float32)
-        missing: dict[tuple[int, int], list[int]] = {}
-        for i, state in enumerate(states):
-            key = (state.x, state.o)
-            answer = self._table.get(key)
-            if answer is None:
-                missing.setdefault(key, []).append(i)
-            else:
-                priors[i], values[i] = answer
+        priors[known] = self._priors[rows[known]]
+        values[known] = self._values[rows[known]]
+        unknown = np.flatnonzero(~known)
+        # the boards to evaluate, each once, in the order the batch first names them
+        missing: dict[tuple[int, int], int] = {}
+        for i in unknown.tolist():
+            missing.setdefault(keys[i], i)
         self.requested += n
         self.hits += n - len(missing)
         if missing:
             if len(self._table) + len(missing) > self.capacity:
                 self._table.clear()
-            new_priors, new_values = self.inner.evaluate([states[rows[0]] for rows in missing.values()])
-            for (key, rows), prior, value in zip(missing.items(), new_priors, new_values):
-                self._table[key] = (prior, float(value))
-                priors[rows] = prior
-                values[rows] = value
+            new_priors, new_values = self.inner.evaluate([states[i] for i in missing.values()])
+            new_priors = np.asarray(new_priors, np.float32)
+            new_values = np.asarray(new_values, np.float32).reshape(-1)
+            start = len(self._table)
+            self._reserve(start + len(missing))
+            self._priors[start : start + len(missing)] = new_priors
+            self._values[start : start + len(missing)] = new_values
+            self._table.update(zip(missing, range(start, start + len(missing))))
+            where = np.fromiter((self._table[keys[i]] for i in unknown), dtype=np.int64, count=unknown.size)
+            priors[unknown] = self._priors[where]
+            values[unknown] = self._values[where]
         return priors, values
+
+    def _reserve(self, rows: int) -> None:
+        """Grow the answer arrays to hold at least ``rows`` boards (by doubling, up to
+        ``capacity`` unless one batch alone brings more)."""
+        if rows <= len(self._values):
+            return
+        size = max(rows, min(self.capacity, max(2 * len(self._values), 64)))
+        priors = np.empty((size, ACTIONS), np.float32)
+        values = np.empty(size, np.float32)
+        priors[: len(self._values)] = self._priors
+        values[: len(self._values)] = self._values
+        self._priors, self._values = priors, values

@@ -299,23 +299,20 @@ class GumbelSearch:
         the schedule's opening run of first visits: its leading zeros, the children taken in
         ``g + logit`` (``scores``) order, passing over those proven at expansion (a move
         that completes a five for the opponent), as the schedule does."""
+        proven, actions = arena.nodes["proven"], arena.nodes["action"]
         children: list[State] = []
         for t, state in enumerate(states):
-            if arena.nodes["proven"][roots[t]] != 0 or schedule.shape[1] == 0:
+            if proven[roots[t]] != 0 or schedule.shape[1] == 0:
                 continue
             first_visits = int(np.argmax(schedule[t] != 0)) if schedule[t].any() else schedule.shape[1]
-            taken = 0
-            for j in np.argsort(-scores[t], kind="stable"):
-                if taken == first_visits or not np.isfinite(scores[t, j]):
-                    break
-                child = arena.nodes[first[t] + j]
-                if child["proven"] != 0:  # a move that loses at once: never visited
-                    continue
-                action = int(child["action"])
+            order = np.argsort(-scores[t], kind="stable")
+            order = order[np.isfinite(scores[t, order])]
+            # a move that loses at once (proven at expansion) is never visited
+            order = order[proven[first[t] + order] == 0][:first_visits]
+            for action in actions[first[t] + order].tolist():
                 stone = 1 << (action >> 1)
                 # the child's board straight from the bitboards (the tree holds legal moves only)
                 children.append(State(state.x | stone, state.o) if action & 1 == 0 else State(state.x, state.o | stone))
-                taken += 1
         if children:
             cache.evaluate(children)
 

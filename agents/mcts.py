@@ -634,9 +634,11 @@ class MCTS:
         order = np.lexsort((-np.arange(len(actions)), q[actions], children["visits"], children["proven"]))
         best_action = int(actions[order[-1]])
         out_of_memory = simulations < budget and proven is None and len(arena.nodes) >= arena.max_nodes
+        legal = np.empty(ACTIONS, dtype=np.int64)  # the searched state is never terminal
+        n_legal = legal_actions(state.x | state.o, legal)
         return SearchResult(
             state, visits, q, action_proven, value, proven, best_action, simulations,
-            out_of_memory, state.legal_actions(),
+            out_of_memory, legal[:n_legal].tolist(),
         )
 
 

@@ -38,6 +38,16 @@ def test_answers_are_the_inner_evaluators_and_each_board_is_evaluated_once(batch
     assert all(size >= 1 for size in inner.batch_sizes) and len(inner.batch_sizes) <= len(batches)
 
 
+def test_a_batch_larger_than_the_capacity_is_answered_whole() -> None:
+    inner = HashEvaluator()
+    cache = CachedEvaluator(inner, capacity=3)
+    priors, values = cache.evaluate(POOL[:6] + POOL[:2])
+    expected_priors, expected_values = HashEvaluator().evaluate(POOL[:6] + POOL[:2])
+    np.testing.assert_array_equal(priors, expected_priors)
+    np.testing.assert_array_equal(values, expected_values)
+    assert inner.evaluated == 6 and cache.hits == 2
+
+
 def test_callers_cannot_change_the_cached_answers() -> None:
     cache = CachedEvaluator(HashEvaluator())
     priors, values = cache.evaluate(POOL[:2])
