@@ -118,14 +118,31 @@ RECIPES: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("alphazero_selfplay.yaml", ("mcts.prefetch=true",), True),
     ("alphazero_selfplay.yaml", ("mcts.prefetch=true", "mcts.evaluation_cache=true"), True),
     ("alphazero_selfplay.yaml", ("mcts.fast_simulations=4",), True),
+    ("alphazero_selfplay_small.yaml", (), True),
+    ("alphazero_selfplay_small.yaml", ("mcts.prefetch=true", "mcts.evaluation_cache=true"), True),
 )
 """The training configs whose self-play :func:`recipe_throughput` compares, each with its
 overrides and whether the networks run compiled: the first row is the heuristic-assisted
 recipe with the torch module's forward pass, as self-play ran when issue 15 set its
 throughput target; then the shipped recipe, the same with the evaluation cache, with the
 first round of each search prefetched in one batch, and with both (all three play the same
-games), and with playout cap randomisation, an option the shipped recipe leaves off
-(docs/training.md has the A/B)."""
+games), and with playout cap randomisation, an option the shipped recipe leaves off; last
+the same recipe with a 16-channel network, alone and with the cache and prefetching
+(docs/training.md has the A/Bs)."""
+
+TRAINED_NETWORKS: dict[str, str] = {"alphazero_selfplay_small.yaml": "selfplay_small"}
+"""Configs whose network is not the shipped shape, and the folder of ``bench/data`` that holds
+networks trained by them, for the recipe table's rows with trained networks."""
+
+
+def trained_networks(config_file: str) -> str:
+    """What :func:`recipe_throughput` takes as ``networks`` for networks trained by
+    ``config_file``: the shipped ones (``"pretrained"``), or those in ``bench/data`` for a
+    config of another shape (:data:`TRAINED_NETWORKS`)."""
+    from pathlib import Path
+
+    folder = TRAINED_NETWORKS.get(config_file)
+    return "pretrained" if folder is None else str(Path(__file__).resolve().parent / "data" / folder)
 
 
 def recipe_throughput(
@@ -140,16 +157,17 @@ def recipe_throughput(
     played as the config in ``configs/`` says (search, simulations, heuristic opponents,
     solver-ended games; the solver labelling of finished games is left out).
 
-    ``networks`` is ``"fresh"`` (untrained networks of the config's shape) or
+    ``networks`` is ``"fresh"`` (untrained networks of the config's shape),
     ``"pretrained"`` (the shipped trained networks, whose games are as long as a trained
-    run's; the config's network must have the shipped shape). ``overrides`` are
+    run's) or a policy or run directory (its latest checkpoint); trained networks must have
+    the config's shape. ``overrides`` are
     ``key=value`` changes to the config, as ``orderchaos train`` takes them. ``compiled``
     False runs the networks' torch modules instead of their compiled forward pass (see
     :class:`~orderchaos.agents.network_agent.NetworkEvaluator`); the games are the same.
     """
     from pathlib import Path
 
-    from orderchaos.agents.policy_files import load_policy_dir, pretrained_dir
+    from orderchaos.agents.policy_files import find_policy_dir, load_policy_dir, pretrained_dir
     from orderchaos.train.alphazero import play_training_games
     from orderchaos.train.config import load_config
     from orderchaos.train.trainer import build_network
@@ -158,10 +176,22 @@ def recipe_throughput(
     torch.manual_seed(seed)
     if networks == "fresh":
         nets = {role: build_network(config.network).eval() for role in AGENTS}
-    elif networks == "pretrained":
-        nets, _ = load_policy_dir(pretrained_dir())
     else:
-        raise ValueError(f"networks must be 'fresh' or 'pretrained', not {networks!r}")
+        if networks == "pretrained":
+            source = pretrained_dir()
+        elif Path(networks).is_dir():
+            source = find_policy_dir(networks)
+        else:
+            raise ValueError(
+                f"networks must be 'fresh' or 'pretrained' or a policy or run directory, not {networks!r}"
+            )
+        nets, _ = load_policy_dir(source)
+        shape = build_network(config.network).architecture()
+        if nets["order"].architecture() != shape:
+            raise ValueError(
+                f"the networks in {str(source)!r} are {nets['order'].architecture()}, but "
+                f"{' '.join([config_file, *overrides])} plays with {shape}; give networks of its shape"
+            )
     evaluator = NetworkEvaluator(nets, compiled=compiled)
     logs, _, seconds = play_training_games(evaluator, config, games, 0, np.random.default_rng(seed))
     return {
@@ -206,7 +236,7 @@ def run(quick: bool = False, threads: int = 1) -> dict[str, Any]:
 
 def _measure(quick: bool) -> dict[str, Any]:
     batch_sizes = [1, 64, 256] if quick else [1, 16, 64, 256, 1024]
-    nets = [(32, 4)] if quick else [(32, 4), (64, 6)]
+    nets = [(32, 4)] if quick else [(16, 4), (32, 4), (64, 6)]
     min_seconds = 0.1 if quick else 1.0
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, fp32")
     print(f"{'net':>6} {'batch':>6} {'forward pos/s':>14} {'compiled pos/s':>15} {'compiled/fwd':>12} "
@@ -232,11 +262,12 @@ def _measure(quick: bool) -> dict[str, Any]:
             f"{games:>6} {sims:>5} {row['net']:>6} {row['games_per_sec']:>8.2f} "
             f"{row['moves_per_sec']:>8.1f} {row['leaf_evals_per_sec']:>12,.0f}"
         )
-    recipes = [
-        recipe_throughput(name, 8 if quick else 128, networks=networks, overrides=overrides, compiled=compiled)
-        for networks in ("fresh", "pretrained")
-        for name, overrides, compiled in RECIPES
-    ]
+    recipes = []
+    for networks in ("fresh", "trained"):
+        for name, overrides, compiled in RECIPES:
+            source = networks if networks == "fresh" else trained_networks(name)
+            row = recipe_throughput(name, 8 if quick else 128, networks=source, overrides=overrides, compiled=compiled)
+            recipes.append({**row, "networks": networks})
     print_recipe_table(recipes)
     backends = backend_table(quick)
     print_backend_table(backends, quick)

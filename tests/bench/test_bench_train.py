@@ -28,12 +28,13 @@ def test_recipe_overrides_change_the_search() -> None:
 
 
 def test_the_playout_cap_row_costs_fewer_evaluations_per_game() -> None:
-    """The benchmark's last recipe row (playout cap randomisation): three moves in four get
-    a 4-simulation search instead of 16, so a game costs far fewer evaluations."""
+    """The benchmark's playout-cap row: three moves in four get a 4-simulation search
+    instead of 16, so a game costs far fewer evaluations."""
     from orderchaos.bench.train import RECIPES
 
-    name, overrides, compiled = RECIPES[-1]
-    assert overrides == ("mcts.fast_simulations=4",) and compiled
+    overrides = ("mcts.fast_simulations=4",)
+    name, compiled = next((n, c) for n, o, c in RECIPES if o == overrides)
+    assert name == "alphazero_selfplay.yaml" and compiled
     plain = recipe_throughput(name, 8, networks="pretrained")
     capped = recipe_throughput(name, 8, networks="pretrained", overrides=overrides)
     assert capped["evals_per_game"] < 0.7 * plain["evals_per_game"]
@@ -42,7 +43,7 @@ def test_the_playout_cap_row_costs_fewer_evaluations_per_game() -> None:
 def test_the_cache_and_prefetch_rows_play_the_same_games_for_fewer_evaluations() -> None:
     from orderchaos.bench.train import RECIPES
 
-    rows = {overrides: (name, compiled) for name, overrides, compiled in RECIPES}
+    rows = {overrides: (name, compiled) for name, overrides, compiled in RECIPES if name == "alphazero_selfplay.yaml"}
     both = ("mcts.prefetch=true", "mcts.evaluation_cache=true")
     assert {("mcts.evaluation_cache=true",), ("mcts.prefetch=true",), both} <= set(rows)
     name, compiled = rows[both]
@@ -60,9 +61,42 @@ def test_recipe_refuses_unknown_networks() -> None:
         recipe_throughput("alphazero_selfplay.yaml", 1, networks="trained")
 
 
+def test_recipe_takes_networks_from_a_policy_directory(tmp_path) -> None:
+    from orderchaos.agents.policy_files import pretrained_dir
+
+    shipped = recipe_throughput("alphazero_selfplay.yaml", 4, networks="pretrained")
+    from_dir = recipe_throughput("alphazero_selfplay.yaml", 4, networks=str(pretrained_dir()))
+    for key in ("evals_per_game", "mean_length", "solver_ended"):
+        assert from_dir[key] == shipped[key]
+    with pytest.raises(ValueError, match="policy or run directory"):
+        recipe_throughput("alphazero_selfplay.yaml", 1, networks=str(tmp_path / "missing"))
+
+
+def test_recipe_refuses_networks_of_another_shape() -> None:
+    from orderchaos.agents.policy_files import pretrained_dir
+
+    with pytest.raises(ValueError, match="'channels': 16"):
+        recipe_throughput(
+            "alphazero_selfplay.yaml", 1, networks=str(pretrained_dir()), overrides=("network.channels=16",)
+        )
+
+
 def test_compiled_and_module_forward_play_the_same_games() -> None:
     compiled = recipe_throughput("alphazero_selfplay.yaml", 6, networks="pretrained")
     module = recipe_throughput("alphazero_selfplay.yaml", 6, networks="pretrained", compiled=False)
     assert compiled["compiled"] and not module["compiled"]
     for key in ("evals_per_game", "mean_length", "solver_ended"):
         assert compiled[key] == module[key]
+
+
+def test_the_small_recipe_rows_play_with_trained_networks_of_its_own_shape() -> None:
+    from orderchaos.agents.policy_files import load_policy_dir
+    from orderchaos.bench.train import RECIPES, trained_networks
+
+    small = "alphazero_selfplay_small.yaml"
+    assert [o for n, o, _ in RECIPES if n == small] == [(), ("mcts.prefetch=true", "mcts.evaluation_cache=true")]
+    assert trained_networks("alphazero_selfplay.yaml") == "pretrained"
+    nets, meta = load_policy_dir(trained_networks(small))
+    assert nets["chaos"].architecture()["channels"] == 16 and meta["network"]["channels"] == 16
+    row = recipe_throughput(small, 4, networks=trained_networks(small))
+    assert row["mean_length"] >= 9 and row["evals_per_game"] > 0

@@ -38,6 +38,16 @@ def test_shipped_configs_exist() -> None:
     assert {"smoke.yaml", "alphazero.yaml", "alphazero_gpu.yaml", "ppo.yaml"} <= names
 
 
+def test_the_small_selfplay_config_is_the_shipped_recipe_with_a_narrower_network() -> None:
+    """configs/alphazero_selfplay_small.yaml is the A/B arm of docs/training.md: it must stay
+    the shipped recipe with only the network's width changed."""
+    shipped = config_to_dict(load_config(REPO / "configs" / "alphazero_selfplay.yaml"))
+    small = config_to_dict(load_config(REPO / "configs" / "alphazero_selfplay_small.yaml"))
+    assert (shipped["network"]["channels"], small["network"]["channels"]) == (32, 16)
+    small["network"]["channels"] = 32
+    assert small == shipped
+
+
 def test_defaults_and_yaml_round_trip(tmp_path: Path) -> None:
     config = load_config(None, ["optim.lr=0.01", "--selfplay.games", "7", "--eval.opponents=[random, heuristic]"])
     assert config.optim.lr == 0.01 and config.selfplay.games == 7
