@@ -132,7 +132,9 @@ the same recipe with a 16-channel network, alone and with the cache and prefetch
 
 TRAINED_NETWORKS: dict[str, str] = {"alphazero_selfplay_small.yaml": "selfplay_small"}
 """Configs whose network is not the shipped shape, and the folder of ``bench/data`` that holds
-networks trained by them, for the recipe table's rows with trained networks."""
+networks trained by them (``selfplay_small``: a run of ``alphazero_selfplay_small.yaml`` with a
+budget of 2.4M evaluations, docs/training.md), for the recipe table's rows with trained
+networks."""
 
 
 def trained_networks(config_file: str) -> str:
