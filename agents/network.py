@@ -11,6 +11,7 @@ learned per-action bias; its value head is a tanh scalar from the view of the pl
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Callable
 
@@ -115,8 +116,9 @@ class PolicyValueNet(nn.Module):
         return arch
 
     def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``(B, 72)`` (index ``2 * cell + symbol``) and values ``(B,)`` in [-1, 1]."""
-        planes = planes.float()
+        """Logits ``(B, 72)`` (index ``2 * cell + symbol``) and values ``(B,)`` in [-1, 1],
+        computed in the dtype of the network's weights (float32 unless converted)."""
+        planes = planes.to(self.policy_bias.dtype)
         if self.window_features is not None:
             planes = torch.cat([planes, self.window_features(planes)], dim=1)
         h = self.trunk(self.stem(planes))
@@ -155,6 +157,10 @@ def freeze_for_inference(traced: torch.jit.ScriptModule, optimize: bool = True) 
         return torch.jit.optimize_for_inference(frozen) if optimize else frozen
 
 
+INFERENCE_PRECISIONS = ("float32", "bfloat16")
+"""The precisions :class:`InferenceForward` runs a network in."""
+
+
 class InferenceForward:
     """``net``'s forward for inference: traced once (:func:`trace_for_inference`, about
     0.1 s), then frozen (:func:`freeze_for_inference`, about 0.03 s) on first use and again
@@ -163,6 +169,13 @@ class InferenceForward:
     ``torch.inference_mode()`` with the network in eval mode; its outputs match
     ``net(planes)`` to float rounding.
 
+    With ``precision="bfloat16"`` the compiled modules run a bfloat16, channels-last copy of
+    the network (taken again whenever the weights change): on CPUs with bfloat16
+    instructions (AVX512-BF16, AMX) about 1.5-2x cheaper a position at batches of 64 and
+    more, at the cost of bfloat16 rounding (logits moved by up to about 0.1, values by up to
+    about 0.07 on the shipped networks); on CPUs without them, slower. The outputs are
+    float32 either way.
+
     A change is seen through the in-place version counter of each parameter and buffer
     (optimiser steps, ``load_state_dict`` and batch-norm statistics all bump it), which the
     traced module shares with ``net``. The tensors are listed once, as walking the modules
@@ -170,8 +183,11 @@ class InferenceForward:
     are replaced needs a new instance.
     """
 
-    def __init__(self, net: nn.Module) -> None:
+    def __init__(self, net: nn.Module, precision: str = "float32") -> None:
+        if precision not in INFERENCE_PRECISIONS:
+            raise ValueError(f"precision must be one of {INFERENCE_PRECISIONS}, got {precision!r}")
         self.net = net
+        self.precision = precision
         self._tensors = [*net.parameters(), *net.buffers()]
         self._version: tuple[int, ...] | None = None
         self._traced: torch.jit.ScriptModule | None = None
@@ -183,14 +199,26 @@ class InferenceForward:
         """Logits and values, as :meth:`PolicyValueNet.forward`."""
         version = tuple(t._version for t in self._tensors)
         if version != self._version:
-            if self._traced is None:
-                self._traced = trace_for_inference(self.net, planes)
-            if self._traced is not None:
-                self._single = freeze_for_inference(self._traced, optimize=False)
-                self._batch = freeze_for_inference(self._traced)
+            self._compile(planes)
             self._version = version
             self.compilations += 1
-        return (self._single if planes.shape[0] == 1 else self._batch)(planes)
+        logits, values = (self._single if planes.shape[0] == 1 else self._batch)(planes)
+        return logits.float(), values.float()
+
+    def _compile(self, example: torch.Tensor) -> None:
+        if self.precision == "float32":
+            if self._traced is None:  # traced once: the traced module shares net's tensors
+                self._traced = trace_for_inference(self.net, example)
+            traced = self._traced
+        else:  # a copy in the new dtype and layout has tensors of its own, so trace it anew
+            low = copy.deepcopy(self.net).to(torch.bfloat16).to(memory_format=torch.channels_last)
+            traced = trace_for_inference(low, example)
+            if traced is None:
+                self._single = self._batch = low
+                return
+        if traced is not None:
+            self._single = freeze_for_inference(traced, optimize=False)
+            self._batch = freeze_for_inference(traced)
 
 
 def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

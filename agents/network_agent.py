@@ -26,7 +26,12 @@ import torch
 from orderchaos.agents.base import SeedLike, make_rng
 from orderchaos.agents.evaluation_cache import DEFAULT_CAPACITY, CachedEvaluator
 from orderchaos.agents.symmetric_evaluator import SymmetricEvaluator, check_symmetries
-from orderchaos.agents.network import InferenceForward, PolicyValueNet, masked_log_softmax
+from orderchaos.agents.network import (
+    INFERENCE_PRECISIONS,
+    InferenceForward,
+    PolicyValueNet,
+    masked_log_softmax,
+)
 from orderchaos.agents.policy_files import (
     META_FILE,
     WEIGHT_FILES,
@@ -51,22 +56,35 @@ class NetworkEvaluator:
     are put in eval mode for evaluation and restored to their previous mode afterwards. On
     CPU, with ``compiled`` (the default), each network runs through
     :class:`orderchaos.agents.network.InferenceForward`: the same outputs to float rounding
-    at a fraction of the time, recompiled whenever the weights change.
+    at a fraction of the time, recompiled whenever the weights change. ``precision``
+    ``"bfloat16"`` evaluates in bfloat16 (see :class:`InferenceForward`; the plain modules
+    run under ``torch.autocast``): cheaper where the hardware has bfloat16 units, but no
+    longer the same outputs to float rounding.
     """
 
     def __init__(
-        self, nets: dict[str, PolicyValueNet], device: str | torch.device = "cpu", compiled: bool = True
+        self,
+        nets: dict[str, PolicyValueNet],
+        device: str | torch.device = "cpu",
+        compiled: bool = True,
+        precision: str = "float32",
     ) -> None:
         missing = [r for r in AGENTS if r not in nets]
         if missing:
             raise ValueError(f"NetworkEvaluator needs networks for {AGENTS}, missing {missing}")
+        if precision not in INFERENCE_PRECISIONS:
+            raise ValueError(f"NetworkEvaluator precision must be one of {INFERENCE_PRECISIONS}, got {precision!r}")
         self.nets = nets
         self.device = torch.device(device)
+        self.precision = precision
         self.positions_evaluated = 0
         # On CPU the forward pass runs compiled (InferenceForward), recompiled when the
         # weights change; CUDA keeps the plain module, which is untested compiled.
         self.compiled = compiled and self.device.type == "cpu"
-        self._forward = {role: InferenceForward(net) if self.compiled else net for role, net in nets.items()}
+        self._forward = {
+            role: InferenceForward(net, precision) if self.compiled else net for role, net in nets.items()
+        }
+        self._autocast = precision == "bfloat16" and not self.compiled
         # listed once: walking the modules on every call would cost more than a small batch
         self._weights = [t for net in nets.values() for t in (*net.parameters(), *net.buffers())]
 
@@ -99,7 +117,8 @@ class NetworkEvaluator:
                     net.eval()
                 x = torch.from_numpy(planes[rows]).to(self.device)
                 m = torch.from_numpy(masks[rows]).to(self.device)
-                logits, v = self._forward[role](x)
+                with torch.autocast(self.device.type, torch.bfloat16, enabled=self._autocast):
+                    logits, v = self._forward[role](x)
                 priors[rows] = masked_log_softmax(logits.float(), m).exp().cpu().numpy()
                 values[rows] = v.float().cpu().numpy()
                 if was_training:

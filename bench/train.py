@@ -120,15 +120,17 @@ RECIPES: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("alphazero_selfplay.yaml", ("mcts.fast_simulations=4",), True),
     ("alphazero_selfplay_small.yaml", (), True),
     ("alphazero_selfplay_small.yaml", ("mcts.prefetch=true", "mcts.evaluation_cache=true"), True),
+    ("alphazero_selfplay_fast.yaml", (), True),
 )
 """The training configs whose self-play :func:`recipe_throughput` compares, each with its
 overrides and whether the networks run compiled: the first row is the heuristic-assisted
 recipe with the torch module's forward pass, as self-play ran when issue 15 set its
 throughput target; then the shipped recipe, the same with the evaluation cache, with the
 first round of each search prefetched in one batch, and with both (all three play the same
-games), and with playout cap randomisation, an option the shipped recipe leaves off; last
-the same recipe with a 16-channel network, alone and with the cache and prefetching
-(docs/training.md has the A/Bs)."""
+games), and with playout cap randomisation, an option the shipped recipe leaves off; then the
+same recipe with a 16-channel network, alone and with the cache and prefetching; last the
+shipped recipe with the cache, prefetching and bfloat16 evaluation (docs/training.md has
+the A/Bs)."""
 
 TRAINED_NETWORKS: dict[str, str] = {"alphazero_selfplay_small.yaml": "selfplay_small"}
 """Configs whose network is not the shipped shape, and the folder of ``bench/data`` that holds
@@ -194,12 +196,13 @@ def recipe_throughput(
                 f"the networks in {str(source)!r} are {nets['order'].architecture()}, but "
                 f"{' '.join([config_file, *overrides])} plays with {shape}; give networks of its shape"
             )
-    evaluator = NetworkEvaluator(nets, compiled=compiled)
+    evaluator = NetworkEvaluator(nets, compiled=compiled, precision=config.run.inference_precision)
     logs, _, seconds = play_training_games(evaluator, config, games, 0, np.random.default_rng(seed))
     return {
         "config": " ".join([config_file, *overrides]),
         "networks": networks,
         "compiled": compiled,
+        "precision": evaluator.precision,
         "games": games,
         "seconds": seconds,
         "games_per_sec": games / seconds,
@@ -209,15 +212,26 @@ def recipe_throughput(
     }
 
 
+def bfloat16_units() -> bool:
+    """Whether oneDNN finds bfloat16 instructions on this CPU (AVX512-BF16 or AMX), without
+    which bfloat16 evaluation is emulated and slower than float32."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch without the check
+        return False
+
+
 def print_recipe_table(rows: list[dict[str, Any]]) -> None:
     """The recipes side by side, with games/s as a ratio to the first row with the same
     networks."""
-    print(f"\n{'self-play recipe':>48} {'forward':>9} {'networks':>10} {'games':>6} {'games/s':>8} "
+    if any(r["precision"] == "bfloat16" for r in rows):
+        print(f"\n(bf16 rows: this CPU has bfloat16 units: {'yes' if bfloat16_units() else 'no, so they run slower'})")
+    print(f"\n{'self-play recipe':>48} {'forward':>13} {'networks':>10} {'games':>6} {'games/s':>8} "
           f"{'evals/game':>11} {'length':>7} {'solver-ended':>12} {'games/s ratio':>14}")
     for r in rows:
         first = next(f for f in rows if f["networks"] == r["networks"])
-        forward = "compiled" if r["compiled"] else "module"
-        print(f"{r['config']:>48} {forward:>9} {r['networks']:>10} {r['games']:>6} {r['games_per_sec']:>8.2f} "
+        forward = ("compiled" if r["compiled"] else "module") + (" bf16" if r["precision"] == "bfloat16" else "")
+        print(f"{r['config']:>48} {forward:>13} {r['networks']:>10} {r['games']:>6} {r['games_per_sec']:>8.2f} "
               f"{r['evals_per_game']:>11.0f} {r['mean_length']:>7.1f} {r['solver_ended']:>12.2f} "
               f"{r['games_per_sec'] / first['games_per_sec']:>13.2f}x")
 

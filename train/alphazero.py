@@ -481,7 +481,12 @@ class AlphaZeroTrainer(Trainer):
         super().__init__(config, run_dir)
         self.replay = {role: ReplayBuffer(config.replay.capacity) for role in AGENTS}
         self.mistakes = {role: ReplayBuffer(config.mistakes.capacity) for role in AGENTS}
-        self.evaluator = NetworkEvaluator(self.nets, device=self.device, compiled=config.run.compiled_inference)
+        self.evaluator = NetworkEvaluator(
+            self.nets,
+            device=self.device,
+            compiled=config.run.compiled_inference,
+            precision=config.run.inference_precision,
+        )
         self.solver = SolverWorker(config.selfplay.solver_workers)
         # bf16 autocast of the learner's forward pass: CUDA only (the CPU path stays float32)
         self.bf16 = config.optim.bf16 and self.device.type == "cuda"

@@ -69,6 +69,14 @@ class RunConfig:
         "modules, as runs made before it did: the same outputs to float rounding, so "
         "statistically the same run, but not the same games",
     )
+    inference_precision: str = _field(
+        "float32",
+        "the precision self-play evaluates the networks in: 'bfloat16' is about 1.5x the "
+        "self-play games/s on CPUs with bfloat16 units (AVX512-BF16, AMX; slower without "
+        "them), at the cost of bfloat16 rounding, so not the same games (docs/training.md "
+        "has the A/B); training is float32 either way",
+        choices=["float32", "bfloat16"],
+    )
     progress: bool = _field(True, "show a live tqdm progress bar")
     backend: str = _field(
         "local",

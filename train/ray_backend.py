@@ -147,7 +147,9 @@ class SelfPlayActor:
         torch.set_num_threads(1)  # one core per actor: more intra-op threads only contend
         self.config: TrainConfig = config_from_dict(config)
         self.nets = {role: build_network(self.config.network) for role in AGENTS}
-        self.evaluator = NetworkEvaluator(self.nets, compiled=self.config.run.compiled_inference)
+        self.evaluator = NetworkEvaluator(
+            self.nets, compiled=self.config.run.compiled_inference, precision=self.config.run.inference_precision
+        )
         self.version = -1
 
     def pid(self) -> int:

@@ -123,6 +123,54 @@ def test_compiled_evaluator_follows_training_steps() -> None:
     assert evaluator._forward["chaos"].compilations == 2  # first use, then new weights loaded
 
 
+@settings(max_examples=5, deadline=None)
+@given(states=st.lists(positions(terminal=False), min_size=2, max_size=40), seed=st.integers(0, 2**16))
+def test_bfloat16_forward_is_float32_to_bfloat16_rounding(states: list[State], seed: int) -> None:
+    torch.manual_seed(seed)
+    net = PolicyValueNet(8, 2, 16, window_features=True).eval()
+    planes = torch.from_numpy(encode_states(states))
+    forward = InferenceForward(net, "bfloat16")
+    with torch.inference_mode():
+        logits, values = net(planes)
+        for batch in (planes, planes[:1]):
+            low_logits, low_values = forward(batch)
+            assert low_logits.dtype == low_values.dtype == torch.float32
+            scale = float(logits.abs().max())
+            assert torch.allclose(low_logits, logits[: len(batch)], atol=0.05 * scale + 0.02)
+            assert torch.allclose(low_values, values[: len(batch)], atol=0.05)
+        # it really ran in bfloat16: further from float32 than float32 rounding
+        assert float((forward(planes)[0] - logits).abs().max()) > 1e-4
+
+
+def test_bfloat16_evaluator_follows_training_steps_compiled_or_not() -> None:
+    torch.manual_seed(5)
+    nets = {role: PolicyValueNet(8, 1, 16, window_features=True) for role in ("order", "chaos")}
+    exact = NetworkEvaluator(nets, compiled=False)
+    low = {compiled: NetworkEvaluator(nets, compiled=compiled, precision="bfloat16") for compiled in (True, False)}
+    states = [State(), State().apply(14), State().apply(14).apply(21), State().apply(0).apply(3).apply(9)]
+    masks = np.stack([action_mask(s) for s in states]).astype(bool)
+    optimiser = torch.optim.SGD(nets["order"].parameters(), lr=0.1)
+    for step in range(2):
+        expected_priors, expected_values = exact.evaluate(states)
+        for evaluator in low.values():
+            priors, values = evaluator.evaluate(states)
+            assert np.all(priors[~masks] == 0) and np.allclose(priors.sum(axis=1), 1, atol=1e-5)
+            np.testing.assert_allclose(priors, expected_priors, atol=1e-3)
+            np.testing.assert_allclose(values, expected_values, atol=0.01)
+        if step == 0:  # a training step changes the weights; the bfloat16 copy must follow
+            nets["order"].train()
+            logits, values = nets["order"](torch.from_numpy(encode_states(states)))
+            (-logits[:, 0].mean() - values.mean()).backward()
+            optimiser.step()
+            optimiser.zero_grad()
+            moved = exact.evaluate(states)
+            assert np.abs(moved[0] - expected_priors).max() > 5e-3  # well beyond the tolerances
+            assert np.abs(moved[1] - expected_values).max() > 0.1
+    assert low[True]._forward["order"].compilations == 2
+    with pytest.raises(ValueError, match="float32.*bfloat16"):
+        NetworkEvaluator(nets, precision="half")
+
+
 def test_compilation_falls_back_to_the_module_when_tracing_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise RuntimeError("tracing is not available")

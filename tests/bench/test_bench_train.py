@@ -56,6 +56,16 @@ def test_the_cache_and_prefetch_rows_play_the_same_games_for_fewer_evaluations()
     assert faster["evals_per_game"] < 0.95 * plain["evals_per_game"]
 
 
+def test_the_fast_recipe_row_evaluates_in_bfloat16() -> None:
+    from orderchaos.bench.train import RECIPES
+
+    assert ("alphazero_selfplay_fast.yaml", (), True) in RECIPES
+    fast = recipe_throughput("alphazero_selfplay_fast.yaml", 8, networks="pretrained")
+    shipped = recipe_throughput("alphazero_selfplay.yaml", 8, networks="pretrained")
+    assert (fast["precision"], shipped["precision"]) == ("bfloat16", "float32")
+    assert fast["mean_length"] >= 9 and 0 < fast["evals_per_game"] < shipped["evals_per_game"]
+
+
 def test_recipe_refuses_unknown_networks() -> None:
     with pytest.raises(ValueError, match="'fresh' or 'pretrained'"):
         recipe_throughput("alphazero_selfplay.yaml", 1, networks="trained")
