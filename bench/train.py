@@ -55,12 +55,13 @@ def _rate(fn: Any, items: int, min_seconds: float) -> float:
 def network_throughput(
     channels: int, blocks: int, batch_sizes: list[int], min_seconds: float = 0.5
 ) -> list[dict[str, float]]:
-    """Positions/s of the bare forward pass (the torch module, and compiled as the evaluator
-    runs it on CPU) and of the full evaluator, per batch size."""
+    """Positions/s of the bare forward pass (the torch module, compiled as the evaluator
+    runs it on CPU, and compiled in bfloat16) and of the full evaluator, per batch size."""
     torch.manual_seed(0)
     nets = {role: PolicyValueNet(channels, blocks).eval() for role in AGENTS}
     evaluator = NetworkEvaluator(nets)
     compiled = InferenceForward(nets["order"])
+    low = InferenceForward(nets["order"], "bfloat16")
     rows = []
     for batch in batch_sizes:
         states = random_positions(batch, seed=batch)
@@ -76,6 +77,7 @@ def network_throughput(
                 "batch": batch,
                 "forward_pos_per_sec": _rate(forward, batch, min_seconds),
                 "compiled_pos_per_sec": _rate(lambda: forward(compiled), batch, min_seconds),
+                "bf16_pos_per_sec": _rate(lambda: forward(low), batch, min_seconds),
                 "evaluator_pos_per_sec": _rate(lambda: evaluator.evaluate(states), batch, min_seconds),
             }
         )
@@ -254,18 +256,21 @@ def _measure(quick: bool) -> dict[str, Any]:
     batch_sizes = [1, 64, 256] if quick else [1, 16, 64, 256, 1024]
     nets = [(32, 4)] if quick else [(16, 4), (32, 4), (64, 6)]
     min_seconds = 0.1 if quick else 1.0
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, fp32")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, fp32 unless bf16; "
+          f"bfloat16 units: {'yes' if bfloat16_units() else 'no'}")
     print(f"{'net':>6} {'batch':>6} {'forward pos/s':>14} {'compiled pos/s':>15} {'compiled/fwd':>12} "
-          f"{'evaluator pos/s':>16} {'eval/compiled':>13}")
+          f"{'bf16 pos/s':>11} {'bf16/compiled':>13} {'evaluator pos/s':>16} {'eval/compiled':>13}")
     net_rows = []
     for channels, blocks in nets:
         for row in network_throughput(channels, blocks, batch_sizes, min_seconds):
             net_rows.append(row)
             speedup = row["compiled_pos_per_sec"] / row["forward_pos_per_sec"]
             ratio = row["evaluator_pos_per_sec"] / row["compiled_pos_per_sec"]
+            low = row["bf16_pos_per_sec"] / row["compiled_pos_per_sec"]
             print(
                 f"{row['net']:>6} {row['batch']:>6} {row['forward_pos_per_sec']:>14,.0f} "
                 f"{row['compiled_pos_per_sec']:>15,.0f} {speedup:>11.2f}x "
+                f"{row['bf16_pos_per_sec']:>11,.0f} {low:>12.2f}x "
                 f"{row['evaluator_pos_per_sec']:>16,.0f} {ratio:>13.2f}"
             )
     plays = [(8, 8, 8, 1)] if quick else [(64, 32, 32, 4), (64, 64, 32, 4)]

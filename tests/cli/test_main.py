@@ -48,3 +48,8 @@ def test_bench_quick_writes_figures(target: str, tmp_path: Path) -> None:
     assert main(["bench", target, "--quick", "--json", str(out)]) == 0
     figures = json.loads(out.read_text())
     assert figures and all(isinstance(v, dict) and v for v in figures.values())
+    if target == "train":
+        (train,) = figures.values()
+        assert all(row["bf16_pos_per_sec"] > 0 for row in train["network"])
+        fast = [row for row in train["recipes"] if row["config"] == "alphazero_selfplay_fast.yaml"]
+        assert [row["precision"] for row in fast] == ["bfloat16", "bfloat16"]  # fresh and trained
