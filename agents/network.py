@@ -191,6 +191,7 @@ class InferenceForward:
         self._tensors = [*net.parameters(), *net.buffers()]
         self._version: tuple[int, ...] | None = None
         self._traced: torch.jit.ScriptModule | None = None
+        self._low: nn.Module | None = None  # the bfloat16 copy
         self._single: Callable[[torch.Tensor], tuple] = net
         self._batch: Callable[[torch.Tensor], tuple] = net
         self.compilations = 0
@@ -206,19 +207,25 @@ class InferenceForward:
         return logits.float(), values.float()
 
     def _compile(self, example: torch.Tensor) -> None:
+        # Traced once: the traced module shares the tensors of the module it traced, so new
+        # weights only need freezing again. In bfloat16 that module is a copy of the network
+        # in the new dtype and layout, whose tensors take the new weights in place.
         if self.precision == "float32":
-            if self._traced is None:  # traced once: the traced module shares net's tensors
-                self._traced = trace_for_inference(self.net, example)
-            traced = self._traced
-        else:  # a copy in the new dtype and layout has tensors of its own, so trace it anew
-            low = copy.deepcopy(self.net).to(torch.bfloat16).to(memory_format=torch.channels_last)
-            traced = trace_for_inference(low, example)
-            if traced is None:
-                self._single = self._batch = low
-                return
-        if traced is not None:
-            self._single = freeze_for_inference(traced, optimize=False)
-            self._batch = freeze_for_inference(traced)
+            source = self.net
+        elif self._low is None:
+            source = self._low = copy.deepcopy(self.net).to(torch.bfloat16).to(memory_format=torch.channels_last)
+        else:
+            source = self._low
+            with torch.inference_mode():
+                for low, weights in zip([*source.parameters(), *source.buffers()], self._tensors):
+                    low.copy_(weights)
+        if self._traced is None:
+            self._traced = trace_for_inference(source, example)
+        if self._traced is None:  # tracing failed: run the module itself
+            self._single = self._batch = source
+        else:
+            self._single = freeze_for_inference(self._traced, optimize=False)
+            self._batch = freeze_for_inference(self._traced)
 
 
 def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
