@@ -161,7 +161,9 @@ def recipe_throughput(
 ) -> dict[str, Any]:
     """Games/s and network evaluations per game of one batch of ``games`` self-play games
     played as the config in ``configs/`` says (search, simulations, heuristic opponents,
-    solver-ended games; the solver labelling of finished games is left out).
+    solver-ended games; the solver labelling of finished games is left out), timed as an
+    iteration of a training run after its first: the compiled networks are traced before
+    the timing and frozen again for new weights inside it.
 
     ``networks`` is ``"fresh"`` (untrained networks of the config's shape),
     ``"pretrained"`` (the shipped trained networks, whose games are as long as a trained
@@ -199,6 +201,13 @@ def recipe_throughput(
                 f"{' '.join([config_file, *overrides])} plays with {shape}; give networks of its shape"
             )
     evaluator = NetworkEvaluator(nets, compiled=compiled, precision=config.run.inference_precision)
+    # Time it as a training iteration after the first plays: the networks traced already
+    # (once a run), but frozen again for the iteration's new weights, inside the timing.
+    evaluator.evaluate([State(), State().apply(0)])
+    with torch.no_grad():
+        for net in nets.values():
+            next(net.parameters()).add_(0.0)  # new weights, as far as the evaluator can tell
+    evaluator.positions_evaluated = 0
     logs, _, seconds = play_training_games(evaluator, config, games, 0, np.random.default_rng(seed))
     return {
         "config": " ".join([config_file, *overrides]),
