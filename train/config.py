@@ -71,10 +71,11 @@ class RunConfig:
     )
     inference_precision: str = _field(
         "float32",
-        "the precision self-play evaluates the networks in: 'bfloat16' is about 1.5x the "
-        "self-play games/s on CPUs with bfloat16 units (AVX512-BF16, AMX; slower without "
-        "them), at the cost of bfloat16 rounding, so not the same games (docs/training.md "
-        "has the A/B); training is float32 either way",
+        "the precision self-play evaluates the networks in: 'bfloat16' gave 1.05-1.54x the "
+        "self-play games/s of the shipped recipe with both mcts options, at equal strength, "
+        "on a CPU with AVX512-BF16 (slower on CPUs without bfloat16 units); not the same "
+        "games, as bfloat16 rounds (docs/training.md has the A/B); training is float32 "
+        "either way",
         choices=["float32", "bfloat16"],
     )
     progress: bool = _field(True, "show a live tqdm progress bar")
