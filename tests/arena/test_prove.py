@@ -39,6 +39,9 @@ from orderchaos.cli.main import main as cli_main
 # A 5-stone position (Chaos to move) that the prover settles in a few seconds with the small
 # budgets of SMALL_ARGS, writing a book of some 180 entries.
 MEDIUM = "..X.....O...O.X..........OX........."
+INTERRUPTED = "..X.....O...O..X.........OX........."
+"""An Order win whose proof lasts a few seconds (4.5 s of search on the 2026-12 development
+machine, where MEDIUM's took 1.6 s and finished before the tests could interrupt it)."""
 SMALL_ARGS = ["--budget", "2000", "--cap", "8000", "--tt-bits", "16"]
 SMALL = ProveConfig(first_budget=2000, cap=8000, tt_bits=16)
 TINY = ProveConfig(first_budget=1, growth=2, cap=1, tt_bits=14)
@@ -272,7 +275,7 @@ def test_fixed_first_move_and_status(tmp_path: Path) -> None:
 
 
 def _prove_cmd(book: Path, interval: float = 1.0) -> list[str]:
-    return [sys.executable, "-m", "orderchaos", "prove", MEDIUM, "--book", str(book), "--interval", str(interval),
+    return [sys.executable, "-m", "orderchaos", "prove", INTERRUPTED, "--book", str(book), "--interval", str(interval),
             "--progress", "0.2", "--json"] + SMALL_ARGS
 
 
@@ -311,7 +314,7 @@ def test_kill_and_resume(tmp_path: Path) -> None:
     assert all(kept.get(k) == w for k, w, _ in saved.items())
     common = [k for k, _, _ in reference.items() if k in kept]
     assert common and all(reference.lookup_key(k)[0] == kept[k] for k in common)
-    assert resumed.lookup(parse_board(MEDIUM)).winner == reference.lookup(parse_board(MEDIUM)).winner
+    assert resumed.lookup(parse_board(INTERRUPTED)).winner == reference.lookup(parse_board(INTERRUPTED)).winner
     assert BookMeta.load(book).runs == 2
 
 
