@@ -170,11 +170,11 @@ class InferenceForward:
     ``net(planes)`` to float rounding.
 
     With ``precision="bfloat16"`` the compiled modules run a bfloat16, channels-last copy of
-    the network (taken again whenever the weights change): on CPUs with bfloat16
-    instructions (AVX512-BF16, AMX) about 1.5-2x cheaper a position at batches of 64 and
-    more, at the cost of bfloat16 rounding (logits moved by up to about 0.1, values by up to
-    about 0.07 on the shipped networks); on CPUs without them, slower. The outputs are
-    float32 either way.
+    the network, which takes the new weights in place whenever they change: on a CPU with
+    AVX512-BF16 1.3-1.8x cheaper a position at batches of 64 to 960 (measured,
+    docs/training.md), slower for a single position and on CPUs without bfloat16 units, at
+    the cost of bfloat16 rounding (logits moved by up to about 0.12, values by up to about
+    0.07 on the shipped networks). The outputs are float32 either way.
 
     A change is seen through the in-place version counter of each parameter and buffer
     (optimiser steps, ``load_state_dict`` and batch-norm statistics all bump it), which the
