@@ -36,7 +36,7 @@ from orderchaos.arena.prove import (
 from orderchaos.ray_setup import RayBackendError
 from orderchaos.cli.main import main as cli_main
 
-# A 5-stone position (Chaos to move) that the prover settles in a few seconds with the small
+# A 6-stone position (Order to move) that the prover settles in a second or two with the small
 # budgets of SMALL_ARGS, writing a book of some 180 entries.
 MEDIUM = "..X.....O...O.X..........OX........."
 INTERRUPTED = "..X.....O...O..X.........OX........."

@@ -61,6 +61,17 @@ def test_recipe_arm_configs_change_only_their_own_keys(arm: str, changes: dict[t
     assert changed == shipped
 
 
+def test_inference_precisions_are_those_the_network_runs_in() -> None:
+    """The config lists the precisions itself (it does not import torch); they must stay
+    those InferenceForward accepts."""
+    from orderchaos.agents.network import INFERENCE_PRECISIONS
+    from orderchaos.train.config import RunConfig
+
+    (precision,) = [f for f in dataclasses.fields(RunConfig) if f.name == "inference_precision"]
+    assert tuple(precision.metadata["choices"]) == INFERENCE_PRECISIONS
+    assert precision.default == INFERENCE_PRECISIONS[0]
+
+
 def test_defaults_and_yaml_round_trip(tmp_path: Path) -> None:
     config = load_config(None, ["optim.lr=0.01", "--selfplay.games", "7", "--eval.opponents=[random, heuristic]"])
     assert config.optim.lr == 0.01 and config.selfplay.games == 7
