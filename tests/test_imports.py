@@ -1,5 +1,5 @@
-"""``import orderchaos`` (and its envs and agents rooms) stays light: no torch, ray or web
-stack until something that needs them is used (checked in a fresh interpreter)."""
+"""``import orderchaos`` (and its envs and agents rooms) stays light: no torch, ray, OpenSpiel
+or web stack until something that needs them is used (checked in a fresh interpreter)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-HEAVY = ("torch", "ray", "fastapi", "starlette", "uvicorn")
+HEAVY = ("torch", "ray", "fastapi", "starlette", "uvicorn", "pyspiel")
 
 PROBE = """
 import json, sys
@@ -34,3 +34,11 @@ def test_the_probe_sees_a_heavy_import() -> None:
     """The check itself: a module that is imported is reported (json and its decoder here:
     importing torch just to see it reported would take seconds)."""
     assert heavy_modules_after("json", heavy=("json.decoder", "torch")) == ["json.decoder"]
+
+
+def test_the_openspiel_modules_load_openspiel_and_nothing_heavier() -> None:
+    """The OpenSpiel game and bot adapter are imported on demand only; they bring pyspiel
+    (which the probe sees) and no torch."""
+    pytest.importorskip("pyspiel", reason="the openspiel extra is not installed: pip install -e '.[dev]'")
+    assert heavy_modules_after("orderchaos.envs.openspiel") == ["pyspiel"]
+    assert heavy_modules_after("orderchaos.agents.openspiel_bot") == ["pyspiel"]
