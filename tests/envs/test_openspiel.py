@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -153,3 +154,14 @@ def test_state_of_refuses_another_games_state() -> None:
     with pytest.raises(ValueError, match="python_order_chaos") as caught:
         os_game.state_of(pyspiel.load_game("tic_tac_toe").new_initial_state())
     assert "\n" not in str(caught.value)
+
+
+def test_the_documented_example_runs_and_prints_what_it_shows() -> None:
+    """The OpenSpiel section of docs/environments.md, checked as the README's examples are."""
+    from test_readme import python_blocks, run_blocks, shown_prints
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "environments.md").read_text()
+    section = text[text.index("### OpenSpiel"):text.index("### Players")]
+    blocks = python_blocks(section)
+    assert len(blocks) == 1 and len(shown_prints(blocks[0])) == 2
+    assert run_blocks(blocks) == []
