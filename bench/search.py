@@ -133,8 +133,8 @@ def play_openspiel_match(sims: int, games: int, seed: int = 0) -> dict | None:
     """``games`` games on ``python_order_chaos`` through OpenSpiel's ``evaluate_bots``: our
     ``mcts:sims=N`` (as an :class:`~orderchaos.agents.openspiel_bot.AgentBot`) against
     OpenSpiel's MCTSBot at the same ``sims``; ours is Order in the even games, Chaos in the
-    odd ones; game ``i`` seeds both players with ``seed + i``. Returns wins by seat and each
-    side's CPU seconds per move; None when open_spiel is not installed."""
+    odd ones; game ``i`` seeds both players with ``seed + i``. Returns wins by seat, each
+    side's CPU seconds per move and the games' moves; None when open_spiel is not installed."""
     try:
         import pyspiel
         from open_spiel.python.algorithms.evaluate_bots import evaluate_bots
@@ -146,11 +146,14 @@ def play_openspiel_match(sims: int, games: int, seed: int = 0) -> dict | None:
     wins = {"order": 0, "chaos": 0}  # our wins in each seat
     cpu = {"ours": 0.0, "openspiel": 0.0}
     moves = {"ours": 0, "openspiel": 0}
+    histories = []
     for i in range(games):
         ours_seat = i % 2
         bots = [_Timed(_openspiel_mcts_bot(game, sims, seed + i), "openspiel", cpu, moves)]
         bots.insert(ours_seat, _Timed(AgentBot(f"mcts:sims={sims}", seed=seed + i), "ours", cpu, moves))
-        returns = evaluate_bots(game.new_initial_state(), bots, np.random.RandomState(seed + i))
+        state = game.new_initial_state()
+        returns = evaluate_bots(state, bots, np.random.RandomState(seed + i))
+        histories.append(state.history())
         if returns[ours_seat] > 0:
             wins["order" if ours_seat == 0 else "chaos"] += 1
     total = wins["order"] + wins["chaos"]
@@ -162,6 +165,7 @@ def play_openspiel_match(sims: int, games: int, seed: int = 0) -> dict | None:
         "ours_score": total / games,
         "ours_score_ci95": list(wilson_interval(total, games)),
         "cpu_s_per_move": {side: cpu[side] / max(moves[side], 1) for side in cpu},
+        "histories": histories,
     }
 
 
