@@ -111,7 +111,9 @@ def _openspiel_mcts_bot(game: object, sims: int, seed: int) -> object:
     from open_spiel.python.algorithms import mcts as spiel_mcts
 
     evaluator = spiel_mcts.RandomRolloutEvaluator(1, np.random.RandomState(seed))
-    return spiel_mcts.MCTSBot(game, UCT_C, sims, evaluator, solve=True, random_state=np.random.RandomState(seed))
+    return spiel_mcts.MCTSBot(
+        game, UCT_C, sims, evaluator, solve=True, random_state=np.random.RandomState(seed)
+    )
 
 
 def measure_openspiel_on_our_game(state: State, sims: int, repeats: int) -> dict[str, float] | None:
@@ -215,13 +217,17 @@ def like_for_like(quick: bool) -> dict:
             print(f"{name:<48} {'(open_spiel not installed)':>38}")
             continue
         peer = rows[name.replace("ours mcts", "OpenSpiel Python MCTSBot")]
-        ratio = f"{figures['sims_per_cpu_s'] / peer['sims_per_cpu_s']:.0f}x" if name.startswith("ours") and peer else ""
-        print(f"{name:<48} {figures['sims_per_cpu_s']:>11,.0f} {figures['sims_per_wall_s']:>12,.0f} {ratio:>14}")
+        ratio = ""
+        if name.startswith("ours") and peer is not None:
+            ratio = f"{figures['sims_per_cpu_s'] / peer['sims_per_cpu_s']:.0f}x"
+        cpu, wall = figures["sims_per_cpu_s"], figures["sims_per_wall_s"]
+        print(f"{name:<48} {cpu:>11,.0f} {wall:>12,.0f} {ratio:>14}")
     match = play_openspiel_match(match_sims, games)
     if match is not None:
         low, high = match["ours_score_ci95"]
         per_move = match["cpu_s_per_move"]
-        print(f"match, {games} games at {match_sims} simulations, ours as Order in even games (seeds 0..{games - 1}):")
+        print(f"match, {games} games at {match_sims} simulations, "
+              f"ours as Order in even games (seeds 0..{games - 1}):")
         print(f"  ours mcts won {match['ours_wins_as_order']}/{(games + 1) // 2} as Order and "
               f"{match['ours_wins_as_chaos']}/{games // 2} as Chaos: score {match['ours_score']:.2f} "
               f"(Wilson 95% CI {low:.2f}-{high:.2f})")
