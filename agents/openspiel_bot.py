@@ -7,8 +7,11 @@ Needs the ``open-spiel`` wheel (``pip install 'orderchaos[openspiel]'``)::
     from orderchaos.agents.openspiel_bot import AgentBot
 
     game = pyspiel.load_game("python_order_chaos")
-    bots = [AgentBot("solver"), pyspiel.make_uniform_random_bot(1, 0)]
+    bots = [AgentBot("solver:time=1"), pyspiel.make_uniform_random_bot(1, 0)]  # Order, Chaos
     print(evaluate_bots(game.new_initial_state(), bots, None))  # [1.0, -1.0]
+
+(``solver`` without ``time=`` proves each move exactly, which from the empty board does not
+finish; ``time=`` caps the seconds per move.)
 
 The bot reads the position from the OpenSpiel state and asks the player for a move; it keeps
 nothing between moves, so ``restart_at`` and ``inform_action`` have nothing to do.
