@@ -260,3 +260,18 @@ def check(cert: Certificate, border_moves: int = 0,
     except CheckFailed as e:
         report.failure = str(e)
     return report
+
+
+PART_LABELS = {"pairs": "pairs", "centre game": "(a) centre game", "lemma": "(b) lemma", "replay": "(c) replay"}
+
+
+def describe(report: CheckReport) -> list[str]:
+    """The report as lines of text: one per part that held, with its counts and time, then
+    the failure if there is one."""
+    lines = []
+    for part in report.parts:
+        counts = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in part.counts.items())
+        lines.append(f"  {PART_LABELS[part.name]}: holds; {counts} ({part.seconds:.1f} s)")
+    if report.failure is not None:
+        lines.append(f"  FAILED: {report.failure}")
+    return lines
