@@ -199,6 +199,8 @@ class SolverAssist:
     solve does not settle (0: no seeking).
     ``avoid_nodes``: node budget for :meth:`avoid_lost`, Chaos's check of the move it is
     about to play (0: no check).
+    ``use_strategy``: answer Order roots the central-pairing strategy covers with its move
+    (default; False leaves every root to the book and the solver).
     """
 
     def __init__(
@@ -212,6 +214,7 @@ class SolverAssist:
         leaf_nodes: int = LEAF_NODE_LIMIT,
         seek_nodes: int = SEEK_NODE_LIMIT,
         avoid_nodes: int = AVOID_NODE_LIMIT,
+        use_strategy: bool = True,
     ) -> None:
         self.depth = check_depth(depth)
         if self.depth == 0:
@@ -225,6 +228,7 @@ class SolverAssist:
         self.avoid_nodes = _check_budget("avoid_nodes", avoid_nodes, "no check")
         self.book = book if book is not None else shipped_book()
         self.solver = solver if solver is not None else Solver()
+        self.use_strategy = use_strategy
 
     def leaf_evaluator(self, inner: Evaluator) -> SolverLeafEvaluator:
         """``inner`` wrapped so that leaves within the depth are tried by the solver first."""
@@ -245,7 +249,7 @@ class SolverAssist:
         before a proof (or before a winning move is proven: the search, whose leaves the
         solver settles, takes over).
         """
-        if state.to_play == ORDER and strategy.covers(state):
+        if self.use_strategy and state.to_play == ORDER and strategy.covers(state):
             return RootAnswer(STRATEGY, strategy.move(state))
         entry = self.book.lookup(state)
         if entry is not None and entry.winner == state.to_play and entry.move is not None:
