@@ -22,8 +22,9 @@ checking them. The checks:
   else answer a border stone on its partner by ``border_answer``; else the centre move)
   is played on the 6x6 board after the first move against every Chaos move on every
   empty cell with both symbols, allowing at most ``border_moves`` Chaos moves on border
-  cells. Every line of play must end with a five. It counts the distinct Order-to-move
-  positions met.
+  cells. Every line of play must end with a five. It counts the distinct positions in
+  which Order is to move (those where Chaos has just completed a five itself are over, and
+  counted apart).
 
 With (a) and (b), a Chaos border move followed by its answer leaves the centre and the
 invariant (every pair empty or mixed) as they were, which is why (c) with no border
@@ -200,10 +201,12 @@ def _order_move(board: _Board, cert: Certificate, s: State) -> int:
 def check_replay(board: _Board, cert: Certificate, first: int, border_moves: int,
                  progress: Callable[[int], None] | None = None) -> dict[str, int]:
     """(c): the whole strategy on the 6x6 board against every Chaos move, with at most
-    ``border_moves`` Chaos moves on border cells; counts distinct Order-to-move positions."""
+    ``border_moves`` Chaos moves on border cells; counts the distinct positions in which
+    Order is to move, those where Order's move completes a five, and the positions where
+    Chaos completed a five itself (game over, no Order move)."""
     seen: set[State] = set()
     stack = [(State().apply(first), 0)]  # (Chaos to move, border moves used)
-    left_to_lemma = finished = 0
+    order_moves = chaos_fives = order_fives = left_to_lemma = 0
     while stack:
         chaos_to_move, used = stack.pop()
         cells = range(CELLS) if used < border_moves else board.centre
@@ -214,24 +217,26 @@ def check_replay(board: _Board, cert: Certificate, first: int, border_moves: int
             if s in seen:
                 continue
             seen.add(s)
-            if progress is not None and len(seen) % 1_000_000 == 0:
-                progress(len(seen))
-            if s.has_five:
-                finished += 1
+            if s.has_five:  # Chaos completed a five itself: the game is over
+                chaos_fives += 1
                 continue
             if s.is_full:
                 raise CheckFailed(f"the board is full without a five at {s.to_string()}")
+            order_moves += 1
+            if progress is not None and order_moves % 1_000_000 == 0:
+                progress(order_moves)
             after = s.apply(_order_move(board, cert, s))
             if after.has_five:
-                finished += 1
+                order_fives += 1
                 continue
             if after.is_full:
                 raise CheckFailed(f"the board is full without a five at {after.to_string()}")
             stack.append((after, used + (0 if a >> 1 in board.centre else 1)))
         if not any_move:
             left_to_lemma += 1  # only border moves are left to Chaos, beyond the allowance
-    return {"order_to_move_positions": len(seen), "won_with_a_five": finished,
-            "left_to_the_lemma": left_to_lemma, "border_moves_allowed": border_moves}
+    return {"order_to_move_positions": order_moves, "order_completes_a_five": order_fives,
+            "chaos_completed_a_five": chaos_fives, "left_to_the_lemma": left_to_lemma,
+            "border_moves_allowed": border_moves}
 
 
 def check(cert: Certificate, border_moves: int = 0,
