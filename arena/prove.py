@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 
+from orderchaos.agents import strategy
 from orderchaos.agents.solver import Solver, generated_moves
 from orderchaos.envs.rules import (
     ACTIONS,
@@ -540,6 +541,10 @@ class Prover:
         if hit is not None:
             self._set_solved(node, hit[0])
             return node
+        if strategy.covers(state):  # a leaf rule: the central-pairing strategy wins it for Order
+            self._set_solved(node, ORDER)
+            self.book.add(state, ORDER, strategy.move(state) if state.to_play == ORDER else None)
+            return node
         node.tried = self.meta.tried.get(key, 0)
         node.pn = node.dn = self._leaf_number(node.tried)
         return node
@@ -931,6 +936,10 @@ def _verify_entry(
         if pos.winner is not None:
             if pos.winner != winner:
                 return f"after {label} the game ends with {pos.winner} winning"
+            continue
+        if strategy.covers(pos):  # proven by the strategy, as the prover's leaf rule has it
+            if winner != ORDER:
+                return f"after {label} the strategy proves order wins"
             continue
         hit = book.lookup(pos)
         if hit is not None:
