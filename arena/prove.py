@@ -523,10 +523,12 @@ class Prover:
         self.run_nodes = 0
         self.stop_requested = False
         """Set (e.g. by a signal handler) to end :meth:`run` after the current result."""
-        self.root = self._node(canonical_form(root.x, root.o)[0], root)
+        # a root with its first move fixed is never settled by the leaf rule: the question
+        # is whether that move wins
+        self.root = self._node(canonical_form(root.x, root.o)[0], root, leaf_rule=first is None)
 
     # -- nodes --------------------------------------------------------------------------
-    def _node(self, key: int, state: State) -> Node:
+    def _node(self, key: int, state: State, leaf_rule: bool = True) -> Node:
         node = self.nodes.get(key)
         if node is not None:
             return node
@@ -541,7 +543,7 @@ class Prover:
         if hit is not None:
             self._set_solved(node, hit[0])
             return node
-        if strategy.covers(state):  # a leaf rule: the central-pairing strategy wins it for Order
+        if leaf_rule and strategy.covers(state):  # a leaf rule: the central-pairing strategy wins it for Order
             self._set_solved(node, ORDER)
             self.book.add(state, ORDER, strategy.move(state) if state.to_play == ORDER else None)
             return node
