@@ -984,15 +984,3 @@ def format_progress(d: dict[str, Any]) -> str:
         + ("" if rep is None else f" replies {rep[0]}/{rep[1]}")
         + (" (final)" if d["final"] else "")
     )
-
-
-def print_status(s: dict[str, Any]) -> None:
-    print(f"empty board: {s['root'] or 'open'}; book {s['book_entries']} entries; "
-          f"solver {s['solver_seconds']:.0f}s wall, {s['solver_cpu_seconds']:.0f}s CPU over {s['runs']} run(s)")
-    for f in s["first_moves"]:
-        print(f"  {f['move']}: {f['result']:<9} replies proven {f['replies_proven']}/{f['replies']}"
-              f" disproven {f['replies_disproven']}  {f['seconds']:.0f}s")
-    if s["focus"] is not None:
-        print(f"replies to {s['focus']['move']}:")
-        for r in s["focus"]["replies"]:
-            print(f"  {r['reply']}: {r['result']:<9} {r['seconds']:.0f}s")

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     (including a Ray backend that cannot start)."""
     from orderchaos.agents.proof_book import ProofBook, ProofBookError, shipped_book_path
     from orderchaos.arena.prove import (
-        INF, BookMeta, ProveConfig, Prover, ProverWorkerError, format_progress, print_status, parse_action,
+        INF, BookMeta, ProveConfig, Prover, ProverWorkerError, format_progress, parse_action,
         status, verify,
     )
     from orderchaos.envs.rules import BoardStringError, parse_board
