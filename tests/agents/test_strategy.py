@@ -172,7 +172,8 @@ def test_the_solver_player_answers_covered_order_positions_from_the_strategy() -
 
 
 @pytest.mark.parametrize("order_spec", ["strategy", "solver"])
-@pytest.mark.parametrize("chaos_spec,games", [("random", 60), ("heuristic", 30)])
+@pytest.mark.parametrize("chaos_spec,games", [("random", 60), ("heuristic", 30), ("pretrained", 4),
+                                              ("solver:time=0.05", 3)])
 def test_strategy_and_solver_as_order_never_lose(order_spec: str, chaos_spec: str, games: int) -> None:
     for seed in range(games):
         record = play_game(make(order_spec, seed=seed), make(chaos_spec, seed=seed))
