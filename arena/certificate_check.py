@@ -35,7 +35,7 @@ argument by brute force.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from orderchaos.arena.certificate import Certificate, parse_move
@@ -112,7 +112,7 @@ class _Board:
         return 2 * self.partner[cell] + (1 - symbol if self.other_symbol else symbol)
 
 
-def _moves(s: State, cells: Iterator[int] | tuple[int, ...]) -> Iterator[int]:
+def _moves(s: State, cells: Iterable[int]) -> Iterator[int]:
     """Both symbols on each empty cell among ``cells``."""
     for c in cells:
         if not (s.x | s.o) >> c & 1:
