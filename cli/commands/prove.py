@@ -56,7 +56,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cap", type=int, default=ProveConfig.cap, help="expand a leaf once a try this big failed")
     parser.add_argument("--tt-bits", type=int, default=ProveConfig.tt_bits, help="solver table size per worker (log2)")
     parser.add_argument("--json", action="store_true", help="JSON output")
-    parser.add_argument("--status", action="store_true", help="report what the book proves")
+    parser.add_argument("--status", action="store_true", help="report the empty board (an Order win, by the certificate) and Order's first "
+                             "moves: proven by the strategy, or what the book proves")
     parser.add_argument("--verify", action="store_true",
                         help="re-check every book entry with fresh solvers, in this process (not on Ray)")
     parser.add_argument("--verify-node-limit", type=int, default=None, help="node limit per re-proof")
