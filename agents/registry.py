@@ -23,12 +23,14 @@ class FactoryInfo:
 
     ``ranges`` gives, for some parameters, the inclusive range of accepted values, checked
     when a spec is resolved (so that a bad value is refused before any game starts).
+    ``roles``: the sides the player can play (:func:`check_role` refuses the others).
     """
 
     target: str
     params: dict[str, type]
     help: str
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    roles: tuple[str, ...] = ("order", "chaos")
 
 
 REGISTRY: dict[str, FactoryInfo] = {
@@ -45,6 +47,11 @@ REGISTRY: dict[str, FactoryInfo] = {
         "orderchaos.agents.solver:SolverAgent",
         {"time": float, "seed": int},
         "exact solver; when the time limit is hit, falls back to a tactical move (take a five, block a four)",
+    ),
+    "strategy": FactoryInfo(
+        "orderchaos.agents.strategy:StrategyAgent", {},
+        "Order only: the central-pairing strategy, which wins every game from the empty board",
+        roles=("order",),
     ),
     "pretrained": FactoryInfo(
         "orderchaos.agents.network_agent:pretrained_agent",
@@ -129,6 +136,14 @@ def resolve(spec: str) -> tuple[FactoryInfo, str, dict[str, Any]]:
                     + (" (0: off)" if low == 0 else "")
                 )
     return info, name, params
+
+
+def check_role(spec: str, role: str) -> None:
+    """Raise SpecError when the player ``spec`` names cannot play ``role`` ("order" or
+    "chaos"), e.g. ``strategy`` as Chaos; also when the spec itself is bad."""
+    info, name, _ = resolve(spec)
+    if role not in info.roles:
+        raise SpecError(f"agent {name!r} plays {' and '.join(info.roles)} only, not {role}")
 
 
 def make(spec: str, *, seed: SeedLike = None) -> Agent:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from orderchaos.agents.base import SeedLike, make_rng
+from orderchaos.agents import strategy
 from orderchaos.agents.proof_book import ProofBook, shipped_book
 from orderchaos.agents import solver_kernel as K
 from orderchaos.agents.simple import completes_a_five
@@ -405,7 +406,10 @@ class SolverAgent:
 
     A position in the proof ``book`` (default: the book shipped with the package, see
     :mod:`orderchaos.agents.proof_book`) whose mover wins is answered with the book's stored
-    winning move at once, without search (``last_reason == "book"``).
+    winning move at once, without search (``last_reason == "book"``). Before the book, an
+    Order position covered by the central-pairing strategy (:mod:`orderchaos.agents.strategy`,
+    which covers every position of its own games from the empty board) is answered with the
+    strategy's move (``last_reason == "strategy"``), so as Order this player never loses.
     """
 
     name = "solver"
@@ -424,13 +428,16 @@ class SolverAgent:
         self.rng = make_rng(seed)
         self.solver = solver if solver is not None else Solver()
         self.last_reason = ""
-        """How the last move was chosen: "book", "win", "delay", "hardest", or "fallback"."""
+        """How the last move was chosen: "strategy", "book", "win", "delay", "hardest", or "fallback"."""
 
     def candidates(self, state: State) -> list[int]:
         """The moves this agent considers equally good here (it plays one at random)."""
         _check_state(state)
         if state.is_terminal:
             raise IllegalActionError(f"the game is over ({state.winner} won); no move to choose")
+        if state.to_play == ORDER and strategy.covers(state):
+            self.last_reason = "strategy"
+            return [strategy.move(state)]
         entry = self.book.lookup(state)
         if entry is not None and entry.winner == state.to_play and entry.move is not None:
             self.last_reason = "book"

@@ -4,7 +4,10 @@ A network player built with ``solver=D`` (``pretrained:sims=200,solver=26``, see
 :class:`orderchaos.agents.network_agent.NeuralAgent`) gets a :class:`SolverAssist`, which adds
 two things to its play:
 
-* **At the root** (:meth:`SolverAssist.root`): a position in the proof book (by default the
+* **At the root** (:meth:`SolverAssist.root`): an Order position that the central-pairing
+  strategy covers (:mod:`orderchaos.agents.strategy`: every position of Order's games from
+  the empty board when it follows the strategy) is answered with the strategy's move, so
+  as Order the player never loses. A position in the proof book (by default the
   one shipped with the package, :func:`orderchaos.agents.proof_book.shipped_book`) that the
   mover wins is answered with the book's stored move, without search. A root with at most
   ``root_depth`` empty cells (by default ``D + ROOT_EXTRA_DEPTH``: one solve per move can
@@ -50,6 +53,7 @@ import numpy as np
 
 from orderchaos.agents.base import Evaluator
 from orderchaos.agents.mcts import uniform_legal_priors
+from orderchaos.agents import strategy
 from orderchaos.agents.proof_book import ProofBook, shipped_book
 from orderchaos.agents.solver import Solver
 from orderchaos.envs.rules import ACTIONS, CELLS, ORDER, State
@@ -78,9 +82,10 @@ AVOID_CHILD_NODES = 200_000
 AVOID_NODE_LIMIT = 4_000_000
 """Default node budget for one Chaos move's check (0: no check)."""
 
-BOOK, SOLVER, LOST, OPEN = "book", "solver", "lost", "open"
-"""What :meth:`SolverAssist.root` found: a book move, a proven winning move, a root proven
-lost for the mover, or nothing settled (a deep root, or a limit hit)."""
+STRATEGY, BOOK, SOLVER, LOST, OPEN = "strategy", "book", "solver", "lost", "open"
+"""What :meth:`SolverAssist.root` found: the central-pairing strategy's move, a book move, a
+proven winning move, a root proven lost for the mover, or nothing settled (a deep root, or a
+limit hit)."""
 
 
 def check_depth(depth: object) -> int:
@@ -173,8 +178,9 @@ class SolverLeafEvaluator:
 
 @dataclass(frozen=True)
 class RootAnswer:
-    """What the book and the solver say at a root: ``source`` is one of :data:`BOOK`,
-    :data:`SOLVER` (both with a winning ``move``), :data:`LOST` or :data:`OPEN` (no move)."""
+    """What the strategy, the book and the solver say at a root: ``source`` is one of
+    :data:`STRATEGY`, :data:`BOOK`, :data:`SOLVER` (each with a winning ``move``),
+    :data:`LOST` or :data:`OPEN` (no move)."""
 
     source: str
     move: int | None = None
@@ -193,6 +199,8 @@ class SolverAssist:
     solve does not settle (0: no seeking).
     ``avoid_nodes``: node budget for :meth:`avoid_lost`, Chaos's check of the move it is
     about to play (0: no check).
+    ``use_strategy``: answer Order roots the central-pairing strategy covers with its move
+    (default; False leaves every root to the book and the solver).
     """
 
     def __init__(
@@ -206,6 +214,7 @@ class SolverAssist:
         leaf_nodes: int = LEAF_NODE_LIMIT,
         seek_nodes: int = SEEK_NODE_LIMIT,
         avoid_nodes: int = AVOID_NODE_LIMIT,
+        use_strategy: bool = True,
     ) -> None:
         self.depth = check_depth(depth)
         if self.depth == 0:
@@ -219,13 +228,16 @@ class SolverAssist:
         self.avoid_nodes = _check_budget("avoid_nodes", avoid_nodes, "no check")
         self.book = book if book is not None else shipped_book()
         self.solver = solver if solver is not None else Solver()
+        self.use_strategy = use_strategy
 
     def leaf_evaluator(self, inner: Evaluator) -> SolverLeafEvaluator:
         """``inner`` wrapped so that leaves within the depth are tried by the solver first."""
         return SolverLeafEvaluator(inner, self.depth, self.leaf_nodes, self.solver)
 
     def root(self, state: State, ranked: Callable[[], Sequence[int]]) -> RootAnswer:
-        """The book's or the solver's answer at ``state`` (not terminal).
+        """The strategy's, the book's or the solver's answer at ``state`` (not terminal): an
+        Order root covered by the central-pairing strategy (:mod:`orderchaos.agents.strategy`)
+        gets the strategy's move at once.
 
         ``ranked()`` gives the mover's legal moves in the order the player prefers them; it
         is called only when the solver proves the mover wins, and the first of those moves
@@ -237,6 +249,8 @@ class SolverAssist:
         before a proof (or before a winning move is proven: the search, whose leaves the
         solver settles, takes over).
         """
+        if self.use_strategy and state.to_play == ORDER and strategy.covers(state):
+            return RootAnswer(STRATEGY, strategy.move(state))
         entry = self.book.lookup(state)
         if entry is not None and entry.winner == state.to_play and entry.move is not None:
             return RootAnswer(BOOK, int(entry.move))

@@ -256,9 +256,9 @@ def agent_label(agent: Agent | str) -> str:
 
 def _check_agent(agent: object, role: str) -> None:
     if isinstance(agent, str):
-        from orderchaos.agents.registry import resolve
+        from orderchaos.agents.registry import check_role
 
-        resolve(agent)  # raises SpecError naming what is accepted
+        check_role(agent, role)  # raises SpecError naming what is accepted
     elif not callable(getattr(agent, "act", None)):
         raise TypeError(
             f"the {role} player must be an agent spec string or an object with act(state), "

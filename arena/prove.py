@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 
+from orderchaos.agents import strategy
 from orderchaos.agents.solver import Solver, generated_moves
 from orderchaos.envs.rules import (
     ACTIONS,
@@ -522,10 +523,12 @@ class Prover:
         self.run_nodes = 0
         self.stop_requested = False
         """Set (e.g. by a signal handler) to end :meth:`run` after the current result."""
-        self.root = self._node(canonical_form(root.x, root.o)[0], root)
+        # a root with its first move fixed is never settled by the leaf rule: the question
+        # is whether that move wins
+        self.root = self._node(canonical_form(root.x, root.o)[0], root, leaf_rule=first is None)
 
     # -- nodes --------------------------------------------------------------------------
-    def _node(self, key: int, state: State) -> Node:
+    def _node(self, key: int, state: State, leaf_rule: bool = True) -> Node:
         node = self.nodes.get(key)
         if node is not None:
             return node
@@ -539,6 +542,10 @@ class Prover:
         hit = self.book.lookup_key(key)
         if hit is not None:
             self._set_solved(node, hit[0])
+            return node
+        if leaf_rule and strategy.covers(state):  # a leaf rule: the central-pairing strategy wins it for Order
+            self._set_solved(node, ORDER)
+            self.book.add(state, ORDER, strategy.move(state) if state.to_play == ORDER else None)
             return node
         node.tried = self.meta.tried.get(key, 0)
         node.pn = node.dn = self._leaf_number(node.tried)
@@ -932,6 +939,10 @@ def _verify_entry(
             if pos.winner != winner:
                 return f"after {label} the game ends with {pos.winner} winning"
             continue
+        if strategy.covers(pos):  # proven by the strategy, as the prover's leaf rule has it
+            if winner != ORDER:
+                return f"after {label} the strategy proves order wins"
+            continue
         hit = book.lookup(pos)
         if hit is not None:
             if hit.winner != winner:
@@ -973,15 +984,3 @@ def format_progress(d: dict[str, Any]) -> str:
         + ("" if rep is None else f" replies {rep[0]}/{rep[1]}")
         + (" (final)" if d["final"] else "")
     )
-
-
-def print_status(s: dict[str, Any]) -> None:
-    print(f"empty board: {s['root'] or 'open'}; book {s['book_entries']} entries; "
-          f"solver {s['solver_seconds']:.0f}s wall, {s['solver_cpu_seconds']:.0f}s CPU over {s['runs']} run(s)")
-    for f in s["first_moves"]:
-        print(f"  {f['move']}: {f['result']:<9} replies proven {f['replies_proven']}/{f['replies']}"
-              f" disproven {f['replies_disproven']}  {f['seconds']:.0f}s")
-    if s["focus"] is not None:
-        print(f"replies to {s['focus']['move']}:")
-        for r in s["focus"]["replies"]:
-            print(f"  {r['reply']}: {r['result']:<9} {r['seconds']:.0f}s")

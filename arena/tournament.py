@@ -39,6 +39,7 @@ from orderchaos.arena.matches import (
     run_tasks,
     wilson_interval,
 )
+from orderchaos.envs.rules import AGENTS
 
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
 Z95 = 1.959964
@@ -284,7 +285,7 @@ def run_tournament(
     ``specs`` are agent spec strings (at least two, no repeats). ``anchor`` names an
     entrant whose mean rating is set to zero (default: mean of all ratings zero).
     """
-    from orderchaos.agents.registry import resolve
+    from orderchaos.agents.registry import check_role
 
     entrants = list(specs)
     if len(entrants) < 2:
@@ -294,7 +295,8 @@ def run_tournament(
     for spec in entrants:
         if not isinstance(spec, str):
             raise ValueError(f"entrants must be agent spec strings, got {spec!r}")
-        resolve(spec)
+        for role in AGENTS:  # every entrant plays both sides
+            check_role(spec, role)
     if isinstance(games, bool) or not isinstance(games, int) or games < 1:
         raise ValueError(f"games per pairing must be a positive integer, got {games!r}")
     check_opening_plies(openings)

@@ -26,13 +26,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the opponent and play one game on stdin/stdout."""
-    from orderchaos.agents.registry import SpecError, make
+    from orderchaos.agents.registry import SpecError, check_role, make
     from orderchaos.cli.terminal_game import play_session
 
     if args.hint_time <= 0:
         print("orderchaos play: --hint-time must be positive seconds", file=sys.stderr)
         return 2
     try:
+        check_role(args.vs, "chaos" if args.side == "order" else "order")
         agent = make(args.vs, seed=args.seed)
     except (SpecError, ImportError) as exc:
         print(f"orderchaos play: cannot build the opponent {args.vs!r}: {exc}", file=sys.stderr)

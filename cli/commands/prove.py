@@ -10,6 +10,13 @@ Ray instance on 127.0.0.1, or the cluster at ``--ray-address``). ``--status`` ta
 Order's first moves and the Chaos replies to the one being proven; ``--verify`` re-checks
 every entry of the book with fresh solvers in this process (exit status 1 on any failure,
 naming the positions).
+
+The empty board is an Order win by the central-pairing strategy
+(``orderchaos.agents.strategy``). ``--certificate FILE`` writes that proof as a certificate,
+``--check FILE`` verifies one independently of the strategy, the solver and the prover
+(``orderchaos.arena.certificate_check``; exit status 1 naming the first failing position, 2
+for a file that is not a certificate), and ``--status`` reports the empty board as an Order
+win by it, with each of Order's first-move classes.
 """
 
 from __future__ import annotations
@@ -49,10 +56,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cap", type=int, default=ProveConfig.cap, help="expand a leaf once a try this big failed")
     parser.add_argument("--tt-bits", type=int, default=ProveConfig.tt_bits, help="solver table size per worker (log2)")
     parser.add_argument("--json", action="store_true", help="JSON output")
-    parser.add_argument("--status", action="store_true", help="report what the book proves")
+    parser.add_argument("--status", action="store_true", help="report the empty board (an Order win, by the certificate) and Order's first "
+                             "moves: proven by the strategy, or what the book proves")
     parser.add_argument("--verify", action="store_true",
                         help="re-check every book entry with fresh solvers, in this process (not on Ray)")
     parser.add_argument("--verify-node-limit", type=int, default=None, help="node limit per re-proof")
+    parser.add_argument("--certificate", metavar="FILE", default=None,
+                        help="write the central-pairing proof that Order wins (after c3 X) as a certificate")
+    parser.add_argument("--check", metavar="FILE", default=None,
+                        help="verify a certificate with the rules engine only: the centre game, the lemma, "
+                             "and a replay on the 6x6 board (exit status 1 on a failure)")
+    parser.add_argument("--border-moves", type=int, default=0, metavar="K",
+                        help="with --check: Chaos border moves allowed in the replay (default 0; the lemma "
+                             "covers the rest)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,12 +76,18 @@ def run(args: argparse.Namespace) -> int:
     (including a Ray backend that cannot start)."""
     from orderchaos.agents.proof_book import ProofBook, ProofBookError, shipped_book_path
     from orderchaos.arena.prove import (
-        INF, BookMeta, ProveConfig, Prover, ProverWorkerError, format_progress, print_status, parse_action,
+        INF, BookMeta, ProveConfig, Prover, ProverWorkerError, format_progress, parse_action,
         status, verify,
     )
     from orderchaos.envs.rules import BoardStringError, parse_board
     from orderchaos.ray_setup import RayBackendError, check_address
 
+    modes = [f"--{m}" for m in ("status", "verify", "certificate", "check") if getattr(args, m)]
+    if args.certificate is not None or args.check is not None:
+        return _certificate_mode(args, modes)
+    if args.border_moves != 0:
+        print("orderchaos prove: --border-moves goes with --check FILE", file=sys.stderr)
+        return 2
     problem = None
     if args.ray_address is not None and args.backend != "ray":
         problem = "--ray-address goes with --backend ray"
@@ -87,8 +109,10 @@ def run(args: argparse.Namespace) -> int:
         args.book = str(shipped_book_path())
     try:
         if args.status:
-            s = status(args.book)
-            print(json.dumps(s, indent=1)) if args.json else print_status(s)
+            from orderchaos.arena.solved import print_solved_status, solved_status
+
+            s = solved_status(status(args.book))
+            print(json.dumps(s, indent=1)) if args.json else print_solved_status(s)
             return 0
         if args.verify:
             fails = verify(args.book, node_limit=args.verify_node_limit)
@@ -147,3 +171,52 @@ def run(args: argparse.Namespace) -> int:
           f"{result.tasks} tasks, {result.solver_nodes:,} solver nodes in {result.seconds:.1f}s; "
           f"book {result.book_entries} entries{' (interrupted)' if result.interrupted else ''}", flush=True)
     return 0
+
+
+def _certificate_mode(args: argparse.Namespace, modes: list[str]) -> int:
+    """``--certificate FILE`` (write) or ``--check FILE [--border-moves K]`` (verify)."""
+    from orderchaos.arena import certificate
+
+    if len(modes) > 1:
+        print(f"orderchaos prove: {' and '.join(modes)} go separately; give one of them", file=sys.stderr)
+        return 2
+    if args.border_moves < 0:
+        print(f"orderchaos prove: --border-moves must be 0 or more, got {args.border_moves}", file=sys.stderr)
+        return 2
+    if args.certificate is not None:
+        from orderchaos.arena.solved import build_certificate
+
+        try:
+            cert = build_certificate()
+            certificate.write(cert, args.certificate)
+        except OSError as e:
+            print(f"orderchaos prove: cannot write {args.certificate}: {e.strerror or e}", file=sys.stderr)
+            return 2
+        print(f"wrote {args.certificate}: first move {cert.first_move}, {len(cert.pairs)} pairs, "
+              f"{len(cert.centre_moves):,} centre moves; check it with orderchaos prove --check "
+              f"{args.certificate}")
+        return 0
+    import time
+
+    from orderchaos.arena.certificate_check import check, describe
+
+    try:
+        cert = certificate.read(args.check)
+    except certificate.CertificateError as e:
+        print(f"orderchaos prove: {e}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    report = check(cert, args.border_moves)
+    seconds = time.perf_counter() - start
+    if args.json:
+        print(json.dumps({"file": args.check, "ok": report.ok, "failure": report.failure,
+                          "seconds": round(seconds, 1),
+                          "parts": [{"name": p.name, "counts": p.counts, "seconds": round(p.seconds, 2)}
+                                    for p in report.parts]}, indent=1))
+    else:
+        print(f"certificate {args.check}: first move {cert.first_move}, {len(cert.centre_moves):,} centre moves")
+        print("\n".join(describe(report)))
+        verdict = (f"holds: Order wins from the empty board, first move {cert.first_move}" if report.ok
+                   else "does not hold")
+        print(f"certificate {verdict} ({seconds:.1f} s)")
+    return 0 if report.ok else 1

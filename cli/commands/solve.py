@@ -3,8 +3,10 @@
 Each BOARD is 36 characters of X, O and . (row-major; whitespace and / are ignored); the
 side to move follows from the stone count. One line per board is printed -- one JSON
 object per line with --json (fields board, to_move, winner, nodes, seconds, source --
-"book" or "solver" -- book_move for book answers, and best_actions with --moves). A board
-held in the proof book is answered from it at once, and the line says so. winner is null
+"strategy", "book" or "solver" -- strategy_move or book_move for those answers, and
+best_actions with --moves). A board that the central-pairing strategy covers
+(``orderchaos.agents.strategy``), or that the proof book holds, is answered at once, and the
+line says so (without --moves, which asks the solver for every winning move). winner is null
 when --time-limit was hit. Every board is processed; malformed ones are reported on stderr and make the exit status 2.
 
 On a terminal a progress line (nodes, elapsed seconds) is kept up to date on stderr while a
@@ -67,6 +69,19 @@ def solve_in_chunks(solver, state, time_limit: float | None, moves: bool,
         chunk = min(2 * chunk, MAX_CHUNK_NODES)
 
 
+def known_answer(book, state):  # noqa: ANN001, ANN201
+    """``(source, winner, move)`` when the central-pairing strategy covers ``state`` (source
+    ``"strategy"``, move: Order's move, None when Chaos is to move) or the proof ``book``
+    holds it (``"book"``, the book's move); None otherwise."""
+    from orderchaos.agents import strategy
+    from orderchaos.envs.rules import ORDER
+
+    if strategy.covers(state):
+        return "strategy", ORDER, strategy.move(state) if state.to_play == ORDER else None
+    entry = book.lookup(state)
+    return None if entry is None else ("book", entry.winner, entry.move)
+
+
 def run(args: argparse.Namespace) -> int:
     """Solve every board and print one line each; 2 if any board was malformed."""
     from orderchaos.agents.proof_book import ProofBook, ProofBookError, shipped_book
@@ -98,17 +113,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"orderchaos solve: bad board {text!r}: {err}", file=sys.stderr)
             status = 2
             continue
-        entry = book.lookup(state) if not args.moves else None
-        if entry is not None:
-            record = {"board": state.to_string(), "to_move": state.to_play, "winner": entry.winner,
-                      "nodes": 0, "seconds": 0.0, "source": "book",
-                      "book_move": None if entry.move is None else action_name(entry.move)}
+        known = None if args.moves else known_answer(book, state)
+        if known is not None:
+            source, winner, move = known
+            name = None if move is None else action_name(move)
+            record = {"board": state.to_string(), "to_move": state.to_play, "winner": winner,
+                      "nodes": 0, "seconds": 0.0, "source": source, f"{source}_move": name}
             if args.json:
                 print(json.dumps(record), flush=True)
             else:
-                move = "" if entry.move is None else f", winning move {record['book_move']}"
-                print(f"{record['board']}  {state.to_play} to move  winner: {entry.winner}  "
-                      f"(from the proof book{move})", flush=True)
+                where = "the strategy" if source == "strategy" else "the proof book"
+                print(f"{record['board']}  {state.to_play} to move  winner: {winner}  "
+                      f"(from {where}{'' if name is None else f', winning move {name}'})", flush=True)
             continue
         try:
             result = solve_in_chunks(solver, state, args.time_limit, args.moves, report)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from orderchaos.agents.base import Agent
-from orderchaos.agents.registry import SpecError, make, resolve
+from orderchaos.agents.registry import SpecError, check_role, make, resolve
 from orderchaos.arena.game_files import GameFileError, SavedGame, load_games
 from orderchaos.cli.terminal_game import MoveInputError, parse_move
 from orderchaos.envs.rules import (
@@ -220,6 +220,13 @@ def effective_spec(spec: object, limits: Limits) -> str:
     return spec
 
 
+def _check_role(spec: str, role: str) -> None:
+    try:
+        check_role(spec, role)
+    except SpecError as exc:
+        raise WebError(f"bad agent spec {spec!r}: {exc}") from None
+
+
 def _build(spec: str) -> Agent:
     try:
         return make(spec, seed=0)
@@ -310,6 +317,7 @@ class PlayGame:
         if side not in AGENTS:
             raise WebError(f"side must be 'order' or 'chaos', got {side!r}")
         spec = effective_spec(msg.get("opponent"), self.services.limits)
+        _check_role(spec, CHAOS if side == ORDER else ORDER)
         agent = await off_loop(
             _build, spec, timeout=self.services.limits.build_time, what=f"building the agent {spec}"
         )
@@ -514,6 +522,8 @@ class WatchGame:
         """Start a match: ``order`` and ``chaos`` agent specs, ``delay_ms`` between moves."""
         limits = self.services.limits
         specs = {role: effective_spec(msg.get(role), limits) for role in AGENTS}
+        for role, spec in specs.items():
+            _check_role(spec, role)
         delay = self._read_delay(msg)
         agents = {}
         for role, spec in specs.items():

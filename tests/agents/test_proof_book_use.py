@@ -13,9 +13,11 @@ from orderchaos.cli.main import main
 from orderchaos.envs.rules import ORDER, State, action_name
 from orderchaos.envs.symmetry import transform_action, transform_state
 
-# Two stones: far too early for the solver to prove quickly, so an instant answer must come
-# from the book. The stored move is arbitrary here; the book is trusted as written.
-EARLY = State().apply(2 * 14).apply(2 * 0 + 1)
+# Four stones: far too early for the solver to prove quickly, so an instant answer must come
+# from the book (the border pair a1/f6 holds two O's, so the central-pairing strategy, which
+# the solver player asks first, does not cover it). The stored move is arbitrary here; the
+# book is trusted as written.
+EARLY = State().apply(2 * 14).apply(2 * 0 + 1).apply(2 * 16).apply(2 * 35 + 1)
 BOOK_MOVE = 2 * 21
 
 

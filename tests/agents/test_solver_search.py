@@ -16,6 +16,7 @@ from orderchaos.agents.network_agent import NeuralAgent, pretrained_agent
 from orderchaos.agents.proof_book import ProofBook, key_state, shipped_book
 from orderchaos.agents.registry import RUN_DIR, SpecError, make, resolve
 from orderchaos.agents.solver import Solver
+from orderchaos.agents.strategy import covers
 from orderchaos.agents.solver_search import AVOID_NODE_LIMIT, RootAnswer, SolverAssist, SolverLeafEvaluator
 from orderchaos.envs.rules import ORDER, State, action_name, parse_board
 from orderchaos.envs.symmetry import transform_action, transform_state
@@ -110,8 +111,10 @@ def test_the_solver_root_plays_a_winning_move_where_the_network_misses(spec: str
     for i in NET_MISSES + FEW_WINS:
         state, good = position(i)
         assert agent.act(state) in good, i
-        assert agent.last_reason == "solver"
+        # a position the central-pairing strategy covers is answered by it, before the solver
+        assert agent.last_reason == ("strategy" if covers(state) else "solver")
         assert agent.policy(state)[list(good)].sum() == 1.0
+    assert sum(not covers(position(i)[0]) for i in NET_MISSES + FEW_WINS) >= 3
     plain = make("pretrained", seed=0)  # the same network without the solver goes wrong here
     assert all(plain.act(position(i)[0]) not in position(i)[1] for i in NET_MISSES)
 
@@ -152,9 +155,10 @@ def _test_book(move: int) -> ProofBook:
     return book
 
 
-# Two stones, far beyond the solver's depth: only the book can answer at once. The stored
-# move (O in the f6 corner) is one no network or search here would choose.
-EARLY = State().apply(2 * 14).apply(2 * 0 + 1)
+# Four stones, far beyond the solver's depth: only the book can answer at once (two border
+# pairs, a1/f6 and f1/a6, hold one stone each, so the central-pairing strategy does not
+# cover it). The stored move (O in the f6 corner) is one no network or search here would choose.
+EARLY = State().apply(2 * 14).apply(2 * 0 + 1).apply(2 * 16).apply(2 * 30 + 1)
 BOOK_MOVE = 2 * 35 + 1
 
 
@@ -172,7 +176,8 @@ def test_the_root_plays_the_book_move_for_a_book_position() -> None:
 def test_the_shipped_book_answers_by_default() -> None:
     agent = make("pretrained:sims=20,solver=26", seed=0)
     book = shipped_book()
-    won = [(key_state(k), m) for k, w, m in book.items() if m is not None and w == key_state(k).to_play]
+    won = [(key_state(k), m) for k, w, m in book.items()
+           if m is not None and w == key_state(k).to_play and not covers(key_state(k))]
     assert won
     for state, move in won[:5]:
         assert agent.act(state) == move and agent.last_reason == "book"
@@ -285,9 +290,10 @@ def test_an_unsettled_order_root_seeks_a_proven_win_among_the_likeliest_moves() 
     assert SEEK_ROOT.to_play == ORDER and SEEK_ROOT.num_empty == 30
     (win,) = _named(SEEK_ROOT, "c4 X")
     ranked = _named(SEEK_ROOT, "e4 X", "b5 X", "e5 X", "c4 X")  # three losing moves first
-    unsettled = SolverAssist(26, book=ProofBook(), root_nodes=1000, seek_nodes=0).root(SEEK_ROOT, lambda: ranked)
-    assert unsettled.source == "open"
-    answer = SolverAssist(26, book=ProofBook(), root_nodes=1000).root(SEEK_ROOT, lambda: ranked)
+    # SEEK_ROOT is covered by the central-pairing strategy: leave it to the solver here
+    assist = SolverAssist(26, book=ProofBook(), root_nodes=1000, seek_nodes=0, use_strategy=False)
+    assert assist.root(SEEK_ROOT, lambda: ranked).source == "open"
+    answer = SolverAssist(26, book=ProofBook(), root_nodes=1000, use_strategy=False).root(SEEK_ROOT, lambda: ranked)
     assert answer == RootAnswer("solver", win)
     assert Solver().solve(SEEK_ROOT.apply(win), node_limit=1_000_000).winner == ORDER
 
