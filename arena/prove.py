@@ -67,6 +67,7 @@ from orderchaos.envs.rules import (
 )
 from orderchaos.agents.proof_book import ProofBook, ProofBookError, canonical_form, key_state, write_atomic
 from orderchaos.ray_setup import check_address, connect_ray, import_ray
+from orderchaos.files import write_with_fallback
 
 INF = math.inf
 META_VERSION = 1
@@ -752,8 +753,17 @@ class Prover:
         for node in self.nodes.values():
             if node.tried and not node.solved:
                 self.meta.tried[node.key] = node.tried
-        self.book.save(self.book_path)
-        self.meta.save(self.book_path)
+        self.book_path, error = write_with_fallback(self.book_path, self._save_to)
+        if error is not None:
+            warnings.warn(
+                f"cannot write the proof book ({error.strerror or error}); it is saved to "
+                f"{self.book_path} (and its side file beside it) instead",
+                stacklevel=2,
+            )
+
+    def _save_to(self, path: Path) -> None:
+        self.book.save(path)
+        self.meta.save(path)
 
     def counts(self) -> dict[str, Any]:
         """Node counts and the root's numbers (for progress lines)."""

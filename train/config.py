@@ -390,7 +390,8 @@ class MistakesConfig:
     )
     interval: int = _field(4, "iterations between rounds", min=1)
     opponents: list[str] = _field(
-        ["heuristic"], "agent specs the networks play in these games (see orderchaos.agents.registry)"
+        ["heuristic"], "agent specs the networks play in these games (see orderchaos.agents.registry)",
+        agent_specs=True,
     )
     roles: list[str] = _field(
         ["order", "chaos"], "whose lost games are searched", choices=["order", "chaos"]
@@ -434,7 +435,8 @@ class EvalConfig:
     interval: int = _field(10, "iterations between evaluations (0: only at the end)", min=0)
     games: int = _field(40, "games per opponent and seat", min=1)
     opponents: list[str] = _field(
-        ["random", "heuristic"], "agent specs to play in both seats (see orderchaos.agents.registry)"
+        ["random", "heuristic"], "agent specs to play in both seats (see orderchaos.agents.registry)",
+        agent_specs=True,
     )
     openings: int = _field(
         2, "random opening plies per game so that greedy players differ between games", min=0
@@ -587,6 +589,8 @@ def _check_rules(key: str, value: Any, rules: dict[str, Any]) -> None:
             raise ConfigError(f"config key {key!r} must be {relation} {lo}, got {value!r}")
     if hi is not None and value > hi:
         raise ConfigError(f"config key {key!r} must be <= {hi}, got {value!r}")
+    if rules.get("agent_specs"):
+        _check_agent_specs(key, value)
     choices = rules.get("choices")
     if choices is not None and isinstance(value, list):
         for item in value:
@@ -595,6 +599,18 @@ def _check_rules(key: str, value: Any, rules: dict[str, Any]) -> None:
         raise ConfigError(
             f"config key {key!r} must be one of {', '.join(choices)}, got {value!r}"
         )
+
+
+def _check_agent_specs(key: str, specs: list[str]) -> None:
+    """Every entry must be an agent spec the registry accepts (checked when the config is
+    read, so that a bad spec stops the run before its first iteration, not at its end)."""
+    from orderchaos.agents.registry import SpecError, resolve
+
+    for i, spec in enumerate(specs):
+        try:
+            resolve(spec)
+        except SpecError as exc:
+            raise ConfigError(f"config key {key}[{i}]: {exc}") from None
 
 
 def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
@@ -693,10 +709,18 @@ def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping from ``path`` with errors that name the file."""
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"config file {str(p)!r} is a directory; give a YAML file")
     if not p.is_file():
         raise ConfigError(f"config file {str(p)!r} does not exist")
     try:
-        data = yaml.safe_load(p.read_text())
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {str(p)!r} is not UTF-8 text (byte {exc.start}); give a YAML file"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"config file {str(p)!r} cannot be read: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
     if data is None:

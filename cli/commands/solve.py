@@ -23,6 +23,8 @@ from collections.abc import Callable
 FIRST_CHUNK_NODES = 200_000
 MAX_CHUNK_NODES = 3_200_000
 
+from orderchaos.cli import options
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``solve``."""
@@ -32,7 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--moves", action="store_true", help="also list every move that keeps the mover's result"
     )
     parser.add_argument(
-        "--time-limit", type=float, default=None, metavar="S",
+        "--time-limit", type=options.SECONDS, default=None, metavar="S",
         help="seconds per board (winner is unknown when it runs out); default: no limit",
     )
     parser.add_argument(

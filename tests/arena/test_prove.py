@@ -527,3 +527,17 @@ def test_ray_backend_without_ray_says_how_to_install(monkeypatch) -> None:
         ProveConfig(ray_address="auto")
     with pytest.raises(ValueError, match="backend must be one of local, ray"):
         ProveConfig(backend="spark")
+
+
+def test_unwritable_book_at_the_end_is_saved_elsewhere_and_named(tmp_path: Path) -> None:
+    """When the book path cannot be written at a checkpoint, the proof goes beside it (named
+    in a warning), not lost."""
+    path = tmp_path / "b.ocb"
+    s = random_board(7, 8)
+    prover = Prover(s, ProofBook(), config=TINY, book_path=path)
+    path.mkdir()  # the path turned into a folder after the run started
+    with pytest.warns(UserWarning, match="saved to .*b.ocb.unsaved-"):
+        result = prover.run()
+    (kept,) = tmp_path.glob("b.ocb.unsaved-*[0-9]")
+    assert ProofBook.load(kept).lookup(s).winner == result.winner == brute_force(s)
+    assert BookMeta.load(kept).runs == 1
