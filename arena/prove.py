@@ -415,6 +415,8 @@ class BookMeta:
             return cls()
         try:
             d = json.loads(p.read_text())
+            if not isinstance(d, dict):
+                raise ValueError(f"it holds a JSON {type(d).__name__}, not an object of side data")
             if d.get("version") != META_VERSION:
                 raise ValueError(f"version {d.get('version')!r}, expected {META_VERSION}")
             return cls(

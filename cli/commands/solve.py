@@ -9,7 +9,8 @@ when --time-limit was hit. Every board is processed; malformed ones are reported
 
 On a terminal a progress line (nodes, elapsed seconds) is kept up to date on stderr while a
 board is being solved; Ctrl-C stops at once, prints the board's line with the winner
-unknown, and exits with status 130.
+unknown (with --json: a JSON line with ``"winner": null, "interrupted": true``), and exits
+with status 130.
 """
 
 from __future__ import annotations
@@ -117,8 +118,12 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             if show_progress:
                 print(file=sys.stderr)
-            print(f"{state.to_string()}  {state.to_play} to move  winner: unknown (interrupted)",
-                  flush=True)
+            if args.json:  # the output stays JSON lines
+                print(json.dumps({"board": state.to_string(), "to_move": state.to_play, "winner": None,
+                                  "source": "solver", "interrupted": True}), flush=True)
+            else:
+                print(f"{state.to_string()}  {state.to_play} to move  winner: unknown (interrupted)",
+                      flush=True)
             return 130
         if show_progress:
             print("\r" + " " * 60 + "\r", end="", file=sys.stderr, flush=True)

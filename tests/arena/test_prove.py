@@ -541,3 +541,13 @@ def test_unwritable_book_at_the_end_is_saved_elsewhere_and_named(tmp_path: Path)
     (kept,) = tmp_path.glob("b.ocb.unsaved-*[0-9]")
     assert ProofBook.load(kept).lookup(s).winner == result.winner == brute_force(s)
     assert BookMeta.load(kept).runs == 1
+
+
+@pytest.mark.parametrize("content, message", [("[1,2]", "holds a JSON list, not an object"),
+                                               ('"text"', "holds a JSON str")])
+def test_side_file_of_another_shape_is_one_line(tmp_path: Path, capsys, content: str, message: str) -> None:
+    book = tmp_path / "b.ocb"
+    Path(f"{book}.meta.json").write_text(content)
+    assert cli_main(["prove", "--book", str(book), "--minutes", "0.01"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.splitlines()) == 1 and "attribute" not in err
