@@ -66,7 +66,7 @@ from orderchaos.envs.rules import (
     threat_pairs,
 )
 from orderchaos.agents.proof_book import ProofBook, ProofBookError, canonical_form, key_state, write_atomic
-from orderchaos.ray_setup import check_address, connect_ray, import_ray
+from orderchaos.ray_setup import check_address, connect_ray, import_ray, shutdown_ray
 from orderchaos.files import write_with_fallback
 
 INF = math.inf
@@ -359,7 +359,7 @@ class _RayExecutor:
 
     def _disconnect(self) -> None:
         if self.owns and self.ray.is_initialized():
-            self.ray.shutdown()
+            shutdown_ray()
         self.owns = False
 
 
