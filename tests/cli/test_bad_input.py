@@ -141,3 +141,20 @@ def test_unreadable_configs_are_one_line(tmp_path: Path, capsys: pytest.CaptureF
     one_line_error(capsys, "is not UTF-8 text")
     assert main(["train", str(tmp_path)]) == 2
     one_line_error(capsys, "is a directory")
+
+
+@pytest.mark.parametrize(
+    "override, needle",
+    [
+        ("selfplay.games=10000000000", "config key 'selfplay.games' must be <= 1000000"),
+        ("mcts.simulations=1000000000", "config key 'mcts.simulations' must be <= 1000000"),
+        ("run.actors=100000", "config key 'run.actors' must be <= 1024"),
+        ("run.time_limit_minutes=1e400", "run.time_limit_minutes"),
+        ("run.time_limit_minutes=inf", "run.time_limit_minutes"),
+        ("replay.capacity=1000000000000", "config key 'replay.capacity' must be <= 100000000"),
+    ],
+)
+def test_huge_counts_in_a_config_are_refused(override: str, needle: str, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", SMOKE, override, "--run-dir", str(tmp_path / "run")]) == 2
+    one_line_error(capsys, needle)
