@@ -13,7 +13,8 @@ from orderchaos.envs import (
     OrderChaosEnv,
     OrderChaosVectorEnv,
 )
-from orderchaos.envs.rules import parse_board
+from orderchaos.envs.render import render_rgb
+from orderchaos.envs.rules import State, parse_board, render_ascii
 
 
 def test_make_vec_gives_the_native_vector_env() -> None:
@@ -68,6 +69,9 @@ def match_single_envs(backend: str, end_when_decided: bool, n: int, steps: int) 
             assert list(to_np(info["rewards"])[i]) == [expected_info["rewards"]["order"], expected_info["rewards"]["chaos"]]
             assert tuple(np.flatnonzero(to_np(info["winning_line"])[i])) == tuple(expected_info["winning_line"])
             assert to_np(info["to_play"])[i] == ("order", "chaos").index(expected_info["to_play"])
+            last = expected_info["last_action"]
+            assert to_np(info["last_action"])[i] == (-1 if last is None else last)
+            assert not to_np(info["illegal"])[i]
             pending[i] = expected_done
             if expected_done:
                 reasons[expected_info["end_reason"]] += 1
@@ -122,9 +126,17 @@ def test_vector_board_option_and_restart_position() -> None:
 def test_vector_render() -> None:
     vec = OrderChaosVectorEnv(2, render_mode="ansi")
     vec.reset()
+    assert vec.render() == (render_ascii(State()),) * 2  # no last move marked yet
     vec.step(np.array([0, 3]))
     frames = vec.render()
-    assert len(frames) == 2 and "(X)" in frames[0] and "(O)" in frames[1]
+    assert frames == (render_ascii(State().apply(0), 0), render_ascii(State().apply(3), 3))
+    rgb = OrderChaosVectorEnv(2, render_mode="rgb_array")
+    rgb.reset()
+    rgb.step(np.array([0, 3]))
+    images = rgb.render()
+    assert len(images) == 2
+    assert np.array_equal(images[1], render_rgb(State().apply(3), 3))
+    assert OrderChaosVectorEnv(1).render() is None
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
