@@ -26,6 +26,7 @@ import os
 import pickle
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -180,6 +181,12 @@ def find_policy_dir(path: str | Path) -> Path:
     if (latest / META_FILE).is_file():
         return latest.resolve()
     steps = checkpoints_newest_first(path)
+    for bad in incomplete_newer_checkpoints(path, steps[0] if steps else None):
+        warnings.warn(
+            f"skipping checkpoint {bad.name} of {str(path)!r}: its {META_FILE} is missing"
+            + (f"; using {steps[0].name}" if steps else ""),
+            stacklevel=2,
+        )
     if steps:
         return steps[0]
     raise CheckpointError(
@@ -226,6 +233,20 @@ def checkpoints_newest_first(run_dir: str | Path) -> list[Path]:
         return []
     steps = [p for p in root.glob(f"{STEP_PREFIX}*") if p.is_dir() and (p / META_FILE).is_file()]
     return sorted(steps, reverse=True)
+
+
+def incomplete_newer_checkpoints(run_dir: str | Path, than: Path | None) -> list[Path]:
+    """The checkpoint directories of a run without ``meta.json`` that are newer than the
+    complete checkpoint ``than`` (all of them when None), newest first: damage to report,
+    since a save writes ``meta.json`` before the directory gets its ``step_*`` name."""
+    root = Path(run_dir) / CHECKPOINTS_DIR
+    if not root.is_dir():
+        return []
+    return sorted(
+        (p for p in root.glob(f"{STEP_PREFIX}*")
+         if p.is_dir() and not (p / META_FILE).is_file() and (than is None or p.name > than.name)),
+        reverse=True,
+    )
 
 
 def save_checkpoint(
@@ -332,7 +353,10 @@ def load_latest_good_checkpoint(
     ones that did not (and why) in ``skipped``. None when the run has no checkpoint at all;
     CheckpointError when it has some but none loads."""
     candidates = checkpoints_newest_first(run_dir)
-    skipped: list[tuple[Path, str]] = []
+    skipped: list[tuple[Path, str]] = [
+        (bad, f"{bad / META_FILE} is missing")
+        for bad in incomplete_newer_checkpoints(run_dir, candidates[0] if candidates else None)
+    ]
     for checkpoint in candidates:
         try:
             nets, meta, state = load_checkpoint(checkpoint, device=device)

@@ -50,6 +50,7 @@ from orderchaos.envs.rules import (
     ORDER,
     IllegalActionError,
     State,
+    check_reachable,
     threat_pairs,
 )
 
@@ -119,9 +120,7 @@ def _check_state(state: object) -> State:
         raise TypeError(
             f"expected an orderchaos.envs.rules.State (e.g. parse_board('...')), got {type(state).__name__}"
         )
-    if state.x & state.o:
-        raise ValueError("invalid State: a cell holds both X and O")
-    return state
+    return check_reachable(state)  # a BoardStringError (ValueError) naming why not
 
 
 class Solver:

@@ -20,11 +20,13 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 import math
 import multiprocessing
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
@@ -37,6 +39,8 @@ from orderchaos.envs.rules import CHAOS, ORDER, IllegalActionError, State
 
 MAX_OPENING_PLIES = 30
 """Longest random opening accepted; later positions may have no move that keeps the game going."""
+MAX_GAMES = 10_000_000
+"""The most games one match (or one tournament) plays; games are streamed, not listed first."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -205,6 +209,11 @@ def _play_task(task: GameTask) -> GameRecord:
     return play_game(make(task.order, seed=order_seed), make(task.chaos, seed=chaos_seed), opening)
 
 
+def _play_tasks(tasks: list[GameTask]) -> list[GameRecord]:
+    """Play a chunk of tasks in one worker call (fewer round trips than one task per call)."""
+    return [_play_task(task) for task in tasks]
+
+
 def _pool_context() -> multiprocessing.context.BaseContext:
     # fork would copy whatever torch/numba threads the parent holds; forkserver/spawn are safe.
     methods = multiprocessing.get_all_start_methods()
@@ -212,22 +221,39 @@ def _pool_context() -> multiprocessing.context.BaseContext:
 
 
 def run_tasks(
-    tasks: Sequence[GameTask], workers: int = 1, progress: bool = False
+    tasks: Iterable[GameTask], workers: int = 1, progress: bool = False, total: int | None = None
 ) -> Iterator[GameRecord]:
-    """Play spec-only game tasks, yielding records in task order (identical for any workers)."""
+    """Play spec-only game tasks, yielding records in task order (identical for any workers).
+
+    ``tasks`` may be a lazy iterable (``total`` then sizes the progress bar and the chunks):
+    tasks are drawn as workers free up, at most a few chunks per worker ahead, so memory
+    stays bounded however many games are asked for."""
     check_workers(workers)
-    bar = _progress_bar(len(tasks), progress)
+    if total is None:
+        tasks = list(tasks)
+        total = len(tasks)
+    bar = _progress_bar(total, progress)
     try:
-        if workers == 1 or len(tasks) <= 1:
+        if workers == 1 or total <= 1:
             for task in tasks:
                 yield _play_task(task)
                 bar.update(1)
             return
-        chunk = max(1, len(tasks) // (workers * 8))
+        chunk = max(1, min(64, total // (workers * 8)))
+        source = iter(tasks)
         with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-            for record in pool.map(_play_task, tasks, chunksize=chunk):
-                yield record
-                bar.update(1)
+            pending: deque = deque()
+            while True:
+                while len(pending) < 4 * workers:
+                    batch = list(itertools.islice(source, chunk))
+                    if not batch:
+                        break
+                    pending.append(pool.submit(_play_tasks, batch))
+                if not pending:
+                    break
+                for record in pending.popleft().result():
+                    yield record
+                    bar.update(1)
     except BrokenProcessPool:
         raise WorkerCrashError(
             "a worker process died while playing (a crash inside an agent, e.g. in compiled "
@@ -235,6 +261,12 @@ def run_tasks(
         ) from None
     finally:
         bar.close()
+
+
+def check_games(n: object, what: str = "the number of games") -> None:
+    """Raise ValueError unless ``n`` is an integer from 1 to :data:`MAX_GAMES`."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_GAMES:
+        raise ValueError(f"{what} must be an integer from 1 to {MAX_GAMES:,}, got {n!r}")
 
 
 def check_workers(workers: int) -> None:
@@ -285,8 +317,7 @@ def play_match(
     players do not replay one game ``n`` times. ``workers > 1`` plays in parallel
     processes with the same results as one worker. ``keep_games`` keeps every game record.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"the number of games must be a positive integer, got {n!r}")
+    check_games(n)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     check_opening_plies(openings)
@@ -295,8 +326,8 @@ def play_match(
     _check_agent(chaos_agent, CHAOS)
     start = time.perf_counter()
     if isinstance(order_agent, str) and isinstance(chaos_agent, str):
-        tasks = [GameTask(order_agent, chaos_agent, seed, (i,), openings) for i in range(n)]
-        records = list(run_tasks(tasks, workers, progress))
+        tasks = (GameTask(order_agent, chaos_agent, seed, (i,), openings) for i in range(n))
+        records = run_tasks(tasks, workers, progress, total=n)
     else:
         if workers != 1:
             raise ValueError(
@@ -304,8 +335,17 @@ def play_match(
                 "agent objects can only be played with workers=1"
             )
         records = _play_with_objects(order_agent, chaos_agent, n, seed, openings, progress)
+    games = order_wins = length_sum = 0
+    kept: list[GameRecord] = []
+    for record in records:  # streamed: only the counts are kept unless keep_games
+        games += 1
+        order_wins += record.winner == ORDER
+        length_sum += record.length
+        if keep_games:
+            kept.append(record)
     seconds = time.perf_counter() - start
-    return summarize(records, seconds, keep_games, agent_label(order_agent), agent_label(chaos_agent))
+    return _result(games, order_wins, length_sum, seconds, kept,
+                   agent_label(order_agent), agent_label(chaos_agent))
 
 
 def _play_with_objects(
@@ -315,21 +355,38 @@ def _play_with_objects(
     seed: int,
     openings: int,
     progress: bool,
-) -> list[GameRecord]:
+) -> Iterator[GameRecord]:
     from orderchaos.agents.registry import make
 
-    records = []
     bar = _progress_bar(n, progress)
     try:
         for i in range(n):
             rng, order_seed, chaos_seed = game_seeds(seed, (i,))
             order = make(order_agent, seed=order_seed) if isinstance(order_agent, str) else order_agent
             chaos = make(chaos_agent, seed=chaos_seed) if isinstance(chaos_agent, str) else chaos_agent
-            records.append(play_game(order, chaos, random_opening(openings, rng)))
+            yield play_game(order, chaos, random_opening(openings, rng))
             bar.update(1)
     finally:
         bar.close()
-    return records
+
+
+def _result(
+    games: int, order_wins: int, length_sum: int, seconds: float, records: list[GameRecord],
+    order: str, chaos: str,
+) -> MatchResult:
+    return MatchResult(
+        games=games,
+        order_wins=order_wins,
+        chaos_wins=games - order_wins,
+        order_win_rate=order_wins / games if games else 0.0,
+        ci95=wilson_interval(order_wins, games),
+        mean_length=length_sum / games if games else 0.0,
+        seconds=seconds,
+        games_per_sec=games / seconds if seconds > 0 else float("inf"),
+        records=records,
+        order=order,
+        chaos=chaos,
+    )
 
 
 def summarize(
@@ -340,18 +397,7 @@ def summarize(
     chaos: str = "",
 ) -> MatchResult:
     """Count wins and lengths of finished games into a MatchResult."""
-    games = len(records)
     order_wins = sum(r.winner == ORDER for r in records)
-    return MatchResult(
-        games=games,
-        order_wins=order_wins,
-        chaos_wins=games - order_wins,
-        order_win_rate=order_wins / games if games else 0.0,
-        ci95=wilson_interval(order_wins, games),
-        mean_length=float(np.mean([r.length for r in records])) if games else 0.0,
-        seconds=seconds,
-        games_per_sec=games / seconds if seconds > 0 else float("inf"),
-        records=list(records) if keep_games else [],
-        order=order,
-        chaos=chaos,
-    )
+    length_sum = sum(r.length for r in records)
+    return _result(len(records), order_wins, length_sum, seconds,
+                   list(records) if keep_games else [], order, chaos)

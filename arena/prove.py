@@ -67,7 +67,8 @@ from orderchaos.envs.rules import (
     threat_pairs,
 )
 from orderchaos.agents.proof_book import ProofBook, ProofBookError, canonical_form, key_state, write_atomic
-from orderchaos.ray_setup import check_address, connect_ray, import_ray
+from orderchaos.ray_setup import check_address, connect_ray, import_ray, shutdown_ray
+from orderchaos.files import write_with_fallback
 
 INF = math.inf
 META_VERSION = 1
@@ -359,7 +360,7 @@ class _RayExecutor:
 
     def _disconnect(self) -> None:
         if self.owns and self.ray.is_initialized():
-            self.ray.shutdown()
+            shutdown_ray()
         self.owns = False
 
 
@@ -415,6 +416,8 @@ class BookMeta:
             return cls()
         try:
             d = json.loads(p.read_text())
+            if not isinstance(d, dict):
+                raise ValueError(f"it holds a JSON {type(d).__name__}, not an object of side data")
             if d.get("version") != META_VERSION:
                 raise ValueError(f"version {d.get('version')!r}, expected {META_VERSION}")
             return cls(
@@ -759,8 +762,17 @@ class Prover:
         for node in self.nodes.values():
             if node.tried and not node.solved:
                 self.meta.tried[node.key] = node.tried
-        self.book.save(self.book_path)
-        self.meta.save(self.book_path)
+        self.book_path, error = write_with_fallback(self.book_path, self._save_to)
+        if error is not None:
+            warnings.warn(
+                f"cannot write the proof book ({error.strerror or error}); it is saved to "
+                f"{self.book_path} (and its side file beside it) instead",
+                stacklevel=2,
+            )
+
+    def _save_to(self, path: Path) -> None:
+        self.book.save(path)
+        self.meta.save(path)
 
     def counts(self) -> dict[str, Any]:
         """Node counts and the root's numbers (for progress lines)."""

@@ -34,6 +34,7 @@ import numpy as np
 
 from orderchaos.arena.matches import (
     GameTask,
+    check_games,
     check_opening_plies,
     check_workers,
     run_tasks,
@@ -297,23 +298,23 @@ def run_tournament(
             raise ValueError(f"entrants must be agent spec strings, got {spec!r}")
         for role in AGENTS:  # every entrant plays both sides
             check_role(spec, role)
-    if isinstance(games, bool) or not isinstance(games, int) or games < 1:
-        raise ValueError(f"games per pairing must be a positive integer, got {games!r}")
+    check_games(games, "games per pairing")
+    check_games(games * len(entrants) ** 2, "the games of all pairings (entrants squared times games)")
     check_opening_plies(openings)
     check_workers(workers)
     if anchor is not None and anchor not in entrants:
         raise ValueError(f"anchor {anchor!r} is not an entrant; entrants: {', '.join(entrants)}")
     k = len(entrants)
     start = time.perf_counter()
-    tasks = [
+    tasks = (
         GameTask(entrants[i], entrants[j], seed, (g,), openings)
         for i in range(k)
         for j in range(k)
         for g in range(games)
-    ]
+    )
     wins = np.zeros((k, k), dtype=np.int64)
     lengths = np.zeros((k, k))
-    for n, record in enumerate(run_tasks(tasks, workers, progress)):
+    for n, record in enumerate(run_tasks(tasks, workers, progress, total=k * k * games)):
         i, j = divmod(n // games, k)
         wins[i, j] += record.winner == "order"
         lengths[i, j] += record.length

@@ -33,7 +33,9 @@ COMMANDS: dict[str, str] = {
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (imports every command module to declare its arguments)."""
-    parser = argparse.ArgumentParser(
+    from orderchaos.cli.options import OneLineParser
+
+    parser = OneLineParser(
         prog="orderchaos", description="Order and Chaos: envs, search, self-play training."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -52,8 +54,14 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:  #
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``orderchaos``; returns the process exit status."""
     warnings.formatwarning = _one_line_warning
+    from orderchaos.cli.options import UsageError
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     try:
         return int(args._module.run(args) or 0)
     except KeyboardInterrupt:

@@ -17,8 +17,10 @@ from orderchaos.envs.rules import (
     BoardStringError,
     IllegalActionError,
     State,
+    check_reachable,
     parse_board,
     render_ascii,
+    unreachable_reason,
 )
 from orderchaos.envs.single_seat import SingleSeatEnv
 from orderchaos.envs.vector import OrderChaosVectorEnv
@@ -53,6 +55,8 @@ __all__ = [
     "aec_env",
     "encode_state",
     "encode_states",
+    "check_reachable",
     "parse_board",
+    "unreachable_reason",
     "render_ascii",
 ]

@@ -72,7 +72,12 @@ class OrderChaosAECEnv(AECEnv):
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """The planes and ``agent``'s legal-action mask (fresh copies)."""
         core = self.core
-        mask = core.mask.copy() if agent == self.agent_selection else self._no_moves.copy()
+        if agent == self.agent_selection:
+            mask = core.mask.copy()
+        elif agent in AGENTS:
+            mask = self._no_moves.copy()
+        else:
+            raise ValueError(f"unknown agent {agent!r}; the agents are {', '.join(AGENTS)}")
         return {"observation": core.obs.copy(), "action_mask": mask}
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 from gymnasium import spaces
+from gymnasium.error import ResetNeeded
 
 from orderchaos.envs.encoding import OBS_SHAPE, action_mask, encode_state
 from orderchaos.envs.render import render_rgb
@@ -166,9 +167,20 @@ class GameCore:
         if self.terminated:
             self.mask[:] = 0
 
+    def require_reset(self) -> None:
+        """Mark the game as not started: the next move raises ResetNeeded until
+        :meth:`load` (a reset) sets a position (a finished game with no winner)."""
+        self.terminated = True
+        self.winner = None
+        self.end_reason = None
+        self.mask.fill(0)
+
     def check(self, action: object) -> int:
-        """``action`` as an int if it is legal now, else IllegalActionError (nothing changes)."""
+        """``action`` as an int if it is legal now, else IllegalActionError (nothing changes);
+        ResetNeeded before the first reset."""
         if self.terminated:
+            if self.winner is None:
+                raise ResetNeeded("call reset() before step(): no game has been started")
             raise IllegalActionError(
                 f"the game is over ({self.winner} won); no action is legal, call reset()"
             )
@@ -422,6 +434,7 @@ class OrderChaosEnv(gymnasium.Env):
         self.action_space = spaces.Discrete(ACTIONS)
         self.observation_space = observation_space()
         self.core = GameCore(end_when_decided)
+        self.core.require_reset()  # as the order-enforcing wrapper does, also unwrapped
 
     @property
     def state(self) -> State:

@@ -71,7 +71,8 @@ class IllegalActionError(ValueError):
 
 
 class BoardStringError(ValueError):
-    """A board string that is not 36 characters of ``X``, ``O`` and ``.``."""
+    """A board string that is not 36 characters of ``X``, ``O`` and ``.``, or a board
+    that no game reaches (see :func:`unreachable_reason`)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -318,11 +319,48 @@ class State(NamedTuple):
         return render_ascii(self)
 
 
+def unreachable_reason(x: int, o: int) -> str | None:
+    """Why no game reaches the board with bitboards ``x`` and ``o``, or None when one does.
+
+    A game ends with the move that makes the first five, so a finished board has one last
+    move: every complete window (of either symbol) runs through its cell, and the board
+    without that stone has no five. Such a cell exists exactly when the complete windows
+    share a cell. A board without a five is always reached (its stones in any order, each
+    side placing either symbol; the stone count fixes who moves next). So a full board with
+    no five is reachable, a full board of X is not.
+    """
+    if x & o:
+        return "a cell holds both X and O"
+    if (x | o) & ~FULL:
+        return f"a stone lies outside the {CELLS} cells"
+    common = FULL
+    fives = 0
+    for m in WINDOWS:
+        if x & m == m or o & m == m:
+            common &= m
+            fives += 1
+    if fives and not common:
+        return (
+            f"its {fives} fives share no cell, so no single last move made them; a game "
+            "ends at its first five"
+        )
+    return None
+
+
+def check_reachable(state: State) -> State:
+    """Return ``state`` if some game reaches it, else raise BoardStringError saying why."""
+    why = unreachable_reason(state.x, state.o)
+    if why is not None:
+        raise BoardStringError(f"no game reaches the board {state.to_string()!r}: {why}")
+    return state
+
+
 def parse_board(text: str) -> State:
     """Parse a 36-character board string of ``X``, ``O`` and ``.`` (row-major).
 
     Whitespace and ``/`` are ignored. Raises BoardStringError naming the bad character
-    and its position, or the length found.
+    and its position, or the length found, or saying why no game reaches the board
+    (:func:`unreachable_reason`).
     """
     if not isinstance(text, str):
         raise BoardStringError(f"a board string must be a str, got {type(text).__name__}")
@@ -347,7 +385,7 @@ def parse_board(text: str) -> State:
             x |= 1 << c
         elif ch == "O":
             o |= 1 << c
-    return State(x, o)
+    return check_reachable(State(x, o))
 
 
 def cell_name(c: int) -> str:

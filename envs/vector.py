@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
@@ -95,7 +96,7 @@ class OrderChaosVectorEnv(VectorEnv):
         self.action_space = spaces.MultiDiscrete(np.full(self.num_envs, ACTIONS))
         self._rules_check = GameCore(end_when_decided)
         self._start_boards: list[State] | None = None
-        self._needs_reset = self.game.xp.zeros((self.num_envs,), self.game.xp.bool_)
+        self._needs_reset: Any = None  # None until the first reset: step() raises ResetNeeded
         self._reward_pairs = self.game.xp.asarray(_REWARD_PAIRS)
 
     def reset(
@@ -106,7 +107,8 @@ class OrderChaosVectorEnv(VectorEnv):
         super().reset(seed=seed)
         self._start_boards = self._boards_from(options)
         self.game.reset(boards=self._start_boards)
-        self._needs_reset[:] = False
+        # A new array: the previous one was handed out as ``terminated`` by the last step.
+        self._needs_reset = self.game.xp.zeros((self.num_envs,), self.game.xp.bool_)
         zeros = self.game.xp.zeros((self.num_envs,), self.game.xp.float32)
         return self._observations(), self._info(zeros, self.game.terminated, None)
 
@@ -129,6 +131,8 @@ class OrderChaosVectorEnv(VectorEnv):
         """Step every game (games that ended last step restart instead; see autoreset)."""
         game, xp = self.game, self.game.xp
         restarting = self._needs_reset
+        if restarting is None:
+            raise ResetNeeded("call reset() before step(): no games have been started")
         if not bool(restarting.any()):
             result = game.step(actions)
         elif self._start_boards is None:

@@ -1,4 +1,5 @@
-"""Small file helpers shared by every floor: atomic writes, directory fsync, the git commit.
+"""Small file helpers shared by every floor: atomic writes, directory fsync, the git commit,
+and the check that an output path can be written before any work starts.
 
 They know nothing about what the files hold; each on-disk format lives in its own module
 (policies and run directories in :mod:`orderchaos.agents.policy_files`, the proof book in
@@ -11,7 +12,107 @@ import hashlib
 import os
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+
+
+class OutputPathError(ValueError):
+    """An output path that cannot be written: a directory where a file is meant (or a file
+    where a directory is meant), a parent that is a file, or a place without write access."""
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _probe_directory(directory: Path, what: str, shown: Path) -> None:
+    """Raise OutputPathError unless ``directory`` exists or can be created and a file can be
+    created in it. Directories made for the probe are removed again, so nothing is left."""
+    made: list[Path] = []
+    missing = directory
+    while not missing.exists():
+        made.append(missing)
+        if missing.parent == missing:
+            break
+        missing = missing.parent
+    if missing.exists() and not missing.is_dir():
+        raise OutputPathError(f"cannot write {what} {shown}: {missing} is a file, not a directory")
+    try:
+        for d in reversed(made):
+            try:
+                d.mkdir()
+            except OSError as exc:
+                raise OutputPathError(
+                    f"cannot write {what} {shown}: cannot create {d} ({_reason(exc)})"
+                ) from None
+        try:
+            fd, probe = tempfile.mkstemp(dir=directory, prefix=".write-check-")
+        except OSError as exc:
+            raise OutputPathError(
+                f"cannot write {what} {shown}: cannot write in {directory} ({_reason(exc)})"
+            ) from None
+        os.close(fd)
+        os.unlink(probe)
+    finally:
+        for d in made:
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+
+
+def check_output_file(path: str | os.PathLike[str], what: str = "output file") -> Path:
+    """Check, before any work, that a file can be written at ``path``: it is not a
+    directory, its folder exists or can be created, and it can be written (an existing file
+    is opened for appending, unchanged). Raises OutputPathError, one line naming the path
+    and what is wrong; returns the path."""
+    p = Path(path)
+    if p.is_dir():
+        raise OutputPathError(f"cannot write {what} {p}: it is a directory; give a file path")
+    _probe_directory(p.parent if str(p.parent) else Path("."), what, p)
+    if p.exists():
+        try:
+            with open(p, "ab"):
+                pass
+        except OSError as exc:
+            raise OutputPathError(f"cannot write {what} {p}: {_reason(exc)}") from None
+    return p
+
+
+def check_output_dir(path: str | os.PathLike[str], what: str = "output directory") -> Path:
+    """Check, before any work, that ``path`` is a directory that exists or can be created
+    and that files can be written in it. Raises OutputPathError (one line); returns the path."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise OutputPathError(f"cannot write {what} {p}: it is a file, not a directory")
+    _probe_directory(p, what, p)
+    return p
+
+
+def write_with_fallback(
+    path: str | os.PathLike[str], write: Callable[[Path], None]
+) -> tuple[Path, OSError | None]:
+    """Call ``write(path)``; if it fails with OSError, write the same thing beside ``path``
+    (``NAME.unsaved-PID``), else into a new temporary folder, so finished work is kept.
+    Returns the path written and the first error (None when ``path`` itself worked);
+    raises the first error when no place could be written."""
+    p = Path(path)
+    try:
+        write(p)
+        return p, None
+    except OSError as first:
+        candidates = [p.with_name(f"{p.name}.unsaved-{os.getpid()}")]
+        try:
+            candidates.append(Path(tempfile.mkdtemp(prefix="orderchaos-")) / p.name)
+        except OSError:
+            pass
+        for candidate in candidates:
+            try:
+                write(candidate)
+                return candidate, first
+            except OSError:
+                continue
+        raise first
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

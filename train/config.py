@@ -47,6 +47,7 @@ class RunConfig:
         "stop after this many minutes of training (0: no limit); a final checkpoint and "
         "evaluation are still written",
         min=0,
+        max=60 * 24 * 365,
     )
     evaluation_budget: int = _field(
         0,
@@ -59,8 +60,8 @@ class RunConfig:
     checkpoint_interval: int = _field(
         5, "iterations between checkpoints (a killed run loses at most this many)", min=1
     )
-    keep_checkpoints: int = _field(2, "how many checkpoint directories to keep on disk", min=1)
-    threads: int = _field(0, "torch CPU threads (0: leave torch's default)", min=0)
+    keep_checkpoints: int = _field(2, "how many checkpoint directories to keep on disk", min=1, max=1000)
+    threads: int = _field(0, "torch CPU threads (0: leave torch's default)", min=0, max=1024)
     compiled_inference: bool = _field(
         True,
         "self-play runs the networks compiled for inference on CPU (agents.network."
@@ -88,7 +89,7 @@ class RunConfig:
         choices=["local", "ray"],
     )
     actors: int = _field(
-        2, "self-play actors (backend ray); each plays its share of selfplay.games", min=1
+        2, "self-play actors (backend ray); each plays its share of selfplay.games", min=1, max=1024
     )
     ray_address: str | None = _field(
         None,
@@ -121,9 +122,9 @@ class RunConfig:
 class NetworkConfig:
     """The residual policy-value network (one per role, same shape)."""
 
-    channels: int = _field(32, "convolution channels of the residual trunk", min=1)
-    blocks: int = _field(4, "residual blocks in the trunk", min=0)
-    value_hidden: int = _field(64, "hidden units of the value head", min=1)
+    channels: int = _field(32, "convolution channels of the residual trunk", min=1, max=4096)
+    blocks: int = _field(4, "residual blocks in the trunk", min=0, max=256)
+    value_hidden: int = _field(64, "hidden units of the value head", min=1, max=65536)
     window_features: bool = _field(
         True,
         "also feed the trunk fixed per-cell counts of the live five-cell windows through each "
@@ -142,7 +143,7 @@ class NetworkConfig:
 class SelfPlayConfig:
     """How the self-play games are generated (alphazero)."""
 
-    games: int = _field(128, "games played in parallel per iteration", min=1)
+    games: int = _field(128, "games played in parallel per iteration", min=1, max=1_000_000)
     temperature: float = _field(
         1.0, "sampling temperature over search visits for the opening moves", min=0
     )
@@ -249,6 +250,7 @@ class SelfPlayConfig:
         1,
         "solver worker processes (with solver_process); one per spare CPU core",
         min=1,
+        max=1024,
     )
     solver_policy: bool = _field(
         True,
@@ -292,7 +294,7 @@ class SelfPlayConfig:
 class MCTSConfig:
     """PUCT search used during self-play (alphazero)."""
 
-    simulations: int = _field(64, "simulations per move", min=1)
+    simulations: int = _field(64, "simulations per move", min=1, max=1_000_000)
     c_puct: float = _field(1.5, "PUCT exploration constant", min=0, exclusive=True)
     dirichlet_alpha: float = _field(
         0.3, "Dirichlet noise concentration at the root (0: no noise)", min=0
@@ -353,7 +355,7 @@ class OptimConfig:
 
     lr: float = _field(2e-3, "learning rate", min=0, exclusive=True)
     weight_decay: float = _field(1e-4, "AdamW weight decay", min=0)
-    batch_size: int = _field(256, "positions per gradient step (per role)", min=1)
+    batch_size: int = _field(256, "positions per gradient step (per role)", min=1, max=1_000_000)
     updates_per_iteration: int = _field(
         32, "gradient steps per role after each self-play batch (alphazero)", min=1
     )
@@ -371,7 +373,7 @@ class OptimConfig:
 class ReplayConfig:
     """The replay buffer of self-play positions (alphazero), one per role."""
 
-    capacity: int = _field(100000, "positions kept per role (oldest dropped first)", min=1)
+    capacity: int = _field(100000, "positions kept per role (oldest dropped first)", min=1, max=100_000_000)
     min_positions: int = _field(
         512, "positions a role needs before its network trains", min=1
     )
@@ -390,7 +392,8 @@ class MistakesConfig:
     )
     interval: int = _field(4, "iterations between rounds", min=1)
     opponents: list[str] = _field(
-        ["heuristic"], "agent specs the networks play in these games (see orderchaos.agents.registry)"
+        ["heuristic"], "agent specs the networks play in these games (see orderchaos.agents.registry)",
+        agent_specs=True,
     )
     roles: list[str] = _field(
         ["order", "chaos"], "whose lost games are searched", choices=["order", "chaos"]
@@ -418,7 +421,7 @@ class MistakesConfig:
         "against the same opponent (0: off)",
         min=0,
     )
-    capacity: int = _field(4096, "mistake positions kept per role (oldest dropped first)", min=1)
+    capacity: int = _field(4096, "mistake positions kept per role (oldest dropped first)", min=1, max=10_000_000)
     fraction: float = _field(
         0.1, "share of each training batch drawn from the role's mistake positions", min=0, max=1
     )
@@ -432,9 +435,10 @@ class EvalConfig:
     """Evaluation at intervals: matches against fixed opponents and solver accuracy."""
 
     interval: int = _field(10, "iterations between evaluations (0: only at the end)", min=0)
-    games: int = _field(40, "games per opponent and seat", min=1)
+    games: int = _field(40, "games per opponent and seat", min=1, max=1_000_000)
     opponents: list[str] = _field(
-        ["random", "heuristic"], "agent specs to play in both seats (see orderchaos.agents.registry)"
+        ["random", "heuristic"], "agent specs to play in both seats (see orderchaos.agents.registry)",
+        agent_specs=True,
     )
     openings: int = _field(
         2, "random opening plies per game so that greedy players differ between games", min=0
@@ -450,15 +454,15 @@ class EvalConfig:
 class PPOConfig:
     """Masked-action PPO self-play against a pool of past opponents (ppo)."""
 
-    games: int = _field(64, "parallel games per role per iteration", min=1)
+    games: int = _field(64, "parallel games per role per iteration", min=1, max=1_000_000)
     epochs: int = _field(4, "optimisation passes over each rollout", min=1)
-    minibatch: int = _field(256, "transitions per PPO minibatch", min=1)
+    minibatch: int = _field(256, "transitions per PPO minibatch", min=1, max=1_000_000)
     clip: float = _field(0.2, "PPO ratio clip", min=0, exclusive=True)
     entropy_coef: float = _field(0.01, "entropy bonus weight", min=0)
     value_coef: float = _field(0.5, "value loss weight", min=0)
     gae_lambda: float = _field(0.95, "GAE lambda", min=0, max=1)
     gamma: float = _field(1.0, "discount over the learner's own moves", min=0, max=1)
-    pool_size: int = _field(8, "past snapshots kept per role as opponents", min=1)
+    pool_size: int = _field(8, "past snapshots kept per role as opponents", min=1, max=10_000)
     snapshot_interval: int = _field(5, "iterations between opponent-pool snapshots", min=1)
     latest_fraction: float = _field(
         0.5, "probability of facing the current opposing network instead of a pool one",
@@ -473,7 +477,7 @@ class TrainConfig:
     algorithm: str = _field(
         "alphazero", "training algorithm", choices=["alphazero", "ppo"]
     )
-    seed: int = _field(0, "seed for every random choice of the run", min=0)
+    seed: int = _field(0, "seed for every random choice of the run", min=0, max=2**63 - 1)
     device: str = _field(
         "auto", "where the networks run (auto: cuda when present)", choices=["auto", "cpu", "cuda"]
     )
@@ -587,6 +591,8 @@ def _check_rules(key: str, value: Any, rules: dict[str, Any]) -> None:
             raise ConfigError(f"config key {key!r} must be {relation} {lo}, got {value!r}")
     if hi is not None and value > hi:
         raise ConfigError(f"config key {key!r} must be <= {hi}, got {value!r}")
+    if rules.get("agent_specs"):
+        _check_agent_specs(key, value)
     choices = rules.get("choices")
     if choices is not None and isinstance(value, list):
         for item in value:
@@ -595,6 +601,18 @@ def _check_rules(key: str, value: Any, rules: dict[str, Any]) -> None:
         raise ConfigError(
             f"config key {key!r} must be one of {', '.join(choices)}, got {value!r}"
         )
+
+
+def _check_agent_specs(key: str, specs: list[str]) -> None:
+    """Every entry must be an agent spec the registry accepts (checked when the config is
+    read, so that a bad spec stops the run before its first iteration, not at its end)."""
+    from orderchaos.agents.registry import SpecError, resolve
+
+    for i, spec in enumerate(specs):
+        try:
+            resolve(spec)
+        except SpecError as exc:
+            raise ConfigError(f"config key {key}[{i}]: {exc}") from None
 
 
 def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
@@ -693,10 +711,18 @@ def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping from ``path`` with errors that name the file."""
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"config file {str(p)!r} is a directory; give a YAML file")
     if not p.is_file():
         raise ConfigError(f"config file {str(p)!r} does not exist")
     try:
-        data = yaml.safe_load(p.read_text())
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {str(p)!r} is not UTF-8 text (byte {exc.start}); give a YAML file"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"config file {str(p)!r} cannot be read: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
     if data is None:

@@ -51,7 +51,7 @@ from ray.exceptions import RayError
 from orderchaos.agents.network_agent import NetworkEvaluator
 from orderchaos.envs.encoding import OBS_SHAPE
 from orderchaos.envs.rules import ACTIONS, AGENTS, State
-from orderchaos.ray_setup import CONNECT_TIMEOUT_S, RayBackendError, connect_ray  # noqa: F401 (re-exported)
+from orderchaos.ray_setup import CONNECT_TIMEOUT_S, RayBackendError, connect_ray, shutdown_ray  # noqa: F401 (re-exported)
 from orderchaos.train.alphazero import (
     AlphaZeroTrainer,
     SelfPlayGame,
@@ -494,5 +494,5 @@ class RayAlphaZeroTrainer(AlphaZeroTrainer):
 
     def _disconnect(self) -> None:
         if self._owns_ray and ray.is_initialized():
-            ray.shutdown()
+            shutdown_ray()
         self._owns_ray = False

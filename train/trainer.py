@@ -31,6 +31,7 @@ from orderchaos.agents.policy_files import (
     save_checkpoint,
 )
 from orderchaos.envs.rules import AGENTS
+from orderchaos.files import check_output_dir
 from orderchaos.train.config import NetworkConfig, TrainConfig, config_to_dict, save_config
 from orderchaos.train.run_logger import RunLogger
 
@@ -167,6 +168,7 @@ class Trainer:
                 f"run directory {str(run_dir)!r} already holds checkpoints; continue it with "
                 f"--resume {run_dir} or choose another --run-dir"
             )
+        check_output_dir(run_dir, "run directory")  # raises OutputPathError (a ValueError)
         trainer = cls(config, run_dir)  # first, so that a refused config writes nothing
         run_dir.mkdir(parents=True, exist_ok=True)
         save_config(config, run_dir / CONFIG_FILE)
@@ -175,6 +177,7 @@ class Trainer:
     @classmethod
     def resume(cls, config: TrainConfig, run_dir: str | Path) -> "Trainer":
         """Continue ``run_dir`` from its latest checkpoint (from scratch if it has none yet)."""
+        check_output_dir(run_dir, "run directory")
         trainer = cls(config, run_dir)
         save_config(config, Path(run_dir) / CONFIG_FILE)
         loaded = load_latest_good_checkpoint(run_dir, device=trainer.device)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import sys
+from pathlib import Path
 
 TARGETS: dict[str, list[str]] = {
     "env": ["orderchaos.bench.envs:run"],
@@ -30,6 +32,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the chosen benchmarks; each prints its own table."""
+    from orderchaos.files import OutputPathError, check_output_file, write_with_fallback
+
+    if args.json:
+        try:
+            check_output_file(args.json, "figures file")
+        except OutputPathError as exc:
+            print(f"orderchaos bench: {exc}", file=sys.stderr)
+            return 2
     names = list(TARGETS) if args.target == "all" else [args.target]
     results: dict[str, dict] = {}
     for name in names:
@@ -37,6 +47,10 @@ def run(args: argparse.Namespace) -> int:
             module_name, attr = target.split(":")
             results[target] = getattr(importlib.import_module(module_name), attr)(quick=args.quick)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=2, default=str)
+        text = json.dumps(results, indent=2, default=str)
+        saved, error = write_with_fallback(args.json, lambda p: Path(p).write_text(text))
+        if error is not None:
+            print(f"orderchaos bench: cannot write {args.json} ({error.strerror or error}); "
+                  f"the figures went to {saved} instead", file=sys.stderr)
+            return 1
     return 0

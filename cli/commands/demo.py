@@ -12,6 +12,8 @@ import argparse
 import time
 from pathlib import Path
 
+from orderchaos.cli import options
+
 DEMO_OVERRIDES = (
     "selfplay.games=64",
     "mcts.simulations=32",
@@ -25,11 +27,11 @@ DEMO_OVERRIDES = (
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``demo``."""
-    parser.add_argument("--minutes", type=float, default=3.0, help="training minutes (default 3)")
-    parser.add_argument("--games", type=int, default=50, help="evaluation games per row (default 50)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of training and evaluation")
+    parser.add_argument("--minutes", type=options.MINUTES, default=3.0, help="training minutes (default 3)")
+    parser.add_argument("--games", type=options.GAMES, default=50, help="evaluation games per row (default 50)")
+    parser.add_argument("--seed", type=options.SEED, default=0, help="seed of training and evaluation")
     parser.add_argument(
-        "--warmup-games", type=int, default=600,
+        "--warmup-games", type=options.int_in(0, 1_000_000), default=600,
         help="heuristic self-games imitated before self-play (default 600; 0: none)",
     )
     parser.add_argument("--run-dir", metavar="DIR", help="where the run is written (default runs/demo-<time>)")
@@ -37,12 +39,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train on the defaults for a few minutes, then evaluate the pair."""
-    from orderchaos.train.config import load_config
+    import sys
+
     from orderchaos.arena.matches import play_match
+    from orderchaos.train.config import load_config
     from orderchaos.train.factory import make_trainer
 
-    if args.minutes <= 0 or args.games <= 0 or args.warmup_games < 0:
-        raise SystemExit("error: --minutes and --games must be positive, --warmup-games >= 0")
     overrides = [
         *DEMO_OVERRIDES,
         f"run.time_limit_minutes={args.minutes}",
@@ -52,8 +54,12 @@ def run(args: argparse.Namespace) -> int:
     ]
     config = load_config(None, overrides)
     run_dir = Path(args.run_dir or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
+    try:
+        trainer = make_trainer(config, run_dir)
+    except (FileExistsError, ValueError) as exc:
+        print(f"orderchaos demo: {exc}", file=sys.stderr)
+        return 2
     print(f"training for {args.minutes:g} minutes into {run_dir} ...", flush=True)
-    trainer = make_trainer(config, run_dir)
     trainer.fit()
     print(f"trained {trainer.iteration} iterations, {trainer.games_played} self-play games")
 

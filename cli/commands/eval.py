@@ -12,21 +12,23 @@ import argparse
 import json
 import sys
 
+from orderchaos.cli import options
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``eval``."""
     parser.add_argument("--order", required=True, metavar="SPEC", help="the Order player")
     parser.add_argument("--chaos", required=True, metavar="SPEC", help="the Chaos player")
-    parser.add_argument("--games", type=int, default=100, metavar="N", help="games (default 100)")
-    parser.add_argument("--seed", type=int, default=0, help="match seed (default 0)")
+    parser.add_argument("--games", type=options.GAMES, default=100, metavar="N", help="games (default 100)")
+    parser.add_argument("--seed", type=options.SEED, default=0, help="match seed (default 0)")
     parser.add_argument(
         "--openings",
-        type=int,
+        type=options.OPENINGS,
         default=0,
         metavar="K",
         help="start each game from a seeded random opening of K plies (default 0)",
     )
-    parser.add_argument("--workers", type=int, default=1, metavar="W", help="processes (default 1)")
+    parser.add_argument("--workers", type=options.WORKERS, default=1, metavar="W", help="processes (default 1)")
     parser.add_argument(
         "--save-games", metavar="FILE", help="write every game as a JSON line (for replay)"
     )
@@ -34,12 +36,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Play the match and print the figures."""
+    """Play the match and print the figures; the games file is checked before play, and
+    written after the figures are printed (elsewhere, named, if it fails then)."""
     from orderchaos.agents.registry import SpecError
     from orderchaos.arena.game_files import save_games
     from orderchaos.arena.matches import WorkerCrashError, play_match
+    from orderchaos.files import check_output_file, write_with_fallback
 
     try:
+        if args.save_games:
+            check_output_file(args.save_games, "saved games")
         result = play_match(
             args.order,
             args.chaos,
@@ -53,14 +59,25 @@ def run(args: argparse.Namespace) -> int:
     except (SpecError, ValueError, WorkerCrashError) as exc:
         print(f"orderchaos eval: {exc}", file=sys.stderr)
         return 2
-    if args.save_games:
-        save_games(args.save_games, result.records, result.order, result.chaos)
     if args.json:
         out = result.to_dict()
         del out["records"]
-        print(json.dumps(out))
+        print(json.dumps(out), flush=True)
     else:
-        print(result.summary())
-        if args.save_games:
-            print(f"games saved to {args.save_games}")
+        print(result.summary(), flush=True)
+    if args.save_games:
+        try:
+            saved, error = write_with_fallback(
+                args.save_games, lambda p: save_games(p, result.records, result.order, result.chaos)
+            )
+        except OSError as exc:
+            print(f"orderchaos eval: cannot write saved games {args.save_games}: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return 1
+        if error is not None:
+            print(f"orderchaos eval: cannot write {args.save_games} ({error.strerror or error}); "
+                  f"games saved to {saved} instead", file=sys.stderr)
+            return 1
+        if not args.json:
+            print(f"games saved to {saved}")
     return 0

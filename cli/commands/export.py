@@ -20,12 +20,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Export the policy; 2 with one line on stderr when it cannot be read."""
     from orderchaos.agents.policy_files import export_policy, find_policy_dir
+    from orderchaos.files import check_output_dir
 
     try:
+        if args.dest is not None:
+            check_output_dir(args.dest, "export destination")
         source = find_policy_dir(args.run_dir)
         target = export_policy(args.run_dir, args.dest)
     except ValueError as exc:
         print(f"orderchaos export: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        print(f"orderchaos export: cannot write {args.dest}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     print(f"exported {source} -> {target}")
     return 0

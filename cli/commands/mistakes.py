@@ -18,19 +18,21 @@ import json
 import sys
 from collections import Counter
 
+from orderchaos.cli import options
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``mistakes``."""
     parser.add_argument("--agent", required=True, metavar="SPEC", help="the agent whose games are searched")
     parser.add_argument("--role", choices=["order", "chaos"], default="order", help="its role (default order)")
     parser.add_argument("--opponent", default="heuristic", metavar="SPEC", help="the other side (default heuristic)")
-    parser.add_argument("--games", type=int, default=200, metavar="N", help="games to play (default 200)")
-    parser.add_argument("--openings", type=int, default=2, metavar="K",
+    parser.add_argument("--games", type=options.GAMES, default=200, metavar="N", help="games to play (default 200)")
+    parser.add_argument("--openings", type=options.OPENINGS, default=2, metavar="K",
                         help="random opening plies per game, not searched (default 2)")
-    parser.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    parser.add_argument("--node-limit", type=int, default=300000, metavar="N",
+    parser.add_argument("--seed", type=options.SEED, default=0, help="seed (default 0)")
+    parser.add_argument("--node-limit", type=options.NODES, default=300000, metavar="N",
                         help="solver nodes per position walked (default 300000)")
-    parser.add_argument("--show", type=int, default=5, metavar="K", help="positions to print (default 5)")
+    parser.add_argument("--show", type=options.int_in(0, options.MAX_GAMES), default=5, metavar="K", help="positions to print (default 5)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orderchaos.cli import options
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``play``."""
@@ -17,9 +19,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the side you play (default order, who moves first)",
     )
     parser.add_argument("--vs", default="heuristic", metavar="SPEC", help="the opponent")
-    parser.add_argument("--seed", type=int, default=0, help="the opponent's seed (default 0)")
+    parser.add_argument("--seed", type=options.SEED, default=0, help="the opponent's seed (default 0)")
     parser.add_argument(
-        "--hint-time", type=float, default=1.0, metavar="S",
+        "--hint-time", type=options.SECONDS, default=1.0, metavar="S",
         help="solver time limit for 'hint' in seconds (default 1)",
     )
 

@@ -17,25 +17,27 @@ import argparse
 import json
 import sys
 
+from orderchaos.cli import options
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``positions``."""
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--agent", metavar="SPEC", help="score this agent")
-    mode.add_argument("--make", type=int, metavar="N", help="make a set of N positions")
+    mode.add_argument("--make", type=options.int_in(1, 10_000_000), metavar="N", help="make a set of N positions")
     parser.add_argument("--file", metavar="F.jsonl", action="append",
                         help="positions to score; repeat for several files (default: the four "
                              "shipped sets, 12-18 to 27-30 empty cells)")
-    parser.add_argument("--limit", type=int, default=0, metavar="N",
+    parser.add_argument("--limit", type=options.int_in(0, 10_000_000), default=0, metavar="N",
                         help="with --agent: score only the first N positions of each set (default 0: all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    parser.add_argument("--seed", type=options.SEED, default=0, help="seed (default 0)")
     parser.add_argument("--empties", default="12-18", metavar="LOW-HIGH",
                         help="with --make: empty cells of the positions (default 12-18)")
     parser.add_argument("--out", metavar="F.jsonl", help="with --make: where to write the set")
-    parser.add_argument("--node-limit", type=int, default=1_000_000, metavar="N",
+    parser.add_argument("--node-limit", type=options.NODES, default=1_000_000, metavar="N",
                         help="with --make: solver nodes per position, else skip it (default 1000000)")
-    parser.add_argument("--time-limit", type=float, default=None, metavar="S",
+    parser.add_argument("--time-limit", type=options.SECONDS, default=None, metavar="S",
                         help="with --make: also a cap in solver seconds per position (default none; "
                              "a time cap makes the set depend on the machine)")
 
@@ -104,8 +106,11 @@ def _cell(tally: dict) -> str:
 def _make(args: argparse.Namespace) -> int:
     from orderchaos.arena.positions import MakeStats, make_positions, parse_empties, save_positions
 
+    from orderchaos.files import check_output_file, write_with_fallback
+
     if not args.out:
         raise ValueError("--make needs --out F.jsonl (where to write the positions)")
+    check_output_file(args.out, "positions file")
     stats = MakeStats()
     positions = make_positions(
         args.make,
@@ -116,7 +121,11 @@ def _make(args: argparse.Namespace) -> int:
         progress=sys.stderr.isatty(),
         stats=stats,
     )
-    save_positions(args.out, positions)
+    saved, error = write_with_fallback(args.out, lambda p: save_positions(p, positions))
+    if error is not None:
+        print(f"orderchaos positions: cannot write {args.out} ({error.strerror or error}); "
+              f"the positions went to {saved} instead", file=sys.stderr)
+        args.out = str(saved)
     if args.json:
         print(json.dumps({"positions": len(positions), "out": args.out, "seed": args.seed,
                           "node_limit": args.node_limit, **stats.to_dict()}))

@@ -28,6 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from orderchaos.cli import options
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``prove``."""
@@ -37,8 +39,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--book", default=None,
                         help="proof book file (created if absent; default: the shipped book for "
                              "--status and --verify, required to prove)")
-    parser.add_argument("--minutes", type=float, default=None, help="stop after this long (default: until solved)")
-    parser.add_argument("--workers", type=int, default=1,
+    parser.add_argument("--minutes", type=options.MINUTES, default=None, help="stop after this long (default: until solved)")
+    parser.add_argument("--workers", type=options.WORKERS, default=1,
                         help="solver workers: local processes (--backend local; 1 runs in this process) "
                              "or Ray actors (--backend ray)")
     parser.add_argument("--backend", choices=("local", "ray"), default="local",
@@ -48,25 +50,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="with --backend ray: the cluster to join, HOST:PORT of its head node or auto "
                              "(the one running on this machine); default: start a local Ray instance "
                              "bound to 127.0.0.1")
-    parser.add_argument("--interval", type=float, default=10.0, help="seconds between book checkpoints")
-    parser.add_argument("--progress", type=float, default=5.0, help="seconds between progress lines")
+    parser.add_argument("--interval", type=options.SECONDS, default=10.0, help="seconds between book checkpoints")
+    parser.add_argument("--progress", type=options.SECONDS, default=5.0, help="seconds between progress lines")
     parser.add_argument("--first", default=None, help="fix Order's first move at the root, e.g. c3X or 28")
-    parser.add_argument("--budget", type=int, default=ProveConfig.first_budget, help="first solver budget per leaf (nodes)")
-    parser.add_argument("--growth", type=int, default=ProveConfig.growth, help="budget factor per retry")
-    parser.add_argument("--cap", type=int, default=ProveConfig.cap, help="expand a leaf once a try this big failed")
-    parser.add_argument("--tt-bits", type=int, default=ProveConfig.tt_bits, help="solver table size per worker (log2)")
+    parser.add_argument("--budget", type=options.NODES, default=ProveConfig.first_budget, help="first solver budget per leaf (nodes)")
+    parser.add_argument("--growth", type=options.int_in(2, 1024), default=ProveConfig.growth, help="budget factor per retry")
+    parser.add_argument("--cap", type=options.NODES, default=ProveConfig.cap, help="expand a leaf once a try this big failed")
+    parser.add_argument("--tt-bits", type=options.int_in(4, 30), default=ProveConfig.tt_bits, help="solver table size per worker (log2)")
     parser.add_argument("--json", action="store_true", help="JSON output")
     parser.add_argument("--status", action="store_true", help="report the empty board (an Order win, by the certificate) and Order's first "
                              "moves: proven by the strategy, or what the book proves")
     parser.add_argument("--verify", action="store_true",
                         help="re-check every book entry with fresh solvers, in this process (not on Ray)")
-    parser.add_argument("--verify-node-limit", type=int, default=None, help="node limit per re-proof")
+    parser.add_argument("--verify-node-limit", type=options.NODES, default=None, help="node limit per re-proof")
     parser.add_argument("--certificate", metavar="FILE", default=None,
                         help="write the central-pairing proof that Order wins (after c3 X) as a certificate")
     parser.add_argument("--check", metavar="FILE", default=None,
                         help="verify a certificate with the rules engine only: the centre game, the lemma, "
                              "and a replay on the 6x6 board (exit status 1 on a failure)")
-    parser.add_argument("--border-moves", type=int, default=0, metavar="K",
+    parser.add_argument("--border-moves", type=options.int_in(0, 10), default=0, metavar="K",
                         help="with --check: Chaos border moves allowed in the replay (default 0; the lemma "
                              "covers the rest)")
 
@@ -76,9 +78,10 @@ def run(args: argparse.Namespace) -> int:
     (including a Ray backend that cannot start)."""
     from orderchaos.agents.proof_book import ProofBook, ProofBookError, shipped_book_path
     from orderchaos.arena.prove import (
-        INF, BookMeta, ProveConfig, Prover, ProverWorkerError, format_progress, parse_action,
+        INF, BookMeta, ProveConfig, Prover, ProverWorkerError, format_progress, meta_path, parse_action,
         status, verify,
     )
+    from orderchaos.files import check_output_file
     from orderchaos.envs.rules import BoardStringError, parse_board
     from orderchaos.ray_setup import RayBackendError, check_address
 
@@ -123,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
                     print(f"FAIL {f}")
                 print(f"verify: {len(fails)} failure(s)")
             return 1 if fails else 0
+        check_output_file(args.book, "proof book")
+        check_output_file(meta_path(args.book), "proof book side file")
         root = parse_board(args.board)
         first = None if args.first is None else parse_action(args.first)
         config = ProveConfig(first_budget=args.budget, growth=args.growth, cap=args.cap,

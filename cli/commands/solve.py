@@ -11,7 +11,8 @@ when --time-limit was hit. Every board is processed; malformed ones are reported
 
 On a terminal a progress line (nodes, elapsed seconds) is kept up to date on stderr while a
 board is being solved; Ctrl-C stops at once, prints the board's line with the winner
-unknown, and exits with status 130.
+unknown (with --json: a JSON line with ``"winner": null, "interrupted": true``), and exits
+with status 130.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from collections.abc import Callable
 FIRST_CHUNK_NODES = 200_000
 MAX_CHUNK_NODES = 3_200_000
 
+from orderchaos.cli import options
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``solve``."""
@@ -34,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--moves", action="store_true", help="also list every move that keeps the mover's result"
     )
     parser.add_argument(
-        "--time-limit", type=float, default=None, metavar="S",
+        "--time-limit", type=options.SECONDS, default=None, metavar="S",
         help="seconds per board (winner is unknown when it runs out); default: no limit",
     )
     parser.add_argument(
@@ -131,8 +134,12 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             if show_progress:
                 print(file=sys.stderr)
-            print(f"{state.to_string()}  {state.to_play} to move  winner: unknown (interrupted)",
-                  flush=True)
+            if args.json:  # the output stays JSON lines
+                print(json.dumps({"board": state.to_string(), "to_move": state.to_play, "winner": None,
+                                  "source": "solver", "interrupted": True}), flush=True)
+            else:
+                print(f"{state.to_string()}  {state.to_play} to move  winner: unknown (interrupted)",
+                      flush=True)
             return 130
         if show_progress:
             print("\r" + " " * 60 + "\r", end="", file=sys.stderr, flush=True)

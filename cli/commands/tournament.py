@@ -9,21 +9,24 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+from orderchaos.cli import options
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``tournament``."""
     parser.add_argument("specs", nargs="+", metavar="SPEC", help="the entrants (agent specs)")
-    parser.add_argument("--games", type=int, default=20, metavar="N",
+    parser.add_argument("--games", type=options.GAMES, default=20, metavar="N",
                         help="games per pairing (default 20)")
     parser.add_argument("--out", metavar="DIR", help="write CSV, JSON, Markdown and PNG files here")
-    parser.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    parser.add_argument("--openings", type=int, default=0, metavar="K",
+    parser.add_argument("--seed", type=options.SEED, default=0, help="seed (default 0)")
+    parser.add_argument("--openings", type=options.OPENINGS, default=0, metavar="K",
                         help="seeded random opening plies per game (default 0)")
-    parser.add_argument("--workers", type=int, default=1, metavar="W", help="processes (default 1)")
+    parser.add_argument("--workers", type=options.WORKERS, default=1, metavar="W", help="processes (default 1)")
     parser.add_argument("--anchor", metavar="SPEC",
                         help="set this entrant's mean rating to 0 (default: mean of all is 0)")
-    parser.add_argument("--prior-sd", type=float, default=3.0, metavar="LOGITS",
+    parser.add_argument("--prior-sd", type=options.number_in(0, 1e6, above=True), default=3.0, metavar="LOGITS",
                         help="ridge prior standard deviation of ratings in logits (default 3)")
 
 
@@ -32,8 +35,11 @@ def run(args: argparse.Namespace) -> int:
     from orderchaos.agents.registry import SpecError
     from orderchaos.arena.matches import WorkerCrashError
     from orderchaos.arena.tournament import run_tournament, write_outputs
+    from orderchaos.files import check_output_dir, write_with_fallback
 
     try:
+        if args.out:
+            check_output_dir(args.out, "tournament output folder")
         result = run_tournament(
             args.specs,
             args.games,
@@ -48,8 +54,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"orderchaos tournament: {exc}", file=sys.stderr)
         return 2
     print(result.table())
-    print(f"\n{len(args.specs) ** 2 * args.games} games in {result.seconds:.1f} s")
+    print(f"\n{len(args.specs) ** 2 * args.games} games in {result.seconds:.1f} s", flush=True)
     if args.out:
-        for path in write_outputs(result, args.out):
+        written: list = []
+
+        def write(folder: Path) -> None:
+            written[:] = write_outputs(result, folder)
+
+        try:
+            where, error = write_with_fallback(args.out, write)
+        except OSError as exc:
+            print(f"orderchaos tournament: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        for path in written:
             print(f"wrote {path}")
+        if error is not None:
+            print(f"orderchaos tournament: cannot write {args.out} ({error.strerror or error}); "
+                  f"the files went to {where} instead", file=sys.stderr)
+            return 1
     return 0

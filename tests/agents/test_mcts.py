@@ -3,7 +3,6 @@ minimax, batched search across trees, seeding and argument checks."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -184,17 +183,38 @@ def test_mcts_agent_is_reproducible_and_seeds_matter() -> None:
     assert any(moves(4) != moves(s) for s in range(5, 9))
 
 
-def test_time_limit_stops_the_search() -> None:
-    agent = MCTSAgent(time=0.05, seed=0)
-    agent.search(State())  # the kernels are loaded outside the clock anyway; warm them
-    start = time.perf_counter()
-    result = agent.search(State())
-    elapsed = time.perf_counter() - start
-    # The clock stopped it: well inside the time the node cap takes (about 0.8 s), the cap
-    # not reached, and a real search done meanwhile.
-    assert elapsed < 0.05 + 0.5, elapsed
+class SteppingClock:
+    """A stand-in for ``time.perf_counter`` that moves ``step`` seconds per reading, so that
+    a time limit ends a search after a known number of readings, however fast the machine."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step, self.readings = 0.0, step, 0
+
+    def perf_counter(self) -> float:
+        self.readings += 1
+        self.now += self.step
+        return self.now
+
+
+@pytest.mark.parametrize("evaluator", ["rollout", "hash"])
+def test_time_limit_stops_the_search_at_the_first_reading_past_it(monkeypatch, evaluator: str) -> None:
+    """With a clock that moves 1/16 s per reading and a 5/16 s limit (both exact in binary),
+    the search reads the clock at the start and then stops at the fifth check (the first at
+    the deadline): a search that overran the limit, or ignored it, reads it more often."""
+    import types
+
+    import orderchaos.agents.mcts as mcts_module
+
+    clock = SteppingClock(1 / 16)
+    monkeypatch.setattr(mcts_module, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
+    if evaluator == "rollout":
+        search = MCTS(RolloutEvaluator(), simulations=None, time_limit=5 / 16, seed=0)
+    else:
+        search = MCTS(HashEvaluator(), simulations=None, time_limit=5 / 16, seed=0)
+    result = search.search(State())
+    assert clock.readings == 1 + 5, clock.readings
     assert not result.out_of_memory and result.proven is None
-    assert result.simulations > 100 and result.visits.sum() == result.simulations - 1
+    assert result.simulations > 0 and result.visits.sum() == result.simulations - 1
 
 
 def test_node_limit_stops_the_search_and_says_so() -> None:

@@ -87,14 +87,31 @@ def test_heuristic_chaos_never_completes_an_avoidable_five(state: State) -> None
 @settings(max_examples=60, deadline=None)
 @given(positions(terminal=False))
 def test_double_threat_moves_are_exactly_the_moves_leaving_two_completion_cells(state: State) -> None:
+    """Expected answers from the rules (State.apply and State.threats), not from the
+    helpers under test: with no threat on the board, every threat after a move is new."""
     if state.threats():
         return
-    expected = [
-        a for a in state.legal_actions() if len({c for c, _ in new_threat_cells(state.x, state.o, a)}) >= 2
-    ]
-    assert double_threat_moves(state.x, state.o) == expected
-    for a in single_threat_followups(state.x, state.o):
-        assert len(new_threat_cells(state.x, state.o, a)) == 1
+
+    def completion_cells(after: State) -> set[int]:
+        return {c for c, _ in after.threats()}
+
+    def leaves_double_threat(after: State) -> bool:
+        return any(len(completion_cells(after.apply(b))) >= 2 for b in after.legal_actions())
+
+    legal = state.legal_actions()
+    assert double_threat_moves(state.x, state.o) == [a for a in legal if len(completion_cells(state.apply(a))) >= 2]
+    for a in legal:
+        assert new_threat_cells(state.x, state.o, a) == set(state.apply(a).threats())
+    expected_followups = []
+    for a in legal:
+        after = state.apply(a)
+        if len(after.threats()) != 1:
+            continue
+        ((cell, symbol),) = after.threats()
+        blocked = after.apply(2 * cell + 1 - symbol)  # the only block: the other symbol there
+        if blocked.has_five or blocked.threats() or leaves_double_threat(blocked):
+            expected_followups.append(a)
+    assert single_threat_followups(state.x, state.o) == expected_followups
 
 
 def test_single_threat_followup_is_found() -> None:
@@ -104,6 +121,16 @@ def test_single_threat_followup_is_found() -> None:
     assert state.to_play == "order"
     assert single_threat_followups(state.x, state.o) == [14]
     assert HeuristicAgent(seed=0).best_actions(state) == [14]
+
+
+def test_a_followup_whose_forced_block_hands_order_a_five_is_found() -> None:
+    # X on d1 (action 6) makes a1-d1 XXXX with one completion cell, e1. Chaos's only block is
+    # O on e1, which gives column e four O (e1-e4) with e5 empty: Order completes it.
+    state = parse_board("XXX... ....O. ....O. ....O. ...... ......")
+    assert state.to_play == "order" and not state.threats()
+    blocked = state.apply(6).apply(9)
+    assert blocked.threats() == [(28, 1)]
+    assert 6 in single_threat_followups(state.x, state.o)
 
 
 def test_danger_deltas_cover_exactly_the_legal_actions() -> None:

@@ -71,25 +71,32 @@ def test_pairing_and_pruning_agree_with_plain_search_on_game_positions(seed: int
         assert Solver(tt_bits=16, vcf_depth=5).solve(state).winner == plain.winner
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(0, 10**9), st.integers(2, 8), st.booleans())
-def test_a_found_pairing_proves_a_chaos_win(seed: int, empties: int, carve: bool) -> None:
-    if carve:
-        rng = np.random.default_rng(seed)
-        holes = rng.choice(CELLS, size=empties, replace=False)
-        state = from_pattern({int(c): "." for c in holes})
-    else:
-        state = random_board(seed, empties)
-    if state.has_five:
-        return
-    xc = np.zeros(K.NUM_WINDOWS, dtype=np.int64)
-    oc = np.zeros(K.NUM_WINDOWS, dtype=np.int64)
-    K.window_counts(state.x, state.o, xc, oc)
-    greedy = K.pairing_exists(state.x, state.o, xc, oc)
-    searched = K.pairing_exists_bt(state.x, state.o, xc, oc, 10**6)  # exhaustive here
-    assert searched or not greedy  # backtracking finds whatever the greedy pass finds
-    if searched:
-        assert brute_force(state) == CHAOS
+def test_a_found_pairing_proves_a_chaos_win() -> None:
+    """On 120 seeded positions (2-8 empty cells, random games and carved dead boards): the
+    backtracking search finds whatever the greedy pass finds, and every pairing found is a
+    proven Chaos win. A fixed set, not drawn anew each run: a pairing that reuses a cell
+    (the planted overlap bug) claims a win in about 1 position in 30, and these 120 hold 5
+    such positions every time."""
+    wrong = []
+    for seed in range(60):
+        for carve in (False, True):
+            rng = np.random.default_rng(seed)
+            empties = int(rng.integers(2, 9))
+            if carve:
+                holes = rng.choice(CELLS, size=empties, replace=False)
+                state = from_pattern({int(c): "." for c in holes})
+            else:
+                state = random_board(seed, empties)
+            if state.has_five:
+                continue
+            xc = np.zeros(K.NUM_WINDOWS, dtype=np.int64)
+            oc = np.zeros(K.NUM_WINDOWS, dtype=np.int64)
+            K.window_counts(state.x, state.o, xc, oc)
+            greedy = K.pairing_exists(state.x, state.o, xc, oc)
+            searched = K.pairing_exists_bt(state.x, state.o, xc, oc, 10**6)  # exhaustive here
+            if (greedy and not searched) or ((greedy or searched) and brute_force(state) != CHAOS):
+                wrong.append((state.to_string(), greedy, searched))
+    assert wrong == []
 
 
 @settings(max_examples=25, deadline=None)

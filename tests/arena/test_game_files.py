@@ -51,3 +51,63 @@ def test_a_winner_that_disagrees_with_the_replay_is_refused(tmp_path) -> None:
         load_games(path)
     with pytest.raises(GameFileError, match="no such file"):
         load_games(tmp_path / "missing.jsonl")
+
+
+FIVE_IN_NINE = [0, 13, 2, 15, 4, 17, 6, 19, 8]  # X on a1..e1, O on a2..d2: Order wins at ply 9
+
+
+def test_saved_lines_hold_the_index_labels_and_move_names(tmp_path) -> None:
+    from orderchaos.arena.game_files import GameRecord
+
+    record = GameRecord(FIVE_IN_NINE, "order", 9, 2)
+    path = tmp_path / "games.jsonl"
+    save_games(path, [record, record], "alice", "bob")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["game"] for line in lines] == [0, 1]
+    assert lines[0] == {"game": 0, "order": "alice", "chaos": "bob", "actions": FIVE_IN_NINE,
+                        "winner": "order", "length": 9, "opening_plies": 2,
+                        "moves": ["a1 X", "a2 O", "b1 X", "b2 O", "c1 X", "c2 O", "d1 X", "d2 O", "e1 X"]}
+    (first, second) = load_games(path)
+    assert (first.index, first.order, first.chaos) == (0, "alice", "bob")
+    assert first.record == record and second.index == 1
+
+
+def test_optional_fields_default_and_blank_lines_are_skipped(tmp_path) -> None:
+    path = tmp_path / "games.jsonl"
+    path.write_text("\n" + json.dumps({"actions": FIVE_IN_NINE}) + "\n   \n"
+                    + json.dumps({"actions": FIVE_IN_NINE, "game": 7, "winner": "order"}) + "\n")
+    (a, b) = load_games(path)
+    assert (a.index, a.order, a.chaos) == (0, "", "")
+    assert a.record.winner == "order" and a.record.length == 9 and a.record.opening_plies == 0
+    assert b.index == 7
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"opening_plies": -1}, ":1: 'opening_plies' must be an integer 0..9"),
+        ({"opening_plies": 10}, ":1: 'opening_plies' must be an integer 0..9"),
+        ({"opening_plies": "2"}, ":1: 'opening_plies' must be an integer 0..9"),
+        ({"actions": [*FIVE_IN_NINE, 20]}, ":1: the game is already over before ply 10"),
+        ({"actions": [0, True]}, ":1: 'actions' must be a list of integers 0..71"),
+        ({"actions": "0 1 2"}, ":1: 'actions' must be a list of integers 0..71"),
+    ],
+)
+def test_bad_fields_are_refused_naming_the_line(tmp_path, fields: dict, message: str) -> None:
+    path = tmp_path / "games.jsonl"
+    path.write_text(json.dumps({"actions": FIVE_IN_NINE, **fields}) + "\n")
+    with pytest.raises(GameFileError, match=message.replace("..", r"\.\.")):
+        load_games(path)
+
+
+def test_the_extreme_opening_lengths_are_accepted(tmp_path) -> None:
+    path = tmp_path / "games.jsonl"
+    path.write_text("".join(json.dumps({"actions": FIVE_IN_NINE, "opening_plies": k}) + "\n" for k in (0, 9)))
+    assert [g.record.opening_plies for g in load_games(path)] == [0, 9]
+
+
+def test_a_file_that_is_not_text_is_one_error(tmp_path) -> None:
+    path = tmp_path / "games.jsonl"
+    path.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(GameFileError, match="cannot be read as text"):
+        load_games(path)

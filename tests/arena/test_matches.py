@@ -158,7 +158,8 @@ def test_agent_objects_play_with_one_worker_only() -> None:
     [
         (dict(order_agent="nonsense"), SpecError, "accepted"),
         (dict(chaos_agent="mcts:sims=lots"), SpecError, "sims"),
-        (dict(n=0), ValueError, "positive integer"),
+        (dict(n=0), ValueError, "integer from 1 to"),
+        (dict(n=10**20), ValueError, "integer from 1 to 10,000,000"),
         (dict(openings=31), ValueError, "0..30"),
         (dict(workers=0), ValueError, "workers"),
         (dict(seed=-1), ValueError, "seed"),

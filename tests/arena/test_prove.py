@@ -527,3 +527,27 @@ def test_ray_backend_without_ray_says_how_to_install(monkeypatch) -> None:
         ProveConfig(ray_address="auto")
     with pytest.raises(ValueError, match="backend must be one of local, ray"):
         ProveConfig(backend="spark")
+
+
+def test_unwritable_book_at_the_end_is_saved_elsewhere_and_named(tmp_path: Path) -> None:
+    """When the book path cannot be written at a checkpoint, the proof goes beside it (named
+    in a warning), not lost."""
+    path = tmp_path / "b.ocb"
+    s = random_board(7, 8)
+    prover = Prover(s, ProofBook(), config=TINY, book_path=path)
+    path.mkdir()  # the path turned into a folder after the run started
+    with pytest.warns(UserWarning, match="saved to .*b.ocb.unsaved-"):
+        result = prover.run()
+    (kept,) = tmp_path.glob("b.ocb.unsaved-*[0-9]")
+    assert ProofBook.load(kept).lookup(s).winner == result.winner == brute_force(s)
+    assert BookMeta.load(kept).runs == 1
+
+
+@pytest.mark.parametrize("content, message", [("[1,2]", "holds a JSON list, not an object"),
+                                               ('"text"', "holds a JSON str")])
+def test_side_file_of_another_shape_is_one_line(tmp_path: Path, capsys, content: str, message: str) -> None:
+    book = tmp_path / "b.ocb"
+    Path(f"{book}.meta.json").write_text(content)
+    assert cli_main(["prove", "--book", str(book), "--minutes", "0.01"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.splitlines()) == 1 and "attribute" not in err

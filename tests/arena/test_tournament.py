@@ -122,7 +122,8 @@ def test_tournament_pairings_are_the_matching_eval_matches(tmp_path) -> None:
         (["random"], {}, ValueError, "at least two"),
         (["random", "random"], {}, ValueError, "distinct"),
         (["random", "bogus"], {}, SpecError, "unknown agent 'bogus'"),
-        (["random", "heuristic"], {"games": 0}, ValueError, "positive"),
+        (["random", "heuristic"], {"games": 0}, ValueError, "integer from 1"),
+        (["random", "heuristic"], {"games": 3_000_000}, ValueError, "entrants squared"),
         (["random", "heuristic"], {"anchor": "mcts"}, ValueError, "not an entrant"),
     ],
 )

@@ -8,12 +8,21 @@ from orderchaos.bench.train import recipe_throughput
 
 
 def test_recipe_with_the_shipped_networks_plays_whole_games() -> None:
+    from orderchaos.train.config import load_config
+    from helpers import REPO
+
     row = recipe_throughput("alphazero_selfplay.yaml", 4, networks="pretrained")
     assert row["networks"] == "pretrained" and row["games"] == 4
     # a five needs at least nine stones; solver-ended games stop at 20 empty cells or fewer
     assert row["mean_length"] >= 9
-    assert row["evals_per_game"] > 0 and row["games_per_sec"] > 0
-    assert 0.0 <= row["solver_ended"] <= 1.0
+    assert row["games_per_sec"] == pytest.approx(4 / row["seconds"])  # the games over their time
+    # evaluations: a whole number over the 4 games, at least one and at most a full search
+    # (simulations + the root) per move
+    evaluations = row["evals_per_game"] * 4
+    simulations = load_config(REPO / "configs" / "alphazero_selfplay.yaml").mcts.simulations
+    assert evaluations == int(evaluations) >= 1
+    assert row["evals_per_game"] <= row["mean_length"] * (simulations + 1)
+    assert row["solver_ended"] * 4 == int(row["solver_ended"] * 4)  # a share of the 4 games
 
 
 def test_recipe_overrides_change_the_search() -> None:

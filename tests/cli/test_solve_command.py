@@ -34,3 +34,18 @@ def test_cli_malformed_board(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 2
     assert "bad character 'Z' at position 2" in captured.err and "found 35" in captured.err
     assert len(captured.out.strip().splitlines()) == 1  # the good board is still solved
+
+
+def test_json_output_stays_json_when_interrupted(monkeypatch, capsys) -> None:
+    import orderchaos.cli.commands.solve as solve_command
+
+    def interrupted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - Ctrl-C during the search
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(solve_command, "solve_in_chunks", interrupted)
+    board = "X" + "." * 35
+    assert main(["solve", board, "--json", "--moves", "--no-progress"]) == 130
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line) for line in lines] == [
+        {"board": board, "to_move": "chaos", "winner": None, "source": "solver", "interrupted": True}
+    ]

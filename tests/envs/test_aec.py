@@ -143,3 +143,13 @@ def test_render_modes(capsys: pytest.CaptureFixture[str]) -> None:
     assert "order to move" in capsys.readouterr().out
     with pytest.raises(ValueError, match="render_mode must be one of"):
         raw_aec_env(render_mode="video")
+
+
+@pytest.mark.parametrize("make", [envs.aec_env, raw_aec_env])
+def test_observe_an_unknown_agent_raises(make) -> None:
+    env = make()
+    env.reset()
+    with pytest.raises(ValueError, match="unknown agent 'nobody'; the agents are order, chaos"):
+        env.observe("nobody")
+    assert env.observe("chaos")["action_mask"].sum() == 0
+    assert env.observe("order")["action_mask"].sum() == 72

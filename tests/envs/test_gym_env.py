@@ -295,3 +295,23 @@ def test_single_seat_bad_input() -> None:
     env.reset()
     with pytest.raises(IllegalActionError, match="the opponent .* chose an illegal action"):
         env.step(0)
+
+
+@pytest.mark.parametrize("illegal_action", ["raise", "lose"])
+def test_unwrapped_step_before_reset_raises_like_the_wrapped_env(illegal_action: str) -> None:
+    wrapped = gymnasium.make("OrderChaos-v0", illegal_action=illegal_action)
+    with pytest.raises(gymnasium.error.ResetNeeded):
+        wrapped.step(0)
+    env = wrapped.unwrapped
+    with pytest.raises(gymnasium.error.ResetNeeded, match="call reset"):
+        env.step(0)
+    assert env.state == envs.State()  # nothing was played
+    env.reset()
+    _, reward, terminated, _, info = env.step(0)
+    assert (reward, terminated, info["last_action"]) == (0.0, False, 0)
+
+
+def test_single_seat_step_before_reset_raises() -> None:
+    seat = envs.SingleSeatEnv("order", lambda state: state.legal_actions()[0])
+    with pytest.raises(gymnasium.error.ResetNeeded):
+        seat.step(0)

@@ -240,3 +240,31 @@ def test_has_five_bits_agrees_with_the_naive_lines(cells: set[int]) -> None:
     assert has_five_bits(bits) == naive
     # and with each window mask tested on its own
     assert has_five_bits(bits) == any(bits & m == m for m in WINDOWS)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, (1 << CELLS) - 1), st.integers(0, CELLS - 1), st.integers(0, (1 << CELLS) - 1))
+def test_window_helpers_agree_with_the_naive_lines(bits: int, cell: int, other: int) -> None:
+    """completes_five and is_dead_window against the (row, col) runs of five."""
+    from orderchaos.envs.rules import completes_five, is_dead_window
+
+    bits |= 1 << cell
+    through = [line for line in NAIVE_LINES if divmod(cell, 6) in line]
+    full = any(all(bits >> (r * 6 + c) & 1 for r, c in line) for line in through)
+    assert completes_five(bits, cell) == full
+    other &= ~bits
+    for line in NAIVE_LINES:
+        mask = sum(1 << (r * 6 + c) for r, c in line)
+        holds_both = any(bits >> (r * 6 + c) & 1 for r, c in line) and any(other >> (r * 6 + c) & 1 for r, c in line)
+        assert is_dead_window(bits, other, mask) == holds_both
+
+
+@settings(max_examples=40, deadline=None)
+@given(positions())
+def test_counts_and_parsing_agree(state: State) -> None:
+    text = state.to_string()
+    stones = sum(ch != "." for ch in text)
+    assert state.num_empty == text.count(".") == CELLS - stones
+    assert state.to_play_index == stones % 2 and state.to_play == ("order", "chaos")[stones % 2]
+    assert State.from_string(text) == parse_board(text) == state
+    assert state.is_full == (stones == CELLS)

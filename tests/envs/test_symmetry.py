@@ -13,6 +13,7 @@ from orderchaos.envs.symmetry import (
     ACTION_PERM,
     CELL_PERM,
     INVERSE,
+    NUM_BOARD_SYMMETRIES,
     NUM_SYMMETRIES,
     all_images,
     canonical_key,
@@ -107,3 +108,18 @@ def test_planes_and_policies_follow_states_and_actions(state: State, g: int) -> 
 def test_transform_bits_matches_the_cell_permutation(bits: int, t: int) -> None:
     expected = sum(1 << CELL_PERM[t][c] for c in range(CELLS) if bits >> c & 1)
     assert transform_bits(bits, t) == expected
+
+
+def test_the_board_transforms_are_the_eight_of_the_square() -> None:
+    """CELL_PERM against numpy's own rotations: transform t transposes when t & 4, then
+    turns the board a quarter clockwise t & 3 times (cell c goes where its number lands)."""
+    assert (NUM_BOARD_SYMMETRIES, NUM_SYMMETRIES, len(CELL_PERM)) == (8, 16, 8)
+    grid = np.arange(CELLS).reshape(6, 6)
+    for t in range(8):
+        moved = np.rot90(grid.T if t & 4 else grid, -(t & 3)).reshape(-1)
+        expected = [0] * CELLS
+        for place, cell in enumerate(moved):
+            expected[cell] = place
+        assert list(CELL_PERM[t]) == expected, t
+    for g in range(NUM_SYMMETRIES):  # symbols swap exactly for g >= 8
+        assert all(ACTION_PERM[g, a] % 2 == (a % 2) ^ (g >= 8) for a in range(ACTIONS))

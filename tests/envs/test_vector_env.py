@@ -13,7 +13,8 @@ from orderchaos.envs import (
     OrderChaosEnv,
     OrderChaosVectorEnv,
 )
-from orderchaos.envs.rules import parse_board
+from orderchaos.envs.render import render_rgb
+from orderchaos.envs.rules import State, parse_board, render_ascii
 
 
 def test_make_vec_gives_the_native_vector_env() -> None:
@@ -68,6 +69,9 @@ def match_single_envs(backend: str, end_when_decided: bool, n: int, steps: int) 
             assert list(to_np(info["rewards"])[i]) == [expected_info["rewards"]["order"], expected_info["rewards"]["chaos"]]
             assert tuple(np.flatnonzero(to_np(info["winning_line"])[i])) == tuple(expected_info["winning_line"])
             assert to_np(info["to_play"])[i] == ("order", "chaos").index(expected_info["to_play"])
+            last = expected_info["last_action"]
+            assert to_np(info["last_action"])[i] == (-1 if last is None else last)
+            assert not to_np(info["illegal"])[i]
             pending[i] = expected_done
             if expected_done:
                 reasons[expected_info["end_reason"]] += 1
@@ -122,6 +126,56 @@ def test_vector_board_option_and_restart_position() -> None:
 def test_vector_render() -> None:
     vec = OrderChaosVectorEnv(2, render_mode="ansi")
     vec.reset()
+    assert vec.render() == (render_ascii(State()),) * 2  # no last move marked yet
     vec.step(np.array([0, 3]))
     frames = vec.render()
-    assert len(frames) == 2 and "(X)" in frames[0] and "(O)" in frames[1]
+    assert frames == (render_ascii(State().apply(0), 0), render_ascii(State().apply(3), 3))
+    rgb = OrderChaosVectorEnv(2, render_mode="rgb_array")
+    rgb.reset()
+    rgb.step(np.array([0, 3]))
+    images = rgb.render()
+    assert len(images) == 2
+    assert np.array_equal(images[1], render_rgb(State().apply(3), 3))
+    assert OrderChaosVectorEnv(1).render() is None
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("board", [None, "XXXX." + "." * 31])
+def test_reset_after_a_finished_game_plays_the_next_action(backend: str, board: str | None) -> None:
+    """A game that ended last step is waiting to restart; reset() must clear that, so the
+    first action after it is played, not swallowed by the pending autoreset."""
+    env = OrderChaosVectorEnv(2, backend=backend)
+    options = None if board is None else {"board": board}
+    env.reset(options=options)
+    # Game 0 ends (Order completes a row of X); game 1 plays an ordinary move.
+    first = [8, 71]
+    if board is None:  # four X stones in game 0 first; scattered O stones in game 1
+        for a in ([0, 71], [2, 1], [4, 25], [6, 49]):
+            env.step(np.array(a))
+        first = [8, 13]
+    _, _, terminated, _, _ = env.step(np.array(first))
+    assert terminated.tolist() == [True, False]
+    env.reset(options=options)
+    start = 0 if board is None else 4
+    obs, reward, terminated, _, info = env.step(np.array([60, 61]))
+    stones = np.asarray(obs["observation"])[:, :2].sum(axis=(1, 2, 3))
+    assert stones.tolist() == [start + 1, start + 1]  # both games placed their stone
+    assert np.asarray(info["last_action"]).tolist() == [60, 61]
+    assert not np.asarray(terminated).any()
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_step_before_reset_raises(backend: str) -> None:
+    env = OrderChaosVectorEnv(3, backend=backend)
+    with pytest.raises(gymnasium.error.ResetNeeded, match="call reset"):
+        env.step(np.zeros(3, dtype=np.int64))
+    env.reset()
+    env.step(np.zeros(3, dtype=np.int64))
+
+
+def test_reset_does_not_change_the_terminated_array_a_step_returned() -> None:
+    env = OrderChaosVectorEnv(1)
+    env.reset(options={"board": "XXXX." + "." * 31})
+    _, _, terminated, _, _ = env.step(np.array([8]))
+    env.reset()
+    assert terminated.tolist() == [True]

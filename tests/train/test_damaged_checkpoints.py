@@ -117,3 +117,31 @@ def test_no_checkpoint_that_loads_is_one_clear_error(pristine_run: Path, tmp_pat
         load_latest_good_checkpoint(run_dir)
     status = main(["train", str(SMOKE), "--resume", str(run_dir)])
     assert status == 2
+
+
+def test_a_newest_checkpoint_without_meta_json_is_reported_not_skipped_silently(
+    pristine_run: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(pristine_run, run_dir, symlinks=True)
+    newest, older = checkpoints_newest_first(run_dir)
+    (newest / META_FILE).unlink()
+
+    loaded = load_latest_good_checkpoint(run_dir)
+    assert loaded is not None and loaded.path == older
+    assert loaded.skipped == [(newest, f"{newest / META_FILE} is missing")]
+
+    with pytest.warns(UserWarning, match="skipping checkpoint step_0000002 .*meta.json is missing; "
+                                         "using step_0000001"):
+        status = main(["eval", "--order", str(run_dir), "--chaos", "random", "--games", "1"])
+    assert status == 0
+
+    config = load_config(SMOKE, ["run.iterations=3", "eval.enabled=false"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer = make_trainer(config, run_dir, resume=True)
+    assert trainer.iteration == 1
+    said = " ".join(str(w.message) for w in caught)
+    assert "step_0000002" in said and "meta.json is missing" in said

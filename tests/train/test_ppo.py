@@ -51,6 +51,7 @@ def test_ppo_resume_restores_the_opponent_pool_and_continues_the_same_run(tmp_pa
         for role, snaps in pool.items():
             assert len(resumed.pool[role]) == len(snaps)
             for mine, theirs in zip(resumed.pool[role], snaps):
+                assert mine.keys() == theirs.keys()
                 assert all(torch.equal(mine[k], theirs[k]) for k in theirs)
         resumed.fit()
     finally:
@@ -59,5 +60,7 @@ def test_ppo_resume_restores_the_opponent_pool_and_continues_the_same_run(tmp_pa
     for role in ("order", "chaos"):
         for key, value in straight.nets[role].state_dict().items():
             assert torch.equal(value, resumed.nets[role].state_dict()[key]), (role, key)
+        assert len(straight.pool[role]) == len(resumed.pool[role]) == 2, role
         for mine, theirs in zip(straight.pool[role], resumed.pool[role]):
+            assert mine.keys() == theirs.keys()
             assert all(torch.equal(mine[k], theirs[k]) for k in mine)

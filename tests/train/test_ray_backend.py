@@ -224,6 +224,157 @@ def _stop(head: subprocess.Popen, temp: Path) -> None:
                 pass
 
 
+def _descendants(root: int) -> list[int]:
+    """The processes started by ``root``, and by those, and so on (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _alive(pids: list[int]) -> list[str]:
+    """The command lines of those of ``pids`` still running (zombies count as gone)."""
+    out = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            out.append(f"{pid} {state} {_cmdline(pid)[:60].strip()}")
+    return out
+
+
+def _listening_addresses(pids: list[int]) -> list[tuple[int, str, int]]:
+    """(pid, address, port) of every listening TCP socket those processes hold, read from
+    /proc/net/tcp{,6} and each process's open files."""
+    listening: dict[str, tuple[str, int]] = {}
+    for table in ("tcp", "tcp6"):
+        try:
+            rows = Path(f"/proc/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if fields[3] == "0A":  # LISTEN
+                address, port = fields[1].split(":")
+                listening[fields[9]] = (address, int(port, 16))
+    found = []
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:[") and link[8:-1] in listening:
+                found.append((pid, *listening[link[8:-1]]))
+    return found
+
+
+LOOPBACK = {"0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000"}
+"""127.0.0.1, ::ffff:127.0.0.1 and ::1 as /proc/net/tcp{,6} write them."""
+
+
+def _start_run(tmp_path: Path, backend: str) -> tuple[subprocess.Popen, list[int]]:
+    """A long training run in its own process; returns it once its workers are up (for Ray:
+    once an actor process runs), with its processes at that moment."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "orderchaos", "train", SMOKE, "eval.enabled=false", f"run.backend={backend}",
+         "run.actors=1", "run.iterations=100000", "--run-dir", str(tmp_path / backend)],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.time() + 180
+    while time.time() < deadline and run.poll() is None:
+        pids = _descendants(run.pid)
+        ready = (any(_cmdline(p).startswith("ray::SelfPlayActor") for p in pids) if backend == "ray"
+                 else (tmp_path / backend / "config.yaml").exists())
+        if ready:
+            time.sleep(2)
+            return run, _descendants(run.pid)
+        time.sleep(0.5)
+    run.kill()
+    pytest.fail(f"the {backend} run did not start: {run.communicate()[1][-2000:]}")
+
+
+@pytest.mark.slow  # two Ray starts and a local run: about a minute on 2 cores
+def test_a_local_instance_listens_on_loopback_and_sigterm_ends_it_like_the_local_backend(tmp_path: Path) -> None:
+    """Every listening socket of the run's processes is on loopback, no dashboard process
+    runs, SIGTERM ends the run with the local backend's status, and nothing is left."""
+    run, pids = _start_run(tmp_path, "ray")
+    try:
+        sockets = _listening_addresses([run.pid, *pids])
+        assert len(sockets) >= 3  # at least the GCS, the raylet and the driver
+        exposed = [(pid, _cmdline(pid)[:60], address, port) for pid, address, port in sockets
+                   if address not in LOOPBACK]
+        assert exposed == []
+        assert not [p for p in pids if "dashboard/dashboard.py" in _cmdline(p)]
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    local, _ = _start_run(tmp_path, "local")
+    local.send_signal(signal.SIGTERM)
+    local.communicate(timeout=60)
+    assert run.returncode == local.returncode == -signal.SIGTERM  # 143 in a shell
+    assert "Traceback" not in err and "core dumped" not in err
+    deadline = time.time() + 30
+    while _alive(pids) and time.time() < deadline:
+        time.sleep(0.5)
+    assert _alive(pids) == []
+
+
+@pytest.mark.slow  # a Ray start: about 30 s on 2 cores
+def test_no_process_outlives_a_killed_ray_run(tmp_path: Path) -> None:
+    run, pids = _start_run(tmp_path, "ray")
+    assert len(pids) >= 5  # watchdog, GCS, raylet, agents, the actor
+    run.kill()
+    run.communicate(timeout=30)
+    deadline = time.time() + 20
+    while _alive(pids) and time.time() < deadline:
+        time.sleep(0.5)
+    assert _alive(pids) == []
+
+
+def test_a_listener_that_is_not_ray_is_one_line_and_quick(monkeypatch: pytest.MonkeyPatch, capfd) -> None:
+    """Something on the port that does not speak gRPC: refused before ray.init (which would
+    retry for minutes, printing warnings). Only loopback is contacted."""
+    import orderchaos.ray_setup as ray_setup
+
+    monkeypatch.setattr(ray_setup, "CONNECT_TIMEOUT_S", 1.0)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)  # accepts connections in the backlog, never answers
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        started = time.perf_counter()
+        with pytest.raises(ray_setup.RayBackendError, match="does not answer as a Ray head node"):
+            ray_setup.connect_ray(address, object_store_mb=64, setting="run.ray_address")
+        assert time.perf_counter() - started < 10
+    assert capfd.readouterr().err == ""
+
+
 def test_only_the_ray_backend_imports_ray() -> None:
     """Ray is loaded only by the training backend and when a Ray run starts (the prover's
     --backend ray, :mod:`orderchaos.ray_setup`'s functions), never on import."""

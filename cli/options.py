@@ -1,0 +1,80 @@
+"""Argument types shared by the subcommands: bounded integers and finite numbers.
+
+Each factory returns an argparse ``type=`` callable that refuses a value outside its
+bounds in one line naming the accepted range, so that no command starts work with a count
+it cannot hold (a match of 10**20 games) or a limit the library refuses later (``inf``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+from orderchaos.arena.matches import MAX_GAMES, MAX_OPENING_PLIES
+
+MAX_WORKERS = 1024
+"""The most worker processes or actors one command starts."""
+MAX_MINUTES = 60.0 * 24 * 365
+"""A year: the longest time limit accepted in minutes."""
+MAX_SECONDS = MAX_MINUTES * 60
+MAX_NODES = 10**15
+"""The largest solver node budget accepted."""
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be an integer from {low:,} to {high:,}, got {text!r}"
+            ) from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer from {low:,} to {high:,}, got {text}")
+        return value
+
+    return parse
+
+
+def number_in(low: float, high: float, *, above: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number from ``low`` (or, with ``above``, greater than
+    ``low``) to ``high``; ``inf`` and ``nan`` are refused."""
+    lower = f"greater than {low:g}" if above else f"from {low:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        too_low = value <= low if above else value < low
+        if not math.isfinite(value) or too_low or value > high:
+            raise argparse.ArgumentTypeError(f"must be a number {lower} to {high:g}, got {text!r}")
+        return value
+
+    return parse
+
+
+class UsageError(Exception):
+    """Bad command-line arguments; the message is the one line to print (status 2)."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (``PROG: error: MESSAGE (see PROG
+    --help)``) raised as :class:`UsageError`, for ``main`` to print and return status 2;
+    ``--help`` still shows the usage."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        """Raise UsageError with the one line to print."""
+        raise UsageError(f"{self.prog}: error: {message} (see {self.prog} --help)")
+
+
+GAMES = int_in(1, MAX_GAMES)
+WORKERS = int_in(1, MAX_WORKERS)
+SEED = int_in(0, 2**63 - 1)
+OPENINGS = int_in(0, MAX_OPENING_PLIES)
+NODES = int_in(1, MAX_NODES)
+MINUTES = number_in(0, MAX_MINUTES, above=True)
+SECONDS = number_in(0, MAX_SECONDS, above=True)

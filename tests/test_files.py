@@ -1,0 +1,76 @@
+"""orderchaos.files: the output-path checks run before work starts, and the fallback
+that keeps finished work when the real place cannot be written at the end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orderchaos.files import OutputPathError, check_output_dir, check_output_file, write_with_fallback
+
+UNWRITABLE = "/proc/orderchaos-nowhere"  # /proc refuses new entries, even to root
+
+
+def test_a_writable_file_path_passes_and_leaves_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "new" / "deeper" / "g.jsonl"
+    assert check_output_file(target) == target
+    assert list(tmp_path.iterdir()) == []  # the folders made for the probe are gone again
+    existing = tmp_path / "old.txt"
+    existing.write_text("kept")
+    check_output_file(existing)
+    assert existing.read_text() == "kept"
+
+
+def test_a_writable_directory_passes_and_leaves_nothing(tmp_path: Path) -> None:
+    check_output_dir(tmp_path / "a" / "b")
+    check_output_dir(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "make, check, message",
+    [
+        (lambda t: t, check_output_file, "is a directory"),
+        (lambda t: Path(UNWRITABLE) / "g.jsonl", check_output_file, "cannot create /proc/orderchaos-nowhere"),
+        (lambda t: (t / "afile").touch() or t / "afile" / "g.jsonl", check_output_file, "afile is a file"),
+        (lambda t: (t / "afile").touch() or t / "afile", check_output_dir, "is a file, not a directory"),
+        (lambda t: (t / "afile").touch() or t / "afile" / "sub", check_output_dir, "afile is a file"),
+        (lambda t: Path(UNWRITABLE), check_output_dir, "cannot create"),
+        (lambda t: Path("/proc"), check_output_dir, "cannot write in /proc"),
+    ],
+)
+def test_unwritable_outputs_are_refused_in_one_line(tmp_path: Path, make, check, message: str) -> None:
+    with pytest.raises(OutputPathError, match=message) as err:
+        check(make(tmp_path), "output")
+    assert "\n" not in str(err.value)
+    assert isinstance(err.value, ValueError)
+
+
+def test_fallback_writes_beside_the_target_then_to_a_temporary_folder(tmp_path: Path) -> None:
+    def write(p: Path) -> None:
+        p.write_text("work")
+
+    ok = tmp_path / "ok.txt"
+    assert write_with_fallback(ok, write) == (ok, None)
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()  # a directory where the file is meant: writing it fails
+    where, error = write_with_fallback(blocked, write)
+    assert isinstance(error, IsADirectoryError)
+    assert where.parent == tmp_path and where.name.startswith("blocked.unsaved-")
+    assert where.read_text() == "work"
+
+    nowhere = Path(UNWRITABLE) / "x.txt"  # neither it nor a file beside it can be written
+    where, error = write_with_fallback(nowhere, write)
+    assert error is not None and where.name == "x.txt" and where.read_text() == "work"
+    assert not str(where).startswith("/proc")
+    where.unlink()
+    where.parent.rmdir()
+
+
+def test_fallback_raises_the_first_error_when_nothing_can_be_written() -> None:
+    def write(p: Path) -> None:
+        raise PermissionError(13, "denied", str(p))
+
+    with pytest.raises(PermissionError):
+        write_with_fallback("/tmp/whatever", write)
