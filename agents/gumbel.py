@@ -192,7 +192,7 @@ class GumbelSearch:
             order does not depend on the values). The waves then find them evaluated. The
             search is the same; the network sees one large batch instead of one small
             batch per wave, which costs less per position when the waves are small
-            (docs/training.md has the measurements). Not with an evaluator that
+            (docs/experiments.md has the measurements). Not with an evaluator that
             proves leaves (``evaluate_with_proofs``), which is asked wave by wave as before.
     """
 

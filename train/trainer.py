@@ -58,7 +58,7 @@ def evaluate_policies(
     and per side to move ``eval/accuracy_<set>_order`` / ``_chaos`` for the sets ``12_18``,
     ``19_22``, ``23_26`` and ``27_30``, ``eval/accuracy_all`` over all of them pooled, and
     ``eval/positions_accuracy`` (and ``_order`` / ``_chaos``), which stays the 12-18 set's
-    figure as before the stage sets shipped. Pieces that are not installed yet, or a set
+    figure under its older tag name. Pieces that are not installed yet, or a set
     file that is missing, are skipped with a warning.
     """
     cfg = config.eval
@@ -96,7 +96,7 @@ def evaluate_policies(
                         out[f"eval/accuracy_{name}_{side}"] = float(stats["accuracy"])
             if results:
                 out["eval/accuracy_all"] = pooled_accuracy(list(results.values())).accuracy
-            # The name logged before the stage sets: the 12-18 set, so old runs' curves go on.
+            # The older tag name of the 12-18 set's figure, so that older runs' curves go on.
             for suffix in ("", "_order", "_chaos"):
                 if f"eval/accuracy_12_18{suffix}" in out:
                     out[f"eval/positions_accuracy{suffix}"] = out[f"eval/accuracy_12_18{suffix}"]
