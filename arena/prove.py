@@ -965,6 +965,8 @@ def parse_action(text: str) -> int:
 
 
 def format_progress(d: dict[str, Any]) -> str:
+    """One progress line of a run from the prover's log record ``d`` (elapsed time, proven,
+    disproven and open nodes, the root's proof and disproof numbers, speed, book size)."""
     rep = d["replies"]
     return (
         f"[{d['elapsed']:>8.1f}s] proven {d['proven']} disproven {d['disproven']} open {d['open']} "
@@ -976,6 +978,8 @@ def format_progress(d: dict[str, Any]) -> str:
 
 
 def print_status(s: dict[str, Any]) -> None:
+    """Print :func:`status`'s summary of a book: the root, each first move, and the replies
+    to the focused first move."""
     print(f"empty board: {s['root'] or 'open'}; book {s['book_entries']} entries; "
           f"solver {s['solver_seconds']:.0f}s wall, {s['solver_cpu_seconds']:.0f}s CPU over {s['runs']} run(s)")
     for f in s["first_moves"]:

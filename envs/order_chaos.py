@@ -398,6 +398,7 @@ class OrderChaosEnv(gymnasium.Env):
     (``"five"``, ``"full"``, ``"decided"``, ``"illegal action: ..."`` or None).
 
     ## Arguments
+
     * ``render_mode``: ``"ansi"`` (a string), ``"human"`` (prints it) or ``"rgb_array"``.
     * ``illegal_action``: ``"raise"`` (default) raises :class:`IllegalActionError` (a
       ValueError) and leaves the state exactly unchanged; ``"lose"`` ends the game as a
@@ -406,6 +407,7 @@ class OrderChaosEnv(gymnasium.Env):
     * ``end_when_decided``: end the game as a Chaos win as soon as no five is possible.
 
     ## Version History
+
     * v0: initial version (observation encoding v1).
     """
 
