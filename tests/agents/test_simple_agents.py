@@ -12,7 +12,6 @@ from orderchaos.agents.simple import (
     completes_a_five,
     danger_deltas,
     double_threat_moves,
-    new_threat_cells,
     single_threat_followups,
 )
 from orderchaos.envs.rules import State, parse_board
@@ -89,12 +88,10 @@ def test_heuristic_chaos_never_completes_an_avoidable_five(state: State) -> None
 def test_double_threat_moves_are_exactly_the_moves_leaving_two_completion_cells(state: State) -> None:
     if state.threats():
         return
-    expected = [
-        a for a in state.legal_actions() if len({c for c, _ in new_threat_cells(state.x, state.o, a)}) >= 2
-    ]
+    expected = [a for a in state.legal_actions() if len({c for c, _ in state.apply(a).threats()}) >= 2]
     assert double_threat_moves(state.x, state.o) == expected
     for a in single_threat_followups(state.x, state.o):
-        assert len(new_threat_cells(state.x, state.o, a)) == 1
+        assert len(state.apply(a).threats()) == 1
 
 
 def test_single_threat_followup_is_found() -> None:
