@@ -19,7 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
-from orderchaos.agents.solver import first_proven_win
+from orderchaos.agents.solver import default_solver, first_proven_win, solve
 from orderchaos.envs.rules import ORDER, State
 
 
@@ -41,7 +41,7 @@ def solver_targets(
     fastest_plies: int = 0,
 ) -> SolverTargets:
     """Solve each state within ``node_limit`` nodes (``orderchaos.agents.solver.solve``); unproven ones
-    are left out. Empty when the solver module is not installed.
+    are left out.
 
     With ``moves``, a won position lists every winning move. Listing them all needs a proof
     for every losing move too, which often exceeds the budget early in the game; then, if
@@ -53,10 +53,6 @@ def solver_targets(
     budget (``Solver.fastest_wins``); kept whole when no five is that close.
     """
     out = SolverTargets()
-    try:
-        from orderchaos.agents.solver import default_solver, solve
-    except ImportError:
-        return out
     for i, state in enumerate(states):
         result = solve(state, node_limit=node_limit, moves=moves)
         if result.winner is None:
