@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from orderchaos.agents import kernels
+from orderchaos.agents import compiled_rules
 from orderchaos.agents.base import SeedLike, make_rng
 from orderchaos.envs.rules import (
     ACTIONS,
@@ -28,8 +28,8 @@ from orderchaos.envs.rules import (
     threat_pairs,
 )
 
-_DANGER: tuple[float, ...] = tuple(float(w) for w in kernels.DANGER)
-""":data:`orderchaos.agents.kernels.DANGER` as Python floats, for the scalar loop below."""
+_DANGER: tuple[float, ...] = tuple(float(w) for w in compiled_rules.DANGER)
+""":data:`orderchaos.agents.compiled_rules.DANGER` as Python floats, for the scalar loop below."""
 
 
 def _require_playable(state: State, who: str) -> None:
@@ -69,7 +69,7 @@ def window_counts(x: int, o: int) -> tuple[list[int], list[int]]:
     """Per window (in ``WINDOWS`` order) the number of X stones and of O stones."""
     xc = np.empty(NUM_WINDOWS, dtype=np.int64)
     oc = np.empty(NUM_WINDOWS, dtype=np.int64)
-    kernels.window_counts(x, o, xc, oc)
+    compiled_rules.window_counts(x, o, xc, oc)
     return xc.tolist(), oc.tolist()
 
 

@@ -1,5 +1,5 @@
 """The rules exist once per kind of engine: ``State`` for Python code, ``BatchGame`` for array
-code, the compiled helpers of ``orderchaos.agents.kernels`` for numba code. These tests play
+code, the compiled helpers of ``orderchaos.agents.compiled_rules`` for numba code. These tests play
 whole random games and compare the three engines position by position (not copies of one
 engine: each side is the engine itself)."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orderchaos.agents import kernels
+from orderchaos.agents import compiled_rules
 from orderchaos.envs.batch import BatchGame, finished_flags
 from orderchaos.envs.rules import ACTIONS, NUM_WINDOWS, WINDOWS, State, legal_action_list, window_set
 
@@ -58,13 +58,13 @@ def test_state_and_the_compiled_helpers_agree_along_whole_games(seed: int) -> No
             cell = placed.bit_length() - 1
             mine = after.x if after.x & placed else after.o
             # A five appears only through the stone just placed.
-            assert kernels.places_five(mine, cell) == after.has_five
-            kernels.window_counts(after.x, after.o, xc, oc)
+            assert compiled_rules.places_five(mine, cell) == after.has_five
+            compiled_rules.window_counts(after.x, after.o, xc, oc)
             assert xc.tolist() == [(after.x & m).bit_count() for m in WINDOWS]
             assert oc.tolist() == [(after.o & m).bit_count() for m in WINDOWS]
             assert bool(((xc == 5) | (oc == 5)).any()) == after.has_five
             assert bool(((xc > 0) & (oc > 0)).all()) == after.decided
-            n = kernels.legal_actions(after.occupied, out)
+            n = compiled_rules.legal_actions(after.occupied, out)
             assert out[:n].tolist() == legal_action_list(after.x, after.o)
 
 

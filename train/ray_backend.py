@@ -56,7 +56,7 @@ from orderchaos.train.alphazero import (
     AlphaZeroTrainer,
     SelfPlayGame,
     TrainingRows,
-    hunt_round,
+    mistake_hunt_rows,
     play_training_games,
 )
 from orderchaos.train.config import TrainConfig, config_from_dict, config_to_dict
@@ -174,10 +174,10 @@ class SelfPlayActor:
         return {**pack_games(logs, imitated), "version": version, "seconds": seconds, "pid": os.getpid()}
 
     def hunt(self, weights: dict, version: int, seed: int) -> tuple[dict, dict[str, float]]:
-        """One :func:`hunt_round` with the weights of iteration ``version``."""
+        """One :func:`mistake_hunt_rows` with the weights of iteration ``version``."""
         self._use(weights, version)
         started = time.perf_counter()
-        rows, metrics = hunt_round(self.evaluator, self.config.mistakes, np.random.default_rng(seed))
+        rows, metrics = mistake_hunt_rows(self.evaluator, self.config.mistakes, np.random.default_rng(seed))
         metrics["charts/mistake_seconds"] = time.perf_counter() - started
         return rows, metrics
 
