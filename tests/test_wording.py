@@ -74,33 +74,38 @@ def prose_of_python(source: str) -> list[tuple[int, str]]:
     return out
 
 
-def process_wording(text: str) -> list[str]:
-    """The phrases of ``text`` that speak of how the project was worked on."""
+def _matches(text: str) -> list[tuple[int, str]]:
+    """(offset, phrase) of each place in ``text`` that speaks of how the project was worked on."""
     found = []
     for m in SESSION.finditer(text):
         before = WORD_BEFORE.search(text[max(0, m.start() - 40): m.start()])
         if before is None or before.group(1).lower() not in SESSION_KINDS:
-            found.append(text[max(0, m.start() - 30): m.end() + 10].replace("\n", " "))
+            found.append((m.start(), text[max(0, m.start() - 30): m.end() + 10].replace("\n", " ")))
     for pattern in PHRASES:
-        found += [m.group(0) for m in pattern.finditer(text)]
+        found += [(m.start(), m.group(0)) for m in pattern.finditer(text)]
     return found
+
+
+def process_wording(text: str) -> list[str]:
+    """The phrases of ``text`` that speak of how the project was worked on."""
+    return [phrase for _, phrase in _matches(text)]
 
 
 def findings(name: str) -> list[str]:
     """Every process wording in one tracked file, as ``path:line: phrase``."""
     text = (REPO / name).read_text(encoding="utf-8")
-    if name.endswith(".py"):
-        pieces = prose_of_python(text)
-    else:
-        pieces = list(enumerate(text.splitlines(), start=1))
-        # A phrase may be broken over two lines of a paragraph: read each line with the next.
-        pieces = [(n, line + " " + (pieces[i + 1][1] if i + 1 < len(pieces) else ""))
-                  for i, (n, line) in enumerate(pieces)]
     out = []
-    for line, piece in pieces:
-        for phrase in process_wording(piece):
-            out.append(f"{name}:{line}: {phrase.strip()}")
-    return sorted(set(out))
+    if name.endswith(".py"):
+        for line, piece in prose_of_python(text):
+            out += [f"{name}:{line}: {phrase.strip()}" for phrase in process_wording(piece)]
+        return out
+    lines = text.splitlines()
+    for n, line in enumerate(lines, start=1):
+        # A phrase may be broken over two lines of a paragraph: read each line with the next,
+        # and report what starts on this one.
+        joined = line + " " + (lines[n] if n < len(lines) else "")
+        out += [f"{name}:{n}: {phrase.strip()}" for start, phrase in _matches(joined) if start < len(line)]
+    return out
 
 
 def test_the_rule_catches_process_wording_and_spares_the_software_s_sessions() -> None:
