@@ -66,7 +66,7 @@ class Evaluator(Protocol):
 @runtime_checkable
 class ProvingEvaluator(Evaluator, Protocol):
     """An evaluator that can also settle some leaves exactly (as
-    :class:`orderchaos.agents.solver_search.SolverLeafEvaluator` does with the solver).
+    :class:`orderchaos.agents.solver_assisted.SolverLeafEvaluator` does with the solver).
 
     ``evaluate_with_proofs`` returns ``(priors, values, proven)``, where ``proven`` is an
     int8 array ``(B,)``: +1 when the player to move in that state provably wins, -1 when it

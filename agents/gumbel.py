@@ -31,7 +31,7 @@ from orderchaos.agents.mcts import (
     MCTS,
     PUCT_C,
     SearchResult,
-    _Arena,
+    _NodeStore,
     _load_kernels,
     _select_many,
     check_evaluator,
@@ -192,7 +192,7 @@ class GumbelSearch:
             order does not depend on the values). The waves then find them evaluated. The
             search is the same; the network sees one large batch instead of one small
             batch per wave, which costs less per position when the waves are small
-            (docs/training.md has the measurements). Not with an evaluator that
+            (docs/experiments.md has the measurements). Not with an evaluator that
             proves leaves (``evaluate_with_proofs``), which is asked wave by wave as before.
     """
 
@@ -246,23 +246,23 @@ class GumbelSearch:
             asked = CachedEvaluator(self.evaluator, capacity=k * (budget + 1) + 1)
         evaluate_and_backup = MCTS(asked, simulations=1, use_priors=True)._evaluate_and_backup
         seeds = self._rng.integers(1, 2**63, size=k)
-        arena = _Arena(min(k * (budget + 1) * ACTIONS, 1 << 20), self.max_nodes)
-        roots = np.array([arena.add_root() for _ in states], dtype=np.int64)
+        store = _NodeStore(min(k * (budget + 1) * ACTIONS, 1 << 20), self.max_nodes)
+        roots = np.array([store.add_root() for _ in states], dtype=np.int64)
         streams = np.array([[splitmix64(np.uint64(s))] for s in seeds], dtype=np.uint64)
         xs = np.array([s.x for s in states], dtype=np.int64)
         os_ = np.array([s.o for s in states], dtype=np.int64)
         _load_kernels()
         every = np.arange(k, dtype=np.int64)
-        arena.reserve(k * ACTIONS)
-        leaves, lxs, los = _select_many(arena.nodes, roots, xs, os_, self.c, True)
-        root_values = evaluate_and_backup(arena, every, leaves, lxs, los, streams)
+        store.reserve(k * ACTIONS)
+        leaves, lxs, los = _select_many(store.nodes, roots, xs, os_, self.c, True)
+        root_values = evaluate_and_backup(store, every, leaves, lxs, los, streams)
         # the roots' children, in node order: prior logits, probabilities and Gumbel draws
-        first = arena.nodes["first_child"][roots].astype(np.int64)
-        count = arena.nodes["n_children"][roots].astype(np.int64)
+        first = store.nodes["first_child"][roots].astype(np.int64)
+        count = store.nodes["n_children"][roots].astype(np.int64)
         logits = np.full((k, ACTIONS), -np.inf)
         gumbel = np.zeros((k, ACTIONS))
         for t in range(k):
-            prior = arena.nodes["prior"][first[t] : first[t] + count[t]].astype(np.float64)
+            prior = store.nodes["prior"][first[t] : first[t] + count[t]].astype(np.float64)
             logits[t, : count[t]] = np.log(np.maximum(prior, 1e-12))
             logits[t] -= logits[t, : count[t]].max()
             if add_noise:
@@ -273,33 +273,33 @@ class GumbelSearch:
         schedules = {m: considered_visit_sequence(int(m), max(budget - 1, 0)) for m in set(considered.tolist())}
         schedule = np.array([schedules[int(m)] for m in considered], dtype=np.int64).reshape(k, -1)
         if self.prefetch:
-            self._prefetch_first_visits(asked, arena, states, roots, first, logits + gumbel, schedule)
+            self._prefetch_first_visits(asked, store, states, roots, first, logits + gumbel, schedule)
         done = np.ones(k, dtype=np.int64)
         active, starts = np.empty(k, np.int64), np.empty(k, np.int64)
         cxs, cos = np.empty(k, np.int64), np.empty(k, np.int64)
         for step in range(budget - 1):
             n = _next_children(
-                arena.nodes, roots, first, count, logits, probs, gumbel, root_values, schedule[:, step],
+                store.nodes, roots, first, count, logits, probs, gumbel, root_values, schedule[:, step],
                 xs, os_, self.c_visit, self.c_scale, active, starts, cxs, cos,
             )
-            if n == 0 or not arena.reserve(n * ACTIONS):
+            if n == 0 or not store.reserve(n * ACTIONS):
                 break
-            leaves, lxs, los = _select_many(arena.nodes, starts[:n], cxs[:n], cos[:n], self.c, True)
-            evaluate_and_backup(arena, active[:n].copy(), leaves, lxs, los, streams)
+            leaves, lxs, los = _select_many(store.nodes, starts[:n], cxs[:n], cos[:n], self.c, True)
+            evaluate_and_backup(store, active[:n].copy(), leaves, lxs, los, streams)
             done[active[:n]] += 1
         roots_info = (first, count, logits, probs, gumbel, root_values)
-        return [self._result(arena, t, state, roots[t], roots_info, int(done[t]), budget) for t, state in enumerate(states)]
+        return [self._result(store, t, state, roots[t], roots_info, int(done[t]), budget) for t, state in enumerate(states)]
 
     @staticmethod
     def _prefetch_first_visits(
-        cache: Evaluator, arena: _Arena, states: list[State], roots: np.ndarray, first: np.ndarray,
+        cache: Evaluator, store: _NodeStore, states: list[State], roots: np.ndarray, first: np.ndarray,
         scores: np.ndarray, schedule: np.ndarray,
     ) -> None:
         """Evaluate through ``cache``, in one batch, the children each unproven root visits in
         the schedule's opening run of first visits: its leading zeros, the children taken in
         ``g + logit`` (``scores``) order, passing over those proven at expansion (a move
         that completes a five for the opponent), as the schedule does."""
-        proven, actions = arena.nodes["proven"], arena.nodes["action"]
+        proven, actions = store.nodes["proven"], store.nodes["action"]
         children: list[State] = []
         for t, state in enumerate(states):
             if proven[roots[t]] != 0 or schedule.shape[1] == 0:
@@ -317,16 +317,16 @@ class GumbelSearch:
             cache.evaluate(children)
 
     def _result(
-        self, arena: _Arena, t: int, state: State, root: int, roots_info: tuple, done: int, budget: int
+        self, store: _NodeStore, t: int, state: State, root: int, roots_info: tuple, done: int, budget: int
     ) -> GumbelResult:
         """Tree ``t``'s result: the PUCT result's statistics, the improved policy, and (when
         unproven) the final Gumbel choice among the most visited children."""
         first, count, logits, probs, gumbel, root_values = roots_info
-        base = MCTS._result(arena, int(root), state, done, budget)
+        base = MCTS._result(store, int(root), state, done, budget)
         n = int(count[t])
-        children = arena.nodes[first[t] : first[t] + n]
+        children = store.nodes[first[t] : first[t] + n]
         sigma = np.empty(ACTIONS)
-        _sigma(arena.nodes, int(first[t]), n, logits[t], probs[t], float(root_values[t]), self.c_visit, self.c_scale, sigma)
+        _sigma(store.nodes, int(first[t]), n, logits[t], probs[t], float(root_values[t]), self.c_visit, self.c_scale, sigma)
         scores = logits[t, :n] + sigma[:n]
         lost = children["proven"] == -1
         if not lost.all():

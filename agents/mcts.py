@@ -18,7 +18,7 @@
   are broken at random but reproducibly.
 * Proven leaves from the evaluator: an evaluator with ``evaluate_with_proofs`` (the
   :class:`orderchaos.agents.base.ProvingEvaluator` protocol, e.g. the solver at shallow
-  leaves, :class:`orderchaos.agents.solver_search.SolverLeafEvaluator`) may settle a leaf
+  leaves, :class:`orderchaos.agents.solver_assisted.SolverLeafEvaluator`) may settle a leaf
   exactly. Such a leaf is marked proven like a terminal child, is never expanded or
   selected again, and its result backs up as a proof. A root is never marked this way (its
   exact value is used, and it is expanded as usual, so that the search still has moves to
@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit
 
 from orderchaos.agents.base import Evaluator, SeedLike, make_rng
-from orderchaos.agents.kernels import legal_actions, places_five
+from orderchaos.agents.compiled_rules import legal_actions, places_five
 from orderchaos.agents.rollout import (
     rand_below,
     rollout_value,
@@ -359,7 +359,7 @@ class SearchResult:
         return (probs / probs.sum()).astype(np.float32)
 
 
-class _Arena:
+class _NodeStore:
     """Growable storage for the nodes of one or more trees."""
 
     def __init__(self, capacity: int, max_nodes: int) -> None:
@@ -508,18 +508,18 @@ class MCTS:
             return []
         budget = simulations or self.simulations or np.iinfo(np.int32).max
         seeds = self._rng.integers(1, 2**63, size=len(states))
-        arena = _Arena(min(len(states) * (budget + 1) * ACTIONS, 1 << 20), self.max_nodes)
-        roots = np.array([arena.add_root() for _ in states], dtype=np.int64)
+        store = _NodeStore(min(len(states) * (budget + 1) * ACTIONS, 1 << 20), self.max_nodes)
+        roots = np.array([store.add_root() for _ in states], dtype=np.int64)
         streams = np.array([[splitmix64(np.uint64(s))] for s in seeds], dtype=np.uint64)
         noise_rngs = [np.random.default_rng(int(s)) if add_noise else None for s in seeds]
         _load_kernels()  # so that compiling or loading them never eats into time_limit
         start = time.perf_counter()
         if isinstance(self.evaluator, RolloutEvaluator):
-            done = self._run_compiled(arena, roots, states, streams, noise_rngs, budget, start)
+            done = self._run_compiled(store, roots, states, streams, noise_rngs, budget, start)
         else:
-            done = self._run_waves(arena, roots, states, streams, noise_rngs, budget, start)
+            done = self._run_waves(store, roots, states, streams, noise_rngs, budget, start)
         return [
-            self._result(arena, int(root), state, int(n), budget)
+            self._result(store, int(root), state, int(n), budget)
             for root, state, n in zip(roots, states, done)
         ]
 
@@ -527,7 +527,7 @@ class MCTS:
     def _deadline(self, start: float, share: float) -> float:
         return math.inf if self.time_limit is None else start + self.time_limit * share
 
-    def _run_compiled(self, arena, roots, states, streams, noise_rngs, budget, start) -> np.ndarray:
+    def _run_compiled(self, store, roots, states, streams, noise_rngs, budget, start) -> np.ndarray:
         """Rollout evaluator: each tree runs the compiled loop in chunks until done."""
         assert isinstance(self.evaluator, RolloutEvaluator)
         done = np.zeros(len(states), dtype=np.int64)
@@ -535,19 +535,19 @@ class MCTS:
             deadline = self._deadline(start, (t + 1) / len(states))
             while done[t] < budget and time.perf_counter() < deadline:
                 chunk = 1 if done[t] == 0 else int(min(budget - done[t], _CHUNK))
-                arena.reserve(chunk * ACTIONS)
+                store.reserve(chunk * ACTIONS)
                 ran = _simulate_with_rollouts(
-                    arena.nodes, arena.size, root, np.int64(state.x), np.int64(state.o), chunk,
+                    store.nodes, store.size, root, np.int64(state.x), np.int64(state.o), chunk,
                     self.c, self.use_priors, self.evaluator.n_rollouts, streams[t],
                 )
                 if done[t] == 0 and noise_rngs[t] is not None:
-                    self._add_noise(arena, int(root), noise_rngs[t])
+                    self._add_noise(store, int(root), noise_rngs[t])
                 done[t] += ran
                 if ran < chunk:  # the root is proven, or the node limit is reached
                     break
         return done
 
-    def _run_waves(self, arena, roots, states, streams, noise_rngs, budget, start) -> np.ndarray:
+    def _run_waves(self, store, roots, states, streams, noise_rngs, budget, start) -> np.ndarray:
         """Any evaluator: lock-step waves, one leaf per unfinished tree, one evaluate call."""
         xs = np.array([s.x for s in states], dtype=np.int64)
         os_ = np.array([s.o for s in states], dtype=np.int64)
@@ -555,29 +555,29 @@ class MCTS:
         deadline = self._deadline(start, 1.0)
         first_wave = True
         while time.perf_counter() < deadline:
-            active = np.flatnonzero((done < budget) & (arena.nodes["proven"][roots] == 0))
-            if active.size == 0 or not arena.reserve(active.size * ACTIONS):
+            active = np.flatnonzero((done < budget) & (store.nodes["proven"][roots] == 0))
+            if active.size == 0 or not store.reserve(active.size * ACTIONS):
                 break
-            leaves, lxs, los = _select_many(arena.nodes, roots[active], xs[active], os_[active], self.c, self.use_priors)
-            self._evaluate_and_backup(arena, active, leaves, lxs, los, streams)
+            leaves, lxs, los = _select_many(store.nodes, roots[active], xs[active], os_[active], self.c, self.use_priors)
+            self._evaluate_and_backup(store, active, leaves, lxs, los, streams)
             if first_wave:
                 for t in active:
                     if noise_rngs[t] is not None:
-                        self._add_noise(arena, int(roots[t]), noise_rngs[t])
+                        self._add_noise(store, int(roots[t]), noise_rngs[t])
                 first_wave = False
             done[active] += 1
         return done
 
-    def _evaluate_and_backup(self, arena: _Arena, tree_ids, leaves, lxs, los, streams) -> np.ndarray:
+    def _evaluate_and_backup(self, store: _NodeStore, tree_ids, leaves, lxs, los, streams) -> np.ndarray:
         """Evaluate the selected leaves (one per tree in ``tree_ids``) in one batch, expand
         them and back their values up, marking the evaluator's proofs when it gives any;
         returns the values (each leaf mover's view)."""
         priors, values, proven = self._evaluate([State(int(x), int(o)) for x, o in zip(lxs, los)])
         if proven is None:
-            _expand_and_backup_many(arena.nodes, arena.size, tree_ids, leaves, lxs, los, priors, values, streams)
+            _expand_and_backup_many(store.nodes, store.size, tree_ids, leaves, lxs, los, priors, values, streams)
         else:
             _expand_and_backup_proven_many(
-                arena.nodes, arena.size, tree_ids, leaves, lxs, los, priors, values, proven, streams
+                store.nodes, store.size, tree_ids, leaves, lxs, los, priors, values, proven, streams
             )
         return values
 
@@ -605,17 +605,17 @@ class MCTS:
             )
         return priors, values, proven
 
-    def _add_noise(self, arena: _Arena, root: int, rng: np.random.Generator) -> None:
-        children = arena.children(root)
+    def _add_noise(self, store: _NodeStore, root: int, rng: np.random.Generator) -> None:
+        children = store.children(root)
         if len(children):
             noise = rng.dirichlet(np.full(len(children), self.dirichlet_alpha))
             f = self.dirichlet_fraction
             children["prior"] = (1 - f) * children["prior"] + f * noise
 
     @staticmethod
-    def _result(arena: _Arena, root: int, state: State, simulations: int, budget: int) -> SearchResult:
-        node = arena.nodes[root]
-        children = arena.children(root)
+    def _result(store: _NodeStore, root: int, state: State, simulations: int, budget: int) -> SearchResult:
+        node = store.nodes[root]
+        children = store.children(root)
         actions = children["action"].astype(np.int64)
         visits = np.zeros(ACTIONS, dtype=np.float32)
         visits[actions] = children["visits"]
@@ -633,7 +633,7 @@ class MCTS:
         # best is a seeded random tie-break (lexsort: last key first, -index keeps the first).
         order = np.lexsort((-np.arange(len(actions)), q[actions], children["visits"], children["proven"]))
         best_action = int(actions[order[-1]])
-        out_of_memory = simulations < budget and proven is None and len(arena.nodes) >= arena.max_nodes
+        out_of_memory = simulations < budget and proven is None and len(store.nodes) >= store.max_nodes
         legal = np.empty(ACTIONS, dtype=np.int64)  # the searched state is never terminal
         n_legal = legal_actions(state.x | state.o, legal)
         return SearchResult(
@@ -650,19 +650,19 @@ def _load_kernels() -> None:
     global _KERNELS_LOADED
     if _KERNELS_LOADED:
         return
-    arena = _Arena(4 * ACTIONS, 4 * ACTIONS)
-    roots = np.array([arena.add_root()], dtype=np.int64)
+    store = _NodeStore(4 * ACTIONS, 4 * ACTIONS)
+    roots = np.array([store.add_root()], dtype=np.int64)
     stream = seed_stream(0)
     zero = np.zeros(1, dtype=np.int64)
-    _simulate_with_rollouts(arena.nodes, arena.size, 0, zero[0], zero[0], 1, 1.0, False, 1, stream)
-    leaves, xs, os_ = _select_many(arena.nodes, roots, zero, zero, 1.0, True)
+    _simulate_with_rollouts(store.nodes, store.size, 0, zero[0], zero[0], 1, 1.0, False, 1, stream)
+    leaves, xs, os_ = _select_many(store.nodes, roots, zero, zero, 1.0, True)
     priors = np.zeros((1, ACTIONS), dtype=np.float32)
     _expand_and_backup_many(
-        arena.nodes, arena.size, zero, leaves, xs, os_, priors, np.zeros(1), stream[None, :]
+        store.nodes, store.size, zero, leaves, xs, os_, priors, np.zeros(1), stream[None, :]
     )
-    leaves, xs, os_ = _select_many(arena.nodes, roots, zero, zero, 1.0, True)
+    leaves, xs, os_ = _select_many(store.nodes, roots, zero, zero, 1.0, True)
     _expand_and_backup_proven_many(
-        arena.nodes, arena.size, zero, leaves, xs, os_, priors, np.zeros(1),
+        store.nodes, store.size, zero, leaves, xs, os_, priors, np.zeros(1),
         np.zeros(1, dtype=np.int8), stream[None, :],
     )
     _KERNELS_LOADED = True

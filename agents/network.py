@@ -172,7 +172,7 @@ class InferenceForward:
     With ``precision="bfloat16"`` the compiled modules run a bfloat16, channels-last copy of
     the network, which takes the new weights in place whenever they change: on a CPU with
     AVX512-BF16 1.3-1.8x cheaper a position at batches of 64 to 960 (measured,
-    docs/training.md), slower for a single position and on CPUs without bfloat16 units, at
+    docs/experiments.md), slower for a single position and on CPUs without bfloat16 units, at
     the cost of bfloat16 rounding (logits moved by up to about 0.12, values by up to about
     0.07 on the shipped networks). The outputs are float32 either way.
 

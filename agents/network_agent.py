@@ -6,7 +6,7 @@
 * :class:`NeuralAgent` plays from the network alone (``sims=0``: greedy with ``temp=0`` or
   sampling with ``temp>0``) or with PUCT search (``sims>0``, the shared ``orderchaos.agents.mcts.MCTS``);
   ``solver=D`` adds the proof book and the exact solver at the root and at search leaves
-  with at most ``D`` empty cells (:mod:`orderchaos.agents.solver_search`).
+  with at most ``D`` empty cells (:mod:`orderchaos.agents.solver_assisted`).
 * :func:`pretrained_agent` (registry spec ``pretrained``) plays the shipped weights;
   :func:`run_dir_agent` (a run directory as a spec) plays a run's latest checkpoint. Both
   share one cached evaluator per policy (:func:`shared_evaluator`), so a match does not
@@ -46,7 +46,7 @@ from orderchaos.envs.rules import ACTIONS, AGENTS, State
 
 if TYPE_CHECKING:
     from orderchaos.agents.mcts import SearchResult
-    from orderchaos.agents.solver_search import RootAnswer
+    from orderchaos.agents.solver_assisted import RootAnswer
 
 
 class NetworkEvaluator:
@@ -159,7 +159,7 @@ class NeuralAgent:
     (``temp=0``) or samples the visit distribution.
 
     ``solver=D`` (0: off) adds the exact solver, as
-    :class:`orderchaos.agents.solver_search.SolverAssist` describes: a root found in the proof
+    :class:`orderchaos.agents.solver_assisted.SolverAssist` describes: a root found in the proof
     ``book`` (default: the shipped one) that the mover wins is answered with the book's move;
     a root with at most ``root_depth`` empty cells (default ``D + 4``) proven won for the
     mover is answered with a proven winning move (the one the network likes best); an Order
@@ -211,7 +211,7 @@ class NeuralAgent:
             raise ValueError(f"temp must be >= 0, got {temp}")
         if c is not None and c <= 0:
             raise ValueError(f"c must be > 0, got {c}")
-        from orderchaos.agents.solver_search import check_depth
+        from orderchaos.agents.solver_assisted import check_depth
 
         weights_version = getattr(evaluator, "weights_version", None)
         if check_symmetries(sym) > 1:
@@ -224,7 +224,7 @@ class NeuralAgent:
         self.last_reason = ""
         self.assist = None
         if self.solver_depth:
-            from orderchaos.agents.solver_search import SolverAssist
+            from orderchaos.agents.solver_assisted import SolverAssist
 
             tuning = {
                 "root_depth": root_depth, "root_nodes": root_nodes, "leaf_nodes": leaf_nodes,

@@ -1,7 +1,7 @@
 """Numba kernels for random playouts on raw bitboards, with an explicit random stream.
 
 The rules are not re-derived here: the playouts use the compiled helpers of
-:mod:`orderchaos.agents.kernels` (``places_five``: a placed stone wins when it fills one of the
+:mod:`orderchaos.agents.compiled_rules` (``places_five``: a placed stone wins when it fills one of the
 windows through its cell) and the game ends for Chaos when the board fills. Tests replay every
 playout in the scalar engine to check that both agree.
 
@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from orderchaos.agents.base import SeedLike, make_rng
-from orderchaos.agents.kernels import empty_cells, places_five, popcount
+from orderchaos.agents.compiled_rules import empty_cells, places_five, popcount
 from orderchaos.envs.rules import CELLS, ORDER, CHAOS, State
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

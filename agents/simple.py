@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from orderchaos.agents import kernels
+from orderchaos.agents import compiled_rules
 from orderchaos.agents.base import SeedLike, make_rng
 from orderchaos.envs.rules import (
     ACTIONS,
@@ -28,8 +28,8 @@ from orderchaos.envs.rules import (
     threat_pairs,
 )
 
-_DANGER: tuple[float, ...] = tuple(float(w) for w in kernels.DANGER)
-""":data:`orderchaos.agents.kernels.DANGER` as Python floats, for the scalar loop below."""
+_DANGER: tuple[float, ...] = tuple(float(w) for w in compiled_rules.DANGER)
+""":data:`orderchaos.agents.compiled_rules.DANGER` as Python floats, for the scalar loop below."""
 
 
 def _require_playable(state: State, who: str) -> None:
@@ -69,7 +69,7 @@ def window_counts(x: int, o: int) -> tuple[list[int], list[int]]:
     """Per window (in ``WINDOWS`` order) the number of X stones and of O stones."""
     xc = np.empty(NUM_WINDOWS, dtype=np.int64)
     oc = np.empty(NUM_WINDOWS, dtype=np.int64)
-    kernels.window_counts(x, o, xc, oc)
+    compiled_rules.window_counts(x, o, xc, oc)
     return xc.tolist(), oc.tolist()
 
 
@@ -96,17 +96,10 @@ def danger_deltas(x: int, o: int) -> dict[int, float]:
     return deltas
 
 
-def new_threat_cells(x: int, o: int, action: int) -> set[tuple[int, int]]:
-    """The (cell, symbol) completions that ``action`` creates in the windows through its cell."""
-    cell, sym = action >> 1, action & 1
-    bit = 1 << cell
-    mine, theirs = (x | bit, o) if sym == X else (o | bit, x)
-    found: set[tuple[int, int]] = set()
-    for i in CELL_WINDOWS[cell]:
-        m = WINDOWS[i]
-        if theirs & m == 0 and (mine & m).bit_count() == 4:
-            found.add(((m & ~mine).bit_length() - 1, sym))
-    return found
+def threats_after(x: int, o: int, action: int) -> list[tuple[int, int]]:
+    """The (cell, symbol) pairs that would complete a five once ``action`` is played (the
+    rules' :func:`orderchaos.envs.rules.threat_pairs` of the position after it)."""
+    return threat_pairs(*_after(x, o, action))
 
 
 def completes_a_five(x: int, o: int, action: int) -> bool:
@@ -137,10 +130,13 @@ def double_threat_moves(x: int, o: int) -> list[int]:
 
 def single_threat_followups(x: int, o: int) -> list[int]:
     """Order actions that make one completion cell such that, after Chaos's only block
-    (the other symbol on that cell), Order has a double threat or a five."""
+    (the other symbol on that cell), Order has a double threat or a five. None when a
+    completion cell already stands (Order then simply completes it)."""
     found = []
+    if threat_pairs(x, o):
+        return []  # Order completes a five instead
     for a in legal_action_list(x, o):
-        threats = new_threat_cells(x, o, a)
+        threats = threats_after(x, o, a)
         if len(threats) != 1:
             continue
         (cell, sym), = threats
@@ -196,7 +192,6 @@ class HeuristicAgent:
 
     @staticmethod
     def _chaos_moves(x: int, o: int) -> list[int]:
-        threats = set(threat_pairs(x, o))
         deltas = danger_deltas(x, o)
         last_move = (x | o).bit_count() == CELLS - 1
         non_suicide = [a for a in deltas if not completes_a_five(x, o, a)]
@@ -204,22 +199,13 @@ class HeuristicAgent:
             return list(deltas)
         if last_move:
             return non_suicide
-        safe = []
-        for a in non_suicide:
-            cell = a >> 1
-            left = {t for t in threats if t[0] != cell} | new_threat_cells(x, o, a)
-            if not left:
-                safe.append(a)
+        safe = [a for a in non_suicide if not threats_after(x, o, a)]
         if safe:
             # Prefer moves that leave Order no double threat to play next.
             quiet = [a for a in safe if not double_threat_moves(*_after(x, o, a))]
             return _argmax({a: -deltas[a] for a in safe}, quiet or safe)
         # Lost against best play: leave Order as few completions as possible.
-        def remaining(a: int) -> float:
-            cell = a >> 1
-            return -len({t for t in threats if t[0] != cell} | new_threat_cells(x, o, a))
-
-        return _argmax({a: remaining(a) for a in non_suicide}, non_suicide)
+        return _argmax({a: -len(threats_after(x, o, a)) for a in non_suicide}, non_suicide)
 
 
 def epsilon_heuristic_position(
@@ -256,7 +242,7 @@ __all__ = [
     "RandomAgent",
     "HeuristicAgent",
     "danger_deltas",
-    "new_threat_cells",
+    "threats_after",
     "completes_a_five",
     "double_threat_moves",
     "single_threat_followups",

@@ -130,10 +130,10 @@ class Solver:
     ``canon_min_empty`` are the fewest empty cells at which positions are stored in the
     table and at which their key is made symmetry-canonical (below, probing costs more
     than it saves). ``history`` turns the history move-ordering heuristic on, ``pairing``
-the static pairing-strategy test for Chaos wins (False: off, True or 1: greedy only,
+    the static pairing-strategy test for Chaos wins (False: off, True or 1: greedy only,
     n > 1: backtracking over at most n pair choices), ``vcf_depth`` the longest run of
-consecutive fours tried before the full search at Order nodes (0: off), ``pruning`` the
-dead-cell and dominated-symbol pruning; these switches exist to measure each idea.
+    consecutive fours tried before the full search at Order nodes (0: off), ``pruning`` the
+    dead-cell and dominated-symbol pruning; these switches exist to measure each idea.
     """
 
     def __init__(

@@ -21,7 +21,7 @@ Pruning that is provably safe (see ``agents/solver.py`` for the arguments):
 
 Everything here works on raw ints and numpy arrays; ``agents/solver.py`` wraps it. The
 window tables, window counts, popcount and symmetry transforms come from
-:mod:`orderchaos.agents.kernels` (built from :mod:`orderchaos.envs.rules`; nothing is re-derived),
+:mod:`orderchaos.agents.compiled_rules` (built from :mod:`orderchaos.envs.rules`; nothing is re-derived),
 and ``tests/agents/test_solver.py`` checks the kernel against brute-force minimax on ``State``.
 """
 
@@ -32,7 +32,7 @@ import time
 import numpy as np
 from numba import njit, objmode
 
-from orderchaos.agents.kernels import (
+from orderchaos.agents.compiled_rules import (
     CELL_NWIN,
     CELL_WIN,
     DANGER,

@@ -31,15 +31,15 @@ transpositions and the 16 symmetric images of a position share one node.
   redo big failed solves), solver time spent per node of the top two plies, and totals.
   On start, any node whose position is in the book is solved already, so runs add up.
 
-:func:`status` summarises a book for the empty board (first moves up to symmetry, and
-the Chaos replies to the first move being proven); :func:`verify` re-checks a book with
-fresh solvers. The command line is ``orderchaos prove`` (:mod:`orderchaos.cli.commands.prove`).
+The side file's format is :mod:`orderchaos.arena.proof_meta`'s; a book's status for the empty
+board and the progress lines are :mod:`orderchaos.arena.proof_status`'s. :func:`verify`
+re-checks a book with fresh solvers. The command line is ``orderchaos prove``
+(:mod:`orderchaos.cli.commands.prove`).
 """
 
 from __future__ import annotations
 
 import heapq
-import json
 import math
 import multiprocessing as mp
 import os
@@ -48,7 +48,7 @@ import signal
 import time
 import warnings
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -66,12 +66,12 @@ from orderchaos.envs.rules import (
     parse_cell,
     threat_pairs,
 )
-from orderchaos.agents.proof_book import ProofBook, ProofBookError, canonical_form, key_state, write_atomic
+from orderchaos.agents.proof_book import ProofBook, ProofBookError, canonical_form, key_state
+from orderchaos.arena.proof_meta import BookMeta
 from orderchaos.ray_setup import check_address, connect_ray, import_ray, shutdown_ray
 from orderchaos.files import write_with_fallback
 
 INF = math.inf
-META_VERSION = 1
 TOP_PLIES = 2
 """Solver time is recorded per node for this many plies below the root (and the root)."""
 BACKENDS = ("local", "ray")
@@ -379,74 +379,6 @@ def make_executor(config: ProveConfig) -> _InlineExecutor | _ProcessExecutor | _
     if config.workers == 1:
         return _InlineExecutor(config.tt_bits)
     return _ProcessExecutor(config.workers, config.tt_bits)
-
-
-# ---------------------------------------------------------------------------------------
-# Side data next to the book.
-# ---------------------------------------------------------------------------------------
-
-
-def meta_path(book_path: str | os.PathLike[str]) -> Path:
-    """The side file of a book: ``BOOK.meta.json``."""
-    return Path(f"{book_path}.meta.json")
-
-
-@dataclass
-class BookMeta:
-    """Side data of a book: largest failed budget per open position (``tried``), solver
-    seconds per top-of-tree position (``seconds``), totals (solver wall and CPU seconds,
-    solver nodes, prover wall seconds, runs), and the first move being
-    proven. Keys are canonical keys."""
-
-    tried: dict[int, int] = field(default_factory=dict)
-    seconds: dict[int, float] = field(default_factory=dict)
-    solver_seconds: float = 0.0
-    solver_cpu_seconds: float = 0.0
-    solver_nodes: int = 0
-    wall_seconds: float = 0.0
-    runs: int = 0
-    first: int | None = None
-
-    @classmethod
-    def load(cls, book_path: str | os.PathLike[str]) -> "BookMeta":
-        """Read the side file of ``book_path``; an absent one gives empty side data.
-        Raises ProofBookError naming the file when it is unreadable or malformed."""
-        p = meta_path(book_path)
-        if not p.exists():
-            return cls()
-        try:
-            d = json.loads(p.read_text())
-            if not isinstance(d, dict):
-                raise ValueError(f"it holds a JSON {type(d).__name__}, not an object of side data")
-            if d.get("version") != META_VERSION:
-                raise ValueError(f"version {d.get('version')!r}, expected {META_VERSION}")
-            return cls(
-                tried={int(k, 16): int(v) for k, v in d["tried"].items()},
-                seconds={int(k, 16): float(v) for k, v in d["seconds"].items()},
-                solver_seconds=float(d["solver_seconds"]),
-                solver_cpu_seconds=float(d.get("solver_cpu_seconds", 0.0)),
-                solver_nodes=int(d["solver_nodes"]),
-                wall_seconds=float(d["wall_seconds"]),
-                runs=int(d["runs"]),
-                first=None if d["first"] is None else int(d["first"]),
-            )
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            raise ProofBookError(f"side file {p} is unreadable or malformed: {e}") from None
-
-    def save(self, book_path: str | os.PathLike[str]) -> None:
-        """Write the side file atomically."""
-        d = {
-            "version": META_VERSION,
-            "first": self.first,
-            "runs": self.runs,
-            "solver_seconds": round(self.solver_seconds, 3),
-            "solver_cpu_seconds": round(self.solver_cpu_seconds, 3),
-            "solver_nodes": self.solver_nodes,
-            "wall_seconds": round(self.wall_seconds, 3),
-            "seconds": {f"{k:x}": round(v, 3) for k, v in self.seconds.items()},
-            "tried": {f"{k:x}": v for k, v in self.tried.items()},
-        }
-        write_atomic(meta_path(book_path), json.dumps(d, indent=0).encode())
 
 
 # ---------------------------------------------------------------------------------------
@@ -821,79 +753,8 @@ class Prover:
 
 
 # ---------------------------------------------------------------------------------------
-# Status and verification.
+# Verification.
 # ---------------------------------------------------------------------------------------
-
-
-def _classes(state: State) -> list[tuple[int, int]]:
-    """One (action, canonical key of the child) per symmetry class of the legal moves."""
-    out: list[tuple[int, int]] = []
-    seen: set[int] = set()
-    for a in state.legal_actions():
-        child = state.apply_unchecked(a)
-        key = canonical_form(child.x, child.o)[0]
-        if key not in seen:
-            seen.add(key)
-            out.append((a, key))
-    return out
-
-
-def _result_word(hit: tuple[str, int | None] | None) -> str:
-    return "open" if hit is None else ("proven" if hit[0] == ORDER else "disproven")
-
-
-def status(book_path: str | os.PathLike[str]) -> dict[str, Any]:
-    """What a book says about the empty board: ``root`` ('order', 'chaos' or None);
-    ``first_moves``, one per symmetry class of Order's first move, each with ``move``,
-    ``result`` ('proven', 'disproven' or 'open': is it an Order win), ``replies`` (Chaos
-    reply classes), ``replies_proven`` and ``replies_disproven``; ``focus``, the first move
-    being proven (the one fixed by the prover, else the one with most replies proven) with
-    every reply class's result and solver seconds spent below it; and totals.
-    Raises ProofBookError for an unusable book or side file."""
-    book = ProofBook.load(book_path)
-    meta = BookMeta.load(book_path)
-    empty = State()
-    root_hit = book.lookup(empty)
-    firsts: list[dict[str, Any]] = []
-    details: dict[int, list[dict[str, Any]]] = {}
-    for a, key in _classes(empty):
-        after = empty.apply(a)
-        rows = []
-        for r, rkey in _classes(after):
-            hit = book.lookup_key(rkey)
-            rows.append({"reply": action_name(r), "result": _result_word(hit),
-                         "seconds": round(meta.seconds.get(rkey, 0.0), 1)})
-        details[a] = rows
-        firsts.append({
-            "move": action_name(a),
-            "action": a,
-            "result": _result_word(book.lookup_key(key)),
-            "replies": len(rows),
-            "replies_proven": sum(r["result"] == "proven" for r in rows),
-            "replies_disproven": sum(r["result"] == "disproven" for r in rows),
-            "seconds": round(meta.seconds.get(key, 0.0), 1),
-        })
-    focus_action = None
-    if meta.first is not None:
-        fk = canonical_form(*empty.apply(meta.first))[0]
-        focus_action = next(f["action"] for f in firsts if canonical_form(*empty.apply(f["action"]))[0] == fk)
-    elif firsts:
-        focus_action = max(firsts, key=lambda f: f["replies_proven"])["action"]
-    return {
-        "root": None if root_hit is None else root_hit.winner,
-        "book_entries": len(book),
-        "solver_seconds": round(meta.solver_seconds, 1),
-        "solver_cpu_seconds": round(meta.solver_cpu_seconds, 1),
-        "solver_nodes": meta.solver_nodes,
-        "wall_seconds": round(meta.wall_seconds, 1),
-        "runs": meta.runs,
-        "open_positions_tried": len(meta.tried),
-        "first_moves": firsts,
-        "focus": None if focus_action is None else {
-            "move": action_name(focus_action),
-            "replies": details[focus_action],
-        },
-    }
 
 
 def verify(
@@ -985,14 +846,3 @@ def parse_action(text: str) -> int:
     if len(t) != 3 or t[2].upper() not in SYMBOLS:
         raise ValueError(f"bad move {text!r}: expected an action number or a cell and symbol like 'c3X'")
     return 2 * parse_cell(t[:2]) + SYMBOLS.index(t[2].upper())
-
-
-def format_progress(d: dict[str, Any]) -> str:
-    rep = d["replies"]
-    return (
-        f"[{d['elapsed']:>8.1f}s] proven {d['proven']} disproven {d['disproven']} open {d['open']} "
-        f"(leaves {d['open_leaves']}) root pn {d['root_pn']:.4g} dn {d['root_dn']:.4g} "
-        f"tasks {d['tasks']} {d['nodes_per_s_per_worker']:,} nodes/s/worker book {d['book']}"
-        + ("" if rep is None else f" replies {rep[0]}/{rep[1]}")
-        + (" (final)" if d["final"] else "")
-    )

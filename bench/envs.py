@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from orderchaos.envs.rules import CELL_WINDOW_MASKS, CELLS
+from orderchaos.envs.batch import CELL_WINDOW_MASKS
+from orderchaos.envs.rules import CELLS
 
 SINGLE_GOAL = 3.0  # single env / PettingZoo tictactoe
 VECTOR_GOAL = 1.0  # vector env at N=4096 / plain numpy bitboard step
@@ -103,14 +104,11 @@ def openspiel_runner(game_string: str) -> Runner:
 
 class PlainNumpyBitboards:
     """The peer for the vector env: N games as numpy int64 bitboards, stepped with the
-    per-cell window-mask table ``(36, 8)`` (padded with an impossible mask), finished
+    batch engine's per-cell window-mask table ``(36, 8)`` (padded with an impossible mask), finished
     games restarted in the same step, and no observations, masks or info built."""
 
     def __init__(self, n: int) -> None:
-        table = np.full((CELLS, 8), 1 << 40, dtype=np.int64)
-        for cell, masks in enumerate(CELL_WINDOW_MASKS):
-            table[cell, : len(masks)] = masks
-        self.window_table = table
+        self.window_table = CELL_WINDOW_MASKS[:CELLS]
         self.cell_bit = np.array([1 << c for c in range(CELLS)], dtype=np.int64)
         self.x = np.zeros(n, dtype=np.int64)
         self.o = np.zeros(n, dtype=np.int64)

@@ -126,18 +126,18 @@ RECIPES: tuple[tuple[str, tuple[str, ...], bool], ...] = (
 )
 """The training configs whose self-play :func:`recipe_throughput` compares, each with its
 overrides and whether the networks run compiled: the first row is the heuristic-assisted
-recipe with the torch module's forward pass, as self-play ran when issue 15 set its
-throughput target; then the shipped recipe, the same with the evaluation cache, with the
+recipe with the torch module's forward pass (the baseline self-play that throughput
+ratios are measured against); then the shipped recipe, the same with the evaluation cache, with the
 first round of each search prefetched in one batch, and with both (all three play the same
 games), and with playout cap randomisation, an option the shipped recipe leaves off; then the
 same recipe with a 16-channel network, alone and with the cache and prefetching; last the
-shipped recipe with the cache, prefetching and bfloat16 evaluation (docs/training.md has
+shipped recipe with the cache, prefetching and bfloat16 evaluation (docs/experiments.md has
 the A/Bs)."""
 
 TRAINED_NETWORKS: dict[str, str] = {"alphazero_selfplay_small.yaml": "selfplay_small"}
 """Configs whose network is not the shipped shape, and the folder of ``bench/data`` that holds
 networks trained by them (``selfplay_small``: a run of ``alphazero_selfplay_small.yaml`` with a
-budget of 2.4M evaluations, docs/training.md), for the recipe table's rows with trained
+budget of 2.4M evaluations, docs/experiments.md), for the recipe table's rows with trained
 networks."""
 
 

@@ -246,11 +246,7 @@ class _Session:
         if self.state.is_terminal:
             self.say("the game is over; no hint needed")
             return
-        try:
-            found = self.hint_fn(self.state, self.hint_time)
-        except ImportError:
-            self.say("hint unavailable: the solver (orderchaos.agents.solver) is not installed")
-            return
+        found = self.hint_fn(self.state, self.hint_time)
         self.say(format_hint(self.state, found, self.hint_time))
 
 

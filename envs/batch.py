@@ -88,21 +88,28 @@ for _c, _windows in enumerate(CELL_WINDOWS):
                 COUNTER_BITS * (_w % WINDOWS_PER_WORD)
             )
 _WINDOW_MASKS = np.array(WINDOWS, dtype=np.int64)
-# _CELL_WINDOW_MASKS[c]: the masks of the (up to 8) windows through cell c, padded with an
-# impossible mask (a bit outside the board); row 36 (the no-op cell) is all padding.
-_IMPOSSIBLE_MASK = 1 << 40
-_CELL_WINDOW_MASKS = np.full((CELLS + 1, 8), _IMPOSSIBLE_MASK, dtype=np.int64)
+_COUNTER_SHIFT = np.array([COUNTER_BITS * (w % WINDOWS_PER_WORD) for w in range(NUM_WINDOWS)], np.int64)
+IMPOSSIBLE_MASK = 1 << 40
+"""A window mask no 36-bit board can fill (a bit outside the board): the padding of
+:data:`CELL_WINDOW_MASKS`."""
+CELL_WINDOW_MASKS = np.full((CELLS + 1, 8), IMPOSSIBLE_MASK, dtype=np.int64)
+"""int64 ``(37, 8)``: row ``c`` holds the masks of the (3 to 7) windows through cell ``c``,
+padded with :data:`IMPOSSIBLE_MASK` to 8 (so that a row's 8 flags are one int64); row 36
+(the no-op cell) is all padding. So
+``((bits[:, None] & CELL_WINDOW_MASKS[cell]) == CELL_WINDOW_MASKS[cell]).any(1)`` is "the
+stone just placed on ``cell`` completed a five", with no per-cell loop: the one padded
+window table of the array code (the compiled kernels and the benchmarks' peers read it too)."""
 for _c, _windows in enumerate(CELL_WINDOWS):
-    _CELL_WINDOW_MASKS[_c, : len(_windows)] = [WINDOWS[_w] for _w in _windows]
+    CELL_WINDOW_MASKS[_c, : len(_windows)] = [WINDOWS[_w] for _w in _windows]
 _GATHER_BYTE_BITS = 0x0102040810204080
 
 
 def _line_by_pattern() -> np.ndarray:
     """Bool ``(37 * 256, 36)``: row ``256 * cell + pattern`` holds the cells of the windows
     through ``cell`` picked by the 8-bit ``pattern`` (bit j: the j-th window of
-    ``_CELL_WINDOW_MASKS[cell]``; padding windows add no cells)."""
+    ``CELL_WINDOW_MASKS[cell]``; padding windows add no cells)."""
     picked = (np.arange(256)[:, None] >> np.arange(8)) & 1  # (256, 8)
-    bits = np.bitwise_or.reduce(picked[None] * _CELL_WINDOW_MASKS[:, None, :], axis=2)
+    bits = np.bitwise_or.reduce(picked[None] * CELL_WINDOW_MASKS[:, None, :], axis=2)
     cells = (bits[..., None] >> np.arange(CELLS)) & 1  # (37, 256, 36)
     return cells.reshape(-1, CELLS).astype(bool)
 
@@ -283,11 +290,9 @@ class BatchGame:
             xp.asarray(table).view(xp.complex128).reshape(-1) for table in _ACTION_WINDOW_INC
         )
         self._window_masks = xp.asarray(_WINDOW_MASKS)
-        self._cell_window_masks = xp.asarray(_CELL_WINDOW_MASKS)
+        self._cell_window_masks = xp.asarray(CELL_WINDOW_MASKS)
         self._line_by_pattern = xp.asarray(_line_by_pattern())
-        self._counter_shift = xp.asarray(
-            [COUNTER_BITS * (w % WINDOWS_PER_WORD) for w in range(NUM_WINDOWS)], xp.int64
-        )
+        self._counter_shift = xp.asarray(_COUNTER_SHIFT)
         self._rows = xp.arange(self.n)
         self.x = xp.zeros((self.n,), xp.int64)
         self.o = xp.zeros((self.n,), xp.int64)
@@ -448,10 +453,7 @@ class BatchGame:
     def _packed_window_counts(self, bits: Any) -> Any:
         """Per-window stone counts ``(k, 2)`` packed into 4-bit counters (stored plus
         3), from the bitboards ``(k,)`` of one symbol."""
-        per_window = _popcount(bits[:, None] & self._window_masks)
-        shifted = per_window << self._counter_shift
-        words = shifted.reshape(-1, NUM_WINDOWS // WINDOWS_PER_WORD, WINDOWS_PER_WORD).sum(2)
-        return words + _COUNTER_BIAS
+        return _packed_counts(bits, self._window_masks, self._counter_shift)
 
     # -- views ---------------------------------------------------------------------------
     def observations(self) -> Any:
@@ -712,6 +714,26 @@ def _states_from_boards(boards: BoardsLike, count: int) -> list[State]:
     if len(items) != count:
         raise BoardStringError(f"got {len(items)} boards for {count} games; give one per game")
     return [b if isinstance(b, State) else parse_board(b) for b in items]
+
+
+def _packed_counts(bits: Any, window_masks: Any, counter_shift: Any) -> Any:
+    """Per-window stone counts ``(k, 2)`` packed into 4-bit counters (stored plus 3), from
+    the bitboards ``(k,)`` of one symbol (``window_masks`` and ``counter_shift`` as arrays
+    of the backend)."""
+    per_window = _popcount(bits[:, None] & window_masks)
+    shifted = per_window << counter_shift
+    words = shifted.reshape(-1, NUM_WINDOWS // WINDOWS_PER_WORD, WINDOWS_PER_WORD).sum(2)
+    return words + _COUNTER_BIAS
+
+
+def finished_flags(x: Any, o: Any) -> np.ndarray:
+    """Bool ``(N,)``: which positions, given as numpy X and O bitboards ``(N,)``, are over: a
+    five stands or the board is full (the batch engine's own test, for code that holds
+    positions as plain arrays rather than in a :class:`BatchGame`)."""
+    x = np.asarray(x).astype(np.int64)
+    o = np.asarray(o).astype(np.int64)
+    five = _has_five(_packed_counts(x, _WINDOW_MASKS, _COUNTER_SHIFT), _packed_counts(o, _WINDOW_MASKS, _COUNTER_SHIFT))
+    return five | ((x | o) == _BOARD)
 
 
 def _has_five(count_x: Any, count_o: Any) -> Any:

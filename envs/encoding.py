@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from orderchaos.envs.rules import CELLS, FULL, SIZE, WINDOW_STARTS, State
+from orderchaos.envs.batch import finished_flags
+from orderchaos.envs.rules import CELLS, SIZE, State
 
 OBS_VERSION = 1
 OBS_SHAPE = (3, SIZE, SIZE)
@@ -65,24 +66,13 @@ def action_mask(state: State) -> np.ndarray:
     return action_masks([state])[0]
 
 
-def five_flags(bits: np.ndarray) -> np.ndarray:
-    """``(N,)`` bool: which single-symbol bitboards ``(N,)`` fill a window (the test of
-    :func:`orderchaos.envs.rules.has_five_bits`, on arrays)."""
-    b = np.asarray(bits, dtype=np.uint64)
-    five = np.zeros(b.shape, dtype=bool)
-    for step, starts in WINDOW_STARTS:
-        five |= (b & b >> step & b >> 2 * step & b >> 3 * step & b >> 4 * step & starts) != 0
-    return five
-
-
 def bitboard_masks(x: np.ndarray, o: np.ndarray) -> np.ndarray:
     """Legal-action masks ``(N, 72)`` int8 for arrays of X and O bitboards (a row of zeros
     for each finished game)."""
     x = np.asarray(x, dtype=np.uint64)
     o = np.asarray(o, dtype=np.uint64)
-    occupied = x | o
-    empty = 1 - bits_to_cells(occupied)
-    empty[five_flags(x) | five_flags(o) | (occupied == FULL)] = 0
+    empty = 1 - bits_to_cells(x | o)
+    empty[finished_flags(x, o)] = 0
     return np.repeat(empty, 2, axis=1)
 
 

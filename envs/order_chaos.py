@@ -20,29 +20,23 @@ from orderchaos.envs.render import render_rgb
 from orderchaos.envs.rules import (
     ACTIONS,
     AGENTS,
-    CELL_WINDOWS,
+    ALL_WINDOWS,
+    CELL_WINDOW_SETS,
     CELLS,
     CHAOS,
-    NUM_WINDOWS,
     ORDER,
-    WINDOW_CELLS,
-    WINDOWS,
     BoardStringError,
     IllegalActionError,
     State,
     completes_five,
     parse_board,
     render_ascii,
+    window_set,
 )
 
 ENV_ID = "OrderChaos-v0"
 ILLEGAL_ACTION_MODES = ("raise", "lose")
 RESET_OPTIONS = ("board",)
-_ALL_WINDOWS = (1 << NUM_WINDOWS) - 1
-# For each cell: the set of windows through it, as a 32-bit window bitset.
-_CELL_WINDOW_SET: tuple[int, ...] = tuple(
-    sum(1 << w for w in CELL_WINDOWS[c]) for c in range(CELLS)
-)
 
 
 def observation_space() -> spaces.Dict:
@@ -67,21 +61,16 @@ def position_from(board: object) -> State:
     )
 
 
-def touched_windows(bits: int) -> int:
-    """Bitset of the windows that hold at least one stone of the bitboard ``bits``."""
-    return sum(1 << w for w, m in enumerate(WINDOWS) if bits & m)
-
-
 class GameCore:
     """One game with its observation planes and mask kept up to date move by move.
 
     :attr:`obs` is the int8 ``(3, 6, 6)`` encoding v1 and ``mask`` the int8 legal-action
     vector; both are updated in place (callers copy them). Two observation buffers are
     kept, one per side to move, with the to-move plane preset, so a move writes two
-    cells instead of refilling a plane. ``touched_x`` / ``touched_o`` are the bitsets of
-    windows holding an X / an O: a window is dead (can never be a five) once it is in
-    both, so the game is decided when their intersection holds all 32 windows; a move
-    only adds the windows through its cell. The hot path writes single cells through
+    cells instead of refilling a plane. ``touched_x`` / ``touched_o`` are the rules' window
+    sets of the X and the O stones (:func:`orderchaos.envs.rules.window_set`), kept up to
+    date move by move, so that "decided" is one comparison; the five test and the winning
+    line are the rules' own. The hot path writes single cells through
     memoryviews of the buffers (about half the cost of numpy item assignment).
     """
 
@@ -126,7 +115,7 @@ class GameCore:
     @property
     def decided(self) -> bool:
         """True once no five is possible any more."""
-        return self.touched_x & self.touched_o == _ALL_WINDOWS
+        return self.touched_x & self.touched_o == ALL_WINDOWS
 
     @property
     def to_play(self) -> str:
@@ -153,8 +142,8 @@ class GameCore:
             return
         self.num_stones = state.num_stones
         self.obs = self._obs_by_side[self.num_stones & 1]
-        self.touched_x = touched_windows(state.x)
-        self.touched_o = touched_windows(state.o)
+        self.touched_x = window_set(state.x)
+        self.touched_o = window_set(state.o)
         winner = state.winner
         if winner is None and self.end_when_decided and self.decided:
             winner = CHAOS
@@ -194,7 +183,7 @@ class GameCore:
         if type(action) is not int or not 0 <= action < ACTIONS or not self._mask_cells[action]:
             action = self.check(action)  # raises unless it is a legal non-int integer
         cell = action >> 1
-        windows = _CELL_WINDOW_SET[cell]
+        windows = CELL_WINDOW_SETS[cell]
         if action & 1:
             self.o = mine = self.o | (1 << cell)
             self.touched_o |= windows
@@ -218,7 +207,7 @@ class GameCore:
             return self._finish(ORDER, "five", 1.0 if mover_is_order else -1.0)
         if num_stones == CELLS:
             return self._finish(CHAOS, "full", -1.0 if mover_is_order else 1.0)
-        if self.end_when_decided and self.touched_x & self.touched_o == _ALL_WINDOWS:
+        if self.end_when_decided and self.touched_x & self.touched_o == ALL_WINDOWS:
             return self._finish(CHAOS, "decided", -1.0 if mover_is_order else 1.0)
         return 0.0
 
@@ -243,11 +232,7 @@ class GameCore:
         """Cells of every complete window (empty unless Order has won by a five)."""
         if self.end_reason != "five":
             return ()
-        # No five stood before the last move, so every complete window runs through it.
-        cell, symbol = self.last_action >> 1, self.last_action & 1
-        bits = self.o if symbol else self.x
-        cells = {c for w in CELL_WINDOWS[cell] if bits & WINDOWS[w] == WINDOWS[w] for c in WINDOW_CELLS[w]}
-        return tuple(sorted(cells))
+        return State(self.x, self.o).winning_line
 
     def info(self) -> dict[str, Any]:
         """The info dict shared by the envs (see :class:`OrderChaosEnv`)."""
@@ -257,7 +242,7 @@ class GameCore:
                 "winner": None,
                 "winning_line": (),
                 "rewards": {ORDER: 0, CHAOS: 0},
-                "decided": self.touched_x & self.touched_o == _ALL_WINDOWS,
+                "decided": self.touched_x & self.touched_o == ALL_WINDOWS,
                 "last_action": self.last_action,
                 "end_reason": None,
             }
@@ -410,6 +395,7 @@ class OrderChaosEnv(gymnasium.Env):
     (``"five"``, ``"full"``, ``"decided"``, ``"illegal action: ..."`` or None).
 
     ## Arguments
+
     * ``render_mode``: ``"ansi"`` (a string), ``"human"`` (prints it) or ``"rgb_array"``.
     * ``illegal_action``: ``"raise"`` (default) raises :class:`IllegalActionError` (a
       ValueError) and leaves the state exactly unchanged; ``"lose"`` ends the game as a
@@ -418,6 +404,7 @@ class OrderChaosEnv(gymnasium.Env):
     * ``end_when_decided``: end the game as a Chaos win as soon as no five is possible.
 
     ## Version History
+
     * v0: initial version (observation encoding v1).
     """
 

@@ -57,12 +57,16 @@ WINDOWS: tuple[int, ...] = tuple(sum(1 << c for c in w) for w in WINDOW_CELLS)
 CELL_WINDOWS: tuple[tuple[int, ...], ...] = tuple(
     tuple(i for i, w in enumerate(WINDOW_CELLS) if c in w) for c in range(CELLS)
 )
-"""For each cell, the indices of the windows that contain it (2 to 8 of them)."""
+"""For each cell, the indices of the windows that contain it (3 to 7 of them)."""
 CELL_WINDOW_MASKS: tuple[tuple[int, ...], ...] = tuple(
     tuple(WINDOWS[i] for i in ws) for ws in CELL_WINDOWS
 )
 """For each cell, the masks of the windows that contain it."""
 NUM_WINDOWS = len(WINDOWS)
+ALL_WINDOWS = (1 << NUM_WINDOWS) - 1
+"""Every window, as a window set: a 32-bit int whose bit ``i`` stands for window ``i``."""
+CELL_WINDOW_SETS: tuple[int, ...] = tuple(sum(1 << i for i in ws) for ws in CELL_WINDOWS)
+"""For each cell, the window set of the windows through it (what a stone there touches)."""
 
 
 class IllegalActionError(ValueError):
@@ -115,6 +119,21 @@ def completes_five(bits: int, cell: int) -> bool:
 def is_dead_window(x: int, o: int, m: int) -> bool:
     """A window is dead once it holds both symbols: it can never become a five."""
     return bool(x & m) and bool(o & m)
+
+
+def window_set(bits: int) -> int:
+    """The window set of the windows holding at least one stone of the bitboard ``bits``.
+
+    A window is dead once it is in the sets of both symbols; ``window_set(x) &
+    window_set(o) == ALL_WINDOWS`` is "no five is possible any more". Placing a stone on
+    cell ``c`` adds ``CELL_WINDOW_SETS[c]`` to its symbol's set, so code that follows a game
+    move by move can keep both sets up to date.
+    """
+    out = 0
+    for i, m in enumerate(WINDOWS):
+        if bits & m:
+            out |= 1 << i
+    return out
 
 
 def threat_pairs(x: int, o: int) -> list[tuple[int, int]]:
@@ -231,11 +250,7 @@ class State(NamedTuple):
 
         From then on the game is a certain Chaos win (unless a five already stands).
         """
-        x, o = self.x, self.o
-        for m in WINDOWS:
-            if not (x & m and o & m):
-                return False
-        return True
+        return window_set(self.x) & window_set(self.o) == ALL_WINDOWS
 
     def rewards(self) -> dict[str, int]:
         """Zero-sum rewards for both agents: +1 winner, -1 loser, zeros if not over."""

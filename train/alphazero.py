@@ -383,14 +383,14 @@ def play_training_games(
     return logs, imitation, play_seconds
 
 
-def hunt_round(
+def mistake_hunt_rows(
     evaluator: NetworkEvaluator, config: Any, rng: np.random.Generator
 ) -> tuple[dict[str, tuple[np.ndarray, ...]], dict[str, float]]:
-    """One round of ``mistakes`` (``config`` a MistakesConfig) with the networks of
+    """One hunt of the ``mistakes`` section (``config`` a MistakesConfig) with the networks of
     ``evaluator``: each configured role plays greedy games against the opponents, and the
     losing move of each lost game that the solver (or, with ``rollouts``, play-outs) can
     place becomes a row. Returns the rows per role (``mistake_rows`` arrays; roles that
-    found none are left out) and the round's metrics. The local trainer runs it in the
+    found none are left out) and the hunt's metrics. The local trainer runs it in the
     learner; the Ray backend on an actor."""
     cfg = config
     learner = NeuralAgent(evaluator, sims=0, temp=0.0, name="learner")
@@ -608,11 +608,11 @@ class AlphaZeroTrainer(Trainer):
         started = time.perf_counter()
         for net in self.nets.values():
             net.eval()
-        rows, metrics = hunt_round(self.evaluator, self.config.mistakes, self.rng)
+        rows, metrics = mistake_hunt_rows(self.evaluator, self.config.mistakes, self.rng)
         return {**self.add_mistakes(rows, metrics), "charts/mistake_seconds": time.perf_counter() - started}
 
     def add_mistakes(self, rows: dict[str, tuple[np.ndarray, ...]], metrics: dict[str, float]) -> dict[str, float]:
-        """Add a :func:`hunt_round`'s rows to the mistake positions; its metrics, with how
+        """Add a :func:`mistake_hunt_rows` result's rows to the mistake positions; its metrics, with how
         many each role keeps."""
         out = dict(metrics)
         for role in self.config.mistakes.roles:

@@ -67,7 +67,7 @@ class RunConfig:
         "self-play runs the networks compiled for inference on CPU (agents.network."
         "InferenceForward: 1.35x the self-play games/s in a measured run of the shipped "
         "config, between none and 1.6x in benchmarks); false runs the torch "
-        "modules, as runs made before it did: the same outputs to float rounding, so "
+        "modules (the plain forward pass): the same outputs to float rounding, so "
         "statistically the same run, but not the same games",
     )
     inference_precision: str = _field(
@@ -75,7 +75,7 @@ class RunConfig:
         "the precision self-play evaluates the networks in: 'bfloat16' gave 1.05-1.54x the "
         "self-play games/s of the shipped recipe with both mcts options, at equal strength, "
         "on a CPU with AVX512-BF16 (slower on CPUs without bfloat16 units); not the same "
-        "games, as bfloat16 rounds (docs/training.md has the A/B); training is float32 "
+        "games, as bfloat16 rounds (docs/experiments.md has the A/B); training is float32 "
         "either way",
         choices=["float32", "bfloat16"],
     )
@@ -191,7 +191,7 @@ class SelfPlayConfig:
         "with solver_end_depth: the share of each batch's games that may end at a solver "
         "proof; the rest are played out, so that the networks, which play alone without the "
         "solver, still learn the endgame (with every game ended at 20 empty cells, the Order "
-        "network alone forgot how to finish: docs/training.md)",
+        "network alone forgot how to finish: docs/experiments.md)",
         min=0.0,
         max=1.0,
     )
@@ -317,7 +317,7 @@ class MCTSConfig:
         "playout cap randomisation (KataGo): simulations of the cheap searches that move "
         "the game on without a policy target (0: every move gets the full search). Off in "
         "the shipped recipe: at equal iterations and at equal time its Chaos network came "
-        "out weaker (docs/training.md)",
+        "out weaker (docs/experiments.md)",
         min=0,
     )
     full_search_fraction: float = _field(
@@ -746,22 +746,55 @@ def save_config(config: TrainConfig, path: str | Path) -> None:
     atomic_write_bytes(Path(path), text.encode())
 
 
-def help_text(cls: type = TrainConfig, prefix: str = "") -> str:
-    """Every config key with its type, default and help, one per line, by section."""
-    lines: list[str] = []
+def _documented_fields(cls: type = TrainConfig, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """``(dotted key, field, type)`` of every field in file order; a section comes before
+    its keys, with its own entry (its type a dataclass)."""
+    out: list[tuple[str, Any, Any]] = []
     hints = _hints(cls)
-    defaults = cls()
     for f in dataclasses.fields(cls):
         kind = hints[f.name]
-        key = f"{prefix}{f.name}"
+        out.append((f"{prefix}{f.name}", f, kind))
+        if _is_section(kind):
+            out.extend(_documented_fields(kind, f"{prefix}{f.name}."))
+    return out
+
+
+def _default_of(key: str) -> Any:
+    value: Any = TrainConfig()
+    for part in key.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _rules_of(f: Any) -> str:
+    return ", ".join(f"{r}={f.metadata[r]}" for r in ("min", "max", "choices") if r in f.metadata)
+
+
+def help_text() -> str:
+    """Every config key with its type, default and help, one per line, by section."""
+    lines: list[str] = []
+    for key, f, kind in _documented_fields():
         if _is_section(kind):
             lines.append(f"\n[{key}] {f.metadata.get('help', '')}")
-            lines.append(help_text(kind, f"{key}.").rstrip("\n"))
             continue
-        rules = [f"{r}={f.metadata[r]}" for r in ("min", "max", "choices") if r in f.metadata]
-        extra = f" ({', '.join(rules)})" if rules else ""
+        rules = _rules_of(f)
+        extra = f" ({rules})" if rules else ""
         lines.append(
-            f"  {key}: {_type_name(kind)} = {getattr(defaults, f.name)!r}{extra}\n"
+            f"  {key}: {_type_name(kind)} = {_default_of(key)!r}{extra}\n"
             f"      {f.metadata.get('help', '')}"
         )
     return "\n".join(lines) + "\n"
+
+
+def reference_table() -> str:
+    """Every config key as a markdown table (key, type, default, accepted values, help), by
+    section: the key reference of ``docs/training.md`` (a test keeps the two the same)."""
+    rows = ["| key | type | default | accepted | meaning |", "|---|---|---|---|---|"]
+    for key, f, kind in _documented_fields():
+        help_ = str(f.metadata.get("help", "")).replace("|", "\\|")
+        if _is_section(kind):
+            rows.append(f"| **`{key}`** | section | | | {help_} |")
+            continue
+        rules = _rules_of(f).replace("|", "\\|")
+        rows.append(f"| `{key}` | {_type_name(kind)} | `{_default_of(key)!r}` | {rules} | {help_} |")
+    return "\n".join(rows) + "\n"

@@ -37,6 +37,7 @@ unreachable ``run.ray_address`` gives one error after at most :data:`CONNECT_TIM
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -56,11 +57,11 @@ from orderchaos.train.alphazero import (
     AlphaZeroTrainer,
     SelfPlayGame,
     TrainingRows,
-    hunt_round,
+    mistake_hunt_rows,
     play_training_games,
 )
 from orderchaos.train.config import TrainConfig, config_from_dict, config_to_dict
-from orderchaos.train.solver_targets import SolverTargets, solver_targets
+from orderchaos.train.solver_targets import PendingTargets, SolverTargets, deal, solver_targets
 from orderchaos.train.trainer import build_network
 
 MAX_CONSECUTIVE_FAILURES = 5
@@ -174,10 +175,10 @@ class SelfPlayActor:
         return {**pack_games(logs, imitated), "version": version, "seconds": seconds, "pid": os.getpid()}
 
     def hunt(self, weights: dict, version: int, seed: int) -> tuple[dict, dict[str, float]]:
-        """One :func:`hunt_round` with the weights of iteration ``version``."""
+        """One :func:`mistake_hunt_rows` with the weights of iteration ``version``."""
         self._use(weights, version)
         started = time.perf_counter()
-        rows, metrics = hunt_round(self.evaluator, self.config.mistakes, np.random.default_rng(seed))
+        rows, metrics = mistake_hunt_rows(self.evaluator, self.config.mistakes, np.random.default_rng(seed))
         metrics["charts/mistake_seconds"] = time.perf_counter() - started
         return rows, metrics
 
@@ -208,17 +209,23 @@ class RaySolverWorker:
         moves: bool,
         candidates: list[list[int]] | None = None,
         fastest_plies: int = 0,
-    ) -> "RayPendingTargets":
+    ) -> PendingTargets:
         """Start the tasks and return at once."""
-        x = np.array([s.x for s in states], np.int64)
-        o = np.array([s.o for s in states], np.int64)
-        w = self.workers
         refs = [
-            (k, self._task.remote(x[k::w], o[k::w], node_limit, moves,
-                                  None if candidates is None else candidates[k::w], fastest_plies))
-            for k in range(min(w, len(states)))
+            (k, functools.partial(ray.get, self._task.remote(
+                np.array([s.x for s in share], np.int64), np.array([s.o for s in share], np.int64),
+                node_limit, moves, share_candidates, fastest_plies)))
+            for k, share, share_candidates in deal(list(states), candidates, self.workers)
         ]
-        return RayPendingTargets(self, refs, len(states), w)
+        return PendingTargets(refs, self.workers, (RayError,), functools.partial(self._failed, len(states)))
+
+    def _failed(self, count: int, exc: BaseException) -> None:
+        self.failures += 1
+        warnings.warn(
+            f"a solver task failed ({type(exc).__name__}; failure {self.failures}); "
+            f"this batch of {count} positions keeps its game-outcome targets",
+            stacklevel=4,
+        )
 
     def targets(self, *args: Any, **kwargs: Any) -> SolverTargets:
         """Like :func:`solver_targets`, on Ray, waiting for the result."""
@@ -226,32 +233,6 @@ class RaySolverWorker:
 
     def close(self) -> None:
         """Nothing to stop: the tasks end with their batch."""
-
-
-class RayPendingTargets:
-    """Solver targets being computed by :class:`RaySolverWorker` tasks."""
-
-    def __init__(self, worker: RaySolverWorker, refs: list, count: int, stride: int) -> None:
-        self._worker, self._refs, self._count, self._stride = worker, refs, count, stride
-
-    def result(self) -> SolverTargets:
-        """Wait for the targets (keyed by position in the submitted list); empty ones if a
-        task failed."""
-        out = SolverTargets()
-        try:
-            for k, ref in self._refs:
-                share = ray.get(ref)
-                out.values.update({k + self._stride * j: v for j, v in share.values.items()})
-                out.winning_moves.update({k + self._stride * j: m for j, m in share.winning_moves.items()})
-        except RayError as exc:
-            self._worker.failures += 1
-            warnings.warn(
-                f"a solver task failed ({type(exc).__name__}; failure {self._worker.failures}); "
-                f"this batch of {self._count} positions keeps its game-outcome targets",
-                stacklevel=2,
-            )
-            return SolverTargets()
-        return out
 
 
 # ---------------------------------------------------------------------------------------

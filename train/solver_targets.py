@@ -14,12 +14,13 @@ import os
 import threading
 import time
 import warnings
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
-from orderchaos.agents.solver import first_proven_win
+from orderchaos.agents.solver import default_solver, first_proven_win, solve
 from orderchaos.envs.rules import ORDER, State
 
 
@@ -41,7 +42,7 @@ def solver_targets(
     fastest_plies: int = 0,
 ) -> SolverTargets:
     """Solve each state within ``node_limit`` nodes (``orderchaos.agents.solver.solve``); unproven ones
-    are left out. Empty when the solver module is not installed.
+    are left out.
 
     With ``moves``, a won position lists every winning move. Listing them all needs a proof
     for every losing move too, which often exceeds the budget early in the game; then, if
@@ -53,10 +54,6 @@ def solver_targets(
     budget (``Solver.fastest_wins``); kept whole when no five is that close.
     """
     out = SolverTargets()
-    try:
-        from orderchaos.agents.solver import default_solver, solve
-    except ImportError:
-        return out
     for i, state in enumerate(states):
         result = solve(state, node_limit=node_limit, moves=moves)
         if result.winner is None:
@@ -122,7 +119,7 @@ class SolverWorker:
         collects the targets with :meth:`PendingTargets.result` (and can work meanwhile)."""
         states = list(states)
         if not states:
-            return PendingTargets(self, [], 0)
+            return PendingTargets([], 1)
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers,
@@ -130,26 +127,15 @@ class SolverWorker:
                 initializer=_exit_with_parent,
                 initargs=(os.getpid(),),
             )
-        # Worker k takes positions k, k + workers, ...: neighbouring positions come from the
-        # same ply of different games, so striding spreads the hard ones evenly.
-        def share(k: int) -> tuple:
-            return (
-                states[k :: self.workers],
-                node_limit,
-                moves,
-                None if candidates is None else candidates[k :: self.workers],
-                fastest_plies,
-            )
-
         try:
             futures = [
-                (k, self._pool.submit(solver_targets, *share(k)))
-                for k in range(min(self.workers, len(states)))
+                (k, self._pool.submit(solver_targets, share, node_limit, moves, share_candidates, fastest_plies).result)
+                for k, share, share_candidates in deal(states, candidates, self.workers)
             ]
         except BrokenProcessPool:
             self._lost(len(states))
-            return PendingTargets(self, [], 0)
-        return PendingTargets(self, futures, len(states), self.workers)
+            return PendingTargets([], 1)
+        return PendingTargets(futures, self.workers, (BrokenProcessPool,), lambda _: self._lost(len(states)))
 
     def _lost(self, count: int) -> None:
         """Record a dead worker (a later call starts new ones) and warn."""
@@ -168,24 +154,46 @@ class SolverWorker:
             self._pool = None
 
 
+def deal(
+    states: list[State], candidates: list[list[int]] | None, workers: int
+) -> list[tuple[int, list[State], list[list[int]] | None]]:
+    """Deal a batch of positions (and their candidate moves) out among ``workers``: share
+    ``k`` takes positions ``k, k + workers, ...`` (neighbouring positions come from the same
+    ply of different games, so striding spreads the hard ones evenly); no empty shares.
+    :meth:`PendingTargets.result` puts the shares' targets back in batch order."""
+    return [
+        (k, states[k::workers], None if candidates is None else candidates[k::workers])
+        for k in range(min(workers, len(states)))
+    ]
+
+
 class PendingTargets:
-    """Solver targets being computed by a :class:`SolverWorker`."""
+    """Solver targets being computed in the shares of :func:`deal` (by worker processes, or
+    by Ray tasks in :mod:`orderchaos.train.ray_backend`): ``shares`` pairs each share's
+    index with a call that waits for its targets; a wait that raises one of ``failures``
+    loses the batch (``on_failure`` is told, and the targets are empty)."""
 
     def __init__(
-        self, worker: SolverWorker, futures: list[tuple[int, Future]], count: int, stride: int = 1
+        self,
+        shares: list[tuple[int, Callable[[], SolverTargets]]],
+        stride: int,
+        failures: tuple[type[BaseException], ...] = (),
+        on_failure: Callable[[BaseException], None] | None = None,
     ) -> None:
-        self._worker, self._futures, self._count, self._stride = worker, futures, count, stride
+        self._shares, self._stride = shares, stride
+        self._failures, self._on_failure = failures, on_failure
 
     def result(self) -> SolverTargets:
         """Wait for the targets (keyed by position in the submitted list); empty ones if a
-        worker died."""
+        share failed."""
         out = SolverTargets()
         try:
-            for k, future in self._futures:
-                share = future.result()
+            for k, wait in self._shares:
+                share = wait()
                 out.values.update({k + self._stride * j: v for j, v in share.values.items()})
                 out.winning_moves.update({k + self._stride * j: m for j, m in share.winning_moves.items()})
-        except BrokenProcessPool:
-            self._worker._lost(self._count)
+        except self._failures as exc:
+            if self._on_failure is not None:
+                self._on_failure(exc)
             return SolverTargets()
         return out

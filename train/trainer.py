@@ -59,48 +59,40 @@ def evaluate_policies(
     and per side to move ``eval/accuracy_<set>_order`` / ``_chaos`` for the sets ``12_18``,
     ``19_22``, ``23_26`` and ``27_30``, ``eval/accuracy_all`` over all of them pooled, and
     ``eval/positions_accuracy`` (and ``_order`` / ``_chaos``), which stays the 12-18 set's
-    figure as before the stage sets shipped. Pieces that are not installed yet, or a set
-    file that is missing, are skipped with a warning.
+    figure under its older tag name. A set file that is missing is skipped with a warning.
     """
+    from orderchaos.arena.matches import play_match
+    from orderchaos.arena.positions import SHIPPED_SETS, pooled_accuracy, stage_accuracies
+
     cfg = config.eval
     evaluator = NetworkEvaluator(nets, device=device)
     agent = NeuralAgent(evaluator, sims=0, temp=0.0, seed=seed, name="trained")
     out: dict[str, float] = {}
-    try:
-        from orderchaos.arena.matches import play_match
-    except ImportError as exc:
-        warnings.warn(f"match evaluation skipped: orderchaos.arena.matches is unavailable ({exc})", stacklevel=2)
-    else:
-        for k, spec in enumerate(cfg.opponents):
-            name = tag_name(spec)
-            as_order = play_match(agent, spec, cfg.games, seed=seed + 2 * k, openings=cfg.openings)
-            as_chaos = play_match(spec, agent, cfg.games, seed=seed + 2 * k + 1, openings=cfg.openings)
-            out[f"eval/order_vs_{name}_winrate"] = as_order.order_win_rate
-            out[f"eval/chaos_vs_{name}_winrate"] = 1.0 - as_chaos.order_win_rate
+    for k, spec in enumerate(cfg.opponents):
+        name = tag_name(spec)
+        as_order = play_match(agent, spec, cfg.games, seed=seed + 2 * k, openings=cfg.openings)
+        as_chaos = play_match(spec, agent, cfg.games, seed=seed + 2 * k + 1, openings=cfg.openings)
+        out[f"eval/order_vs_{name}_winrate"] = as_order.order_win_rate
+        out[f"eval/chaos_vs_{name}_winrate"] = 1.0 - as_chaos.order_win_rate
     if cfg.positions:
-        try:
-            from orderchaos.arena.positions import SHIPPED_SETS, pooled_accuracy, stage_accuracies
-        except ImportError as exc:
-            warnings.warn(f"positions accuracy skipped: orderchaos.arena.positions is unavailable ({exc})", stacklevel=2)
-        else:
-            sets = {}
-            for name, path in SHIPPED_SETS.items():
-                if Path(path).is_file():
-                    sets[name] = path
-                else:
-                    warnings.warn(f"positions accuracy on {name} skipped: {path} is missing", stacklevel=2)
-            results = stage_accuracies(agent, sets, seed=seed, limit=cfg.positions_limit) if sets else {}
-            for name, result in results.items():
-                out[f"eval/accuracy_{name}"] = result.accuracy
-                for side, stats in result.by_side.items():
-                    if stats["positions"]:
-                        out[f"eval/accuracy_{name}_{side}"] = float(stats["accuracy"])
-            if results:
-                out["eval/accuracy_all"] = pooled_accuracy(list(results.values())).accuracy
-            # The name logged before the stage sets: the 12-18 set, so old runs' curves go on.
-            for suffix in ("", "_order", "_chaos"):
-                if f"eval/accuracy_12_18{suffix}" in out:
-                    out[f"eval/positions_accuracy{suffix}"] = out[f"eval/accuracy_12_18{suffix}"]
+        sets = {}
+        for name, path in SHIPPED_SETS.items():
+            if Path(path).is_file():
+                sets[name] = path
+            else:
+                warnings.warn(f"positions accuracy on {name} skipped: {path} is missing", stacklevel=2)
+        results = stage_accuracies(agent, sets, seed=seed, limit=cfg.positions_limit) if sets else {}
+        for name, result in results.items():
+            out[f"eval/accuracy_{name}"] = result.accuracy
+            for side, stats in result.by_side.items():
+                if stats["positions"]:
+                    out[f"eval/accuracy_{name}_{side}"] = float(stats["accuracy"])
+        if results:
+            out["eval/accuracy_all"] = pooled_accuracy(list(results.values())).accuracy
+        # The older tag name of the 12-18 set's figure, so that older runs' curves go on.
+        for suffix in ("", "_order", "_chaos"):
+            if f"eval/accuracy_12_18{suffix}" in out:
+                out[f"eval/positions_accuracy{suffix}"] = out[f"eval/accuracy_12_18{suffix}"]
     return out
 
 

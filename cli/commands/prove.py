@@ -77,10 +77,9 @@ def run(args: argparse.Namespace) -> int:
     """Prove, report or verify; 0 ok, 1 verification failed or a worker died, 2 bad input
     (including a Ray backend that cannot start)."""
     from orderchaos.agents.proof_book import ProofBook, ProofBookError, shipped_book_path
-    from orderchaos.arena.prove import (
-        INF, BookMeta, ProveConfig, Prover, ProverWorkerError, format_progress, meta_path, parse_action,
-        status, verify,
-    )
+    from orderchaos.arena.proof_meta import BookMeta, meta_path
+    from orderchaos.arena.proof_status import format_progress, status
+    from orderchaos.arena.prove import INF, ProveConfig, Prover, ProverWorkerError, parse_action, verify
     from orderchaos.files import check_output_file
     from orderchaos.envs.rules import BoardStringError, parse_board
     from orderchaos.ray_setup import RayBackendError, check_address

@@ -29,9 +29,10 @@ from orderchaos.agents.solver import Solver
 from orderchaos.envs.rules import CELLS, CHAOS, ORDER, State, parse_board
 from orderchaos.envs.symmetry import NUM_SYMMETRIES, transform_action, transform_state
 from orderchaos.agents.proof_book import HEADER_SIZE, RECORD_DTYPE, ProofBook, ProofBookError, canonical_form, key_state
+from orderchaos.arena.proof_meta import BookMeta
+from orderchaos.arena.proof_status import status
 from orderchaos.arena.prove import (
-    BookMeta, ProveConfig, Prover, ProverWorkerError, _RayExecutor, _run_task, make_executor, parse_action, status,
-    verify,
+    ProveConfig, Prover, ProverWorkerError, _RayExecutor, _run_task, make_executor, parse_action, verify,
 )
 from orderchaos.ray_setup import RayBackendError
 from orderchaos.cli.main import main as cli_main

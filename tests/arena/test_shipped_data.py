@@ -133,7 +133,7 @@ def test_shipped_set_accuracy_figures() -> None:
 
 
 def test_symmetry_averaged_networks_reach_the_accuracy_target_on_the_middle_game_sets() -> None:
-    """Issue 15's target, at least 0.95 for each side on the 19-22 and 23-26 sets, is met by the
+    """The accuracy target, at least 0.95 for each side on the 19-22 and 23-26 sets, is met by the
     shipped networks averaged over the 16 symmetries (docs/evaluation.md); the figures are
     pinned so that new weights or a change to the averaging that loses a position fails here."""
     middle = {name: SHIPPED_SETS[name] for name in ("19_22", "23_26")}

@@ -7,8 +7,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orderchaos.envs.encoding import action_masks, encode_states, five_flags
-from orderchaos.envs.rules import ACTIONS, CELLS, State, has_five_bits
+from orderchaos.envs.batch import finished_flags
+from orderchaos.envs.encoding import action_masks, encode_states
+from orderchaos.envs.rules import ACTIONS, CELLS, FULL, State, has_five_bits
 
 from helpers import positions
 
@@ -29,7 +30,11 @@ def test_masks_and_planes_follow_the_scalar_rules(states: list[State]) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(boards=st.lists(st.integers(0, 2**CELLS - 1), min_size=1, max_size=20))
-def test_five_flags_agree_with_the_scalar_five_test(boards: list[int]) -> None:
-    flags = five_flags(np.array(boards, dtype=np.uint64))
-    assert flags.tolist() == [has_five_bits(b) for b in boards]
+@given(boards=st.lists(st.tuples(st.integers(0, 2**CELLS - 1), st.integers(0, 2**CELLS - 1)), min_size=1, max_size=20))
+def test_the_batch_engine_s_finished_test_agrees_with_the_scalar_rules(boards: list[tuple[int, int]]) -> None:
+    """The masks of finished positions are zeroed by the batch engine's test on plain arrays
+    (any two bitboards, not only reachable ones: dense boards hold many fives)."""
+    x = np.array([a & ~b for a, b in boards], dtype=np.uint64)
+    o = np.array([b for _, b in boards], dtype=np.uint64)
+    expected = [has_five_bits(int(a)) or has_five_bits(int(b)) or int(a | b) == FULL for a, b in zip(x, o)]
+    assert finished_flags(x, o).tolist() == expected

@@ -19,6 +19,7 @@ from orderchaos.train.config import (
     load_config,
     parse_overrides,
     read_yaml,
+    reference_table,
     save_config,
 )
 
@@ -52,7 +53,7 @@ RECIPE_ARMS = {
 @pytest.mark.parametrize("arm, changes", RECIPE_ARMS.items())
 def test_recipe_arm_configs_change_only_their_own_keys(arm: str, changes: dict[tuple[str, str], object]) -> None:
     """Each arm must stay the shipped recipe with only its own keys changed, or its A/B no
-    longer measures what docs/training.md says it does."""
+    longer measures what docs/experiments.md says it does."""
     shipped = config_to_dict(load_config(REPO / "configs" / "alphazero_selfplay.yaml"))
     changed = config_to_dict(load_config(REPO / "configs" / arm))
     for (section, key), value in changes.items():
@@ -196,3 +197,16 @@ def test_valid_overrides_round_trip(games: int, lr: float, fraction: float, dash
     assert config.optim.lr == pytest.approx(lr)
     assert config.selfplay.heuristic_fraction == pytest.approx(fraction)
     assert config_from_dict(config_to_dict(config)) == config
+
+
+def test_the_key_reference_in_the_training_guide_is_the_config_s_own() -> None:
+    """docs/training.md lists every key from the dataclasses' help; a key added, renamed or
+    re-documented without regenerating it fails here (regenerate with
+    ``orderchaos.train.config.reference_table()``)."""
+    text = (REPO / "docs" / "training.md").read_text()
+    start, end = "<!-- config-keys:start -->\n", "<!-- config-keys:end -->"
+    assert text[text.index(start) + len(start): text.index(end)] == reference_table()
+    for section, values in config_to_dict(TrainConfig()).items():
+        keys = [f"{section}.{k}" for k in values] if isinstance(values, dict) else [section]
+        for key in keys:
+            assert f"| `{key}` |" in text

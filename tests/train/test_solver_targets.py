@@ -7,13 +7,16 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from orderchaos.envs.rules import State
 from orderchaos.train.config import load_config
 from orderchaos.train.factory import make_trainer
+from orderchaos.train.solver_targets import PendingTargets, SolverTargets, deal
 
 from helpers import SMOKE, endgames
 
@@ -171,3 +174,29 @@ def test_fastest_plies_narrow_orders_winning_moves_to_the_quickest_forced_fives(
         assert kept == [a for a in moves if check.order_wins_within(state.apply(a), soonest - 1)]
         narrowed += len(kept) < len(moves)
     assert narrowed > 0
+
+
+def test_shares_are_dealt_by_stride_and_merged_back_in_batch_order() -> None:
+    """The one striding and merging code both backends use: share k holds positions
+    k, k + w, ...; each share's targets come back under their batch index; a share whose
+    wait fails (a dead worker, a failed Ray task) loses the batch and says so once."""
+    states = [State(x=1 << i) for i in range(7)]
+    shares = deal(states, [[i] for i in range(7)], 3)
+    assert [(k, [s.x.bit_length() - 1 for s in share], cands) for k, share, cands in shares] == [
+        (0, [0, 3, 6], [[0], [3], [6]]), (1, [1, 4], [[1], [4]]), (2, [2, 5], [[2], [5]]),
+    ]
+    assert deal(states[:2], None, 3) == [(0, [states[0]], None), (1, [states[1]], None)]
+
+    def answer(k: int, share: list[State]) -> SolverTargets:
+        return SolverTargets(values={j: float(s.x.bit_length() - 1) for j, s in enumerate(share)})
+
+    merged = PendingTargets([(k, lambda k=k, share=share: answer(k, share)) for k, share, _ in shares], 3).result()
+    assert merged.values == {i: float(i) for i in range(7)}
+
+    failures: list[BaseException] = []
+
+    def dead() -> SolverTargets:
+        raise BrokenProcessPool("gone")
+
+    lost = PendingTargets([(0, lambda: answer(0, [states[0]])), (1, dead)], 2, (BrokenProcessPool,), failures.append)
+    assert lost.result() == SolverTargets() and len(failures) == 1

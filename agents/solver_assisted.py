@@ -40,7 +40,7 @@ leaf gets ``leaf_nodes``. On the 2-core
 machine the solver does roughly 0.2 to 0.4 million nodes per second (less when the machine
 is loaded), so the defaults cost at most a few seconds at the root, about twice that when
 an unsettled Order root also seeks (10.4 s for the move in the position of
-``tests/agents/test_solver_search.py``'s ``SEEK_ROOT``), and about 10 ms per leaf; most
+``tests/agents/test_solver_assisted.py``'s ``SEEK_ROOT``), and about 10 ms per leaf; most
 proofs at 26 empty cells or fewer take a few hundred nodes.
 """
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from orderchaos.envs.rules import CELL_WINDOW_MASKS, CELL_WINDOWS, CELLS, NUM_WINDOWS, WINDOW_CELLS
+from orderchaos.envs.batch import CELL_WINDOW_MASKS
+from orderchaos.envs.rules import CELL_WINDOWS, CELLS, NUM_WINDOWS, WINDOW_CELLS
 from orderchaos.envs.symmetry import NUM_BOARD_SYMMETRIES, transform_bits
 
 WIN_CELLS = np.array(WINDOW_CELLS, dtype=np.int64)
@@ -26,13 +27,14 @@ MAX_CELL_WINDOWS = max(len(w) for w in CELL_WINDOWS)
 CELL_NWIN = np.array([len(w) for w in CELL_WINDOWS], dtype=np.int64)
 """(36,): how many windows pass through each cell: the row length of the two tables below."""
 CELL_WIN = np.full((CELLS, MAX_CELL_WINDOWS), -1, dtype=np.int64)
-"""(36, 8): the windows through each cell (rules' ``CELL_WINDOWS``), padded with -1."""
-CELL_WIN_MASKS = np.zeros((CELLS, MAX_CELL_WINDOWS), dtype=np.int64)
-"""(36, 8): the masks of those windows (rules' ``CELL_WINDOW_MASKS``), padded with 0. Kept
-beside ``CELL_WIN`` because the five test reads masks directly (one load fewer per window)."""
+"""(36, 7): the windows through each cell (rules' ``CELL_WINDOWS``), padded with -1."""
+CELL_WIN_MASKS = np.ascontiguousarray(CELL_WINDOW_MASKS[:CELLS])
+"""(36, 8): the masks of those windows, the batch engine's padded table
+(:data:`orderchaos.envs.batch.CELL_WINDOW_MASKS` without its no-op row; only the first
+``CELL_NWIN[c]`` entries of a row are read). Kept beside ``CELL_WIN`` because the five test
+reads masks directly (one load fewer per window)."""
 for _c in range(CELLS):
     CELL_WIN[_c, : CELL_NWIN[_c]] = CELL_WINDOWS[_c]
-    CELL_WIN_MASKS[_c, : CELL_NWIN[_c]] = CELL_WINDOW_MASKS[_c]
 
 SYM_BYTES = np.array(
     [[[transform_bits(v << 8 * k, t) for v in range(256)] for k in range(5)]

@@ -17,7 +17,7 @@ from orderchaos.agents.proof_book import ProofBook, key_state, shipped_book
 from orderchaos.agents.registry import RUN_DIR, SpecError, make, resolve
 from orderchaos.agents.solver import Solver
 from orderchaos.agents.strategy import covers
-from orderchaos.agents.solver_search import AVOID_NODE_LIMIT, RootAnswer, SolverAssist, SolverLeafEvaluator
+from orderchaos.agents.solver_assisted import AVOID_NODE_LIMIT, RootAnswer, SolverAssist, SolverLeafEvaluator
 from orderchaos.envs.rules import ORDER, State, action_name, parse_board
 from orderchaos.envs.symmetry import transform_action, transform_state
 
