@@ -43,6 +43,12 @@ def board_facts(state: State) -> dict[str, Any]:
     }
 
 
+def move_list(actions: Sequence[int]) -> list[dict[str, Any]]:
+    """A game's moves for a move list: ``{"ply", "side", "move"}`` each (ply from 1; Order
+    makes the odd plies, as the side to move follows the stone count)."""
+    return [{"ply": ply + 1, "side": AGENTS[ply % 2], "move": action_name(a)} for ply, a in enumerate(actions)]
+
+
 def winning_move(state: State, solve: Solve, *, time_limit: float | None = None,
                  node_limit: int | None = None, candidates: Sequence[int] | None = None) -> int | None:
     """The first of ``candidates`` (default: a sensible move first, then every legal move)

@@ -17,11 +17,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from orderchaos.agents.base import Agent
-from orderchaos.arena.analysis import board_facts
+from orderchaos.arena.analysis import board_facts, move_list
 from orderchaos.cli.web.errors import Busy, TimedOut, WebError
 from orderchaos.cli.web.services import Services, agent_move
 from orderchaos.cli.web.store import StoredGame, token_hash
-from orderchaos.envs.rules import AGENTS, CHAOS, ORDER, State, action_name
+from orderchaos.envs.rules import AGENTS, CHAOS, ORDER, State
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 ID_BYTES = 16
@@ -107,11 +107,6 @@ class LiveGame:
         seat = client.seat
         here = {role: any(c.seat == role for c in self.clients) for role in AGENTS}
         agent_turn = not self.state.is_terminal and self.specs.get(self.state.to_play) is not None
-        state = State()
-        moves = []
-        for ply, action in enumerate(self.actions):
-            moves.append({"ply": ply + 1, "side": state.to_play, "move": action_name(action)})
-            state = state.apply(action)
         return {
             "type": "state",
             "mode": "play",
@@ -125,7 +120,7 @@ class LiveGame:
             },
             **board_facts(self.state),
             "last": self.actions[-1] >> 1 if self.actions else None,
-            "moves": moves,
+            "moves": move_list(self.actions),
             "thinking": agent_turn and self.task is not None,
             "vs_agent": any(self.specs.get(r) for r in AGENTS),
             "can_undo": self.can_undo(seat) and not (self.task is not None),

@@ -253,16 +253,12 @@ class WatchGame:
 
     def view(self) -> dict[str, Any]:
         """The ``state`` message for the page."""
-        state, moves = State(), []
-        for ply, action in enumerate(self.history):
-            moves.append({"ply": ply + 1, "side": state.to_play, "move": action_name(action)})
-            state = state.apply(action)
         return {
             "type": "state",
             "mode": "watch",
             **analysis.board_facts(self.state),
             "last": self.history[-1] >> 1 if self.history else None,
-            "moves": moves,
+            "moves": analysis.move_list(self.history),
             "order": self.labels.get(ORDER, ""),
             "chaos": self.labels.get("chaos", ""),
             "started": bool(self.specs),
