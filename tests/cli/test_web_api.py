@@ -4,6 +4,7 @@ caps, cancellation of abandoned work, the store across a restart, watch and stud
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import re
 import subprocess
@@ -73,6 +74,15 @@ def sockets(client: TestClient) -> ExitStack:
     stack = getattr(client, "sockets", None)
     assert stack is not None
     return stack
+
+
+@pytest.fixture(autouse=True)
+def no_hang() -> Iterator[None]:
+    """A test waiting for a message that never comes ends the run with a traceback after
+    two minutes instead of hanging (the TestClient's receive has no timeout)."""
+    faulthandler.dump_traceback_later(120, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture
@@ -190,7 +200,7 @@ BAD_MESSAGES = [
     (json.dumps({"kind": "move"}), "unknown message type"),
     (json.dumps({"type": "launch"}), "unknown message type"),
     (json.dumps({"type": ["move"]}), "unknown message type"),
-    (json.dumps({"type": "move", "cell": 3, "symbol": "X", "as": "chaos"}), "unknown field 'as'"),
+    (json.dumps({"type": "move", "cell": 14, "symbol": "X", "as": "chaos"}), "unknown field 'as'"),
     (json.dumps({"type": "move", "cell": 99, "symbol": "X"}), "integer 0..35"),
     (json.dumps({"type": "move", "cell": "a1", "symbol": "X"}), "integer 0..35"),
     (json.dumps({"type": "move", "cell": True, "symbol": "X"}), "integer 0..35"),
@@ -231,9 +241,11 @@ def test_every_bad_message_gets_an_error_changes_nothing_and_keeps_the_connectio
         (json.dumps({"type": "move", "text": "c3 x"}), "already holds X"),
     ]:
         ws.send_text(text)
+        ws.send_json({"type": "probe"})  # answered with an error too, so a missing answer fails, not hangs
         error = error_of(ws)
         assert expected in error["message"], (text[:80], error["message"])
         assert error["code"] and "Traceback" not in error["message"]
+        assert "'probe'" in error_of(ws)["message"]
     ws.send_bytes(b"\x00\x01")
     assert "binary" in error_of(ws)["message"]
     ws.send_json({"type": "state"})  # the connection is still open and the game unchanged
