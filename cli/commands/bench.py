@@ -16,6 +16,7 @@ TARGETS: dict[str, list[str]] = {
     "env": ["orderchaos.bench.envs:run"],
     "search": ["orderchaos.bench.search:run", "orderchaos.bench.solver:run"],
     "train": ["orderchaos.bench.train:run"],
+    "web": ["orderchaos.bench.web_load:run"],
 }
 
 
