@@ -136,11 +136,11 @@ def wait_for_turn_or_end(page: Page) -> str:
     return status.text_content() or ""
 
 
-def screenshot(page: Page, name: str) -> None:
+def screenshot(page: Page, name: str, full_page: bool = False) -> None:
     """Save a screenshot of the page when ``ORDERCHAOS_WEB_SCREENSHOTS`` names a folder."""
     if SCREENSHOTS:
         Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(SCREENSHOTS) / name), full_page=True)
+        page.screenshot(path=str(Path(SCREENSHOTS) / name), full_page=full_page)
 
 
 def play_the_computer(page: Page, side: str, spec: str | None = None, level: str = "easy") -> None:
@@ -212,13 +212,13 @@ def test_a_friend_game_through_the_invite_link_with_a_watcher_a_reload_and_a_ser
     watch_url = order.get_by_test_id("watch-link").input_value()
     assert invite_url.startswith(watch_url + "#invite=")
     expect(order.get_by_test_id("status")).to_contain_text("Waiting for your friend")
+    screenshot(order, "web_friend.png")
     chaos_ctx, chaos = new_tab(browser, invite_url)
     watch_ctx, watcher = new_tab(browser, watch_url)
     expect(order.get_by_test_id("status")).to_contain_text("Your move (Order)")
     expect(chaos.get_by_test_id("status")).to_contain_text("Your friend's move (Order)")
     expect(watcher.get_by_test_id("status")).to_contain_text("You are watching")
     assert "#invite" not in chaos.url  # the invite is spent, and not left in the address bar
-    screenshot(order, "web_friend.png")
 
     def move(tab: Page, cell: int, symbol: str, ply: int) -> None:
         tab.click(f"button[data-symbol={symbol}]")
@@ -289,7 +289,7 @@ def test_a_390_pixel_phone_has_no_sideways_scrolling(browser: Browser, server: S
     expect(tab.get_by_test_id("invite-link")).to_have_value(re.compile("invite="))
     scroll, inner, board_right = widths()
     assert scroll <= inner and board_right <= 390
-    screenshot(tab, "web_phone.png")
+    screenshot(tab, "web_phone.png", full_page=True)
     play_the_computer(tab, "order", spec="random")
     expect(tab.get_by_test_id("status")).to_contain_text("Your move")
     tab.click("[data-cell='35']")  # the f column is on screen and takes clicks
