@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("websockets.asyncio.client", reason="the web extra is not installed: pip install -e '.[dev]'")
 
-from orderchaos.bench.web_load import GameLog, check_store, load_test  # noqa: E402
+from orderchaos.cli.web.load import GameLog, check_store, load_test  # noqa: E402
 from orderchaos.cli.web.store import GameStore  # noqa: E402
 from orderchaos.envs.rules import action_name  # noqa: E402
 

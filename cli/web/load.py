@@ -1,5 +1,5 @@
 """Load test of ``orderchaos serve`` on loopback (``orderchaos bench web``, or
-``python -m orderchaos.bench.web_load --friend-games N --agent-games M``).
+``python -m orderchaos.cli.web.load --friend-games N --agent-games M``).
 
 Starts ``orderchaos serve`` as its own process on 127.0.0.1 (a free port, a fresh SQLite
 file), then runs every game at once, each player a WebSocket client in this process:
@@ -218,8 +218,8 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m orderchaos.bench.web_load``: the load test with chosen sizes."""
-    parser = argparse.ArgumentParser(prog="python -m orderchaos.bench.web_load", description=__doc__.split("\n\n")[0])
+    """``python -m orderchaos.cli.web.load``: the load test with chosen sizes."""
+    parser = argparse.ArgumentParser(prog="python -m orderchaos.cli.web.load", description=__doc__.split("\n\n")[0])
     parser.add_argument("--friend-games", type=int, default=50, metavar="N", help="games between two players (default 50)")
     parser.add_argument("--agent-games", type=int, default=100, metavar="N", help="games against heuristic (default 100)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scripted players (default 0)")
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     if args.friend_games < 0 or args.agent_games < 0 or args.friend_games + args.agent_games == 0:
-        print("web_load: --friend-games and --agent-games must be at least 0, and not both 0", file=sys.stderr)
+        print("orderchaos.cli.web.load: --friend-games and --agent-games must be at least 0, and not both 0", file=sys.stderr)
         return 2
     result = load_test(args.friend_games, args.agent_games, seed=args.seed, max_searches=args.max_searches)
     print(json.dumps(result, indent=2) if args.json else report(result))
