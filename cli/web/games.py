@@ -278,6 +278,7 @@ class Hub:
         """Add a tab to a game (and start the agent's move it may be waiting for)."""
         if client not in game.clients:
             game.clients.append(client)
+        self.games.setdefault(game.id, game)
         game.agent_turn()
 
     def detach(self, game: LiveGame, client: Client) -> None:

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from orderchaos.agents import cancel
 from orderchaos.agents.base import Agent
 from orderchaos.agents.registry import REGISTRY, SpecError, make, parse_spec, resolve
+from orderchaos.arena import analysis
 from orderchaos.cli.web.errors import Busy, TimedOut, WebError
 from orderchaos.cli.web.store import GameStore
 from orderchaos.envs.rules import IllegalActionError, State
@@ -123,6 +124,15 @@ class Services:
                     self._evaluator_failed = True
             return self._evaluator
 
+    def hint(self, state: State) -> analysis.Hint:
+        """:func:`orderchaos.arena.analysis.hint` with the shared solver and network (in a
+        worker thread: the first call loads the network)."""
+        return analysis.hint(state, self.solve, self.limits.hint_time, self.evaluator())
+
+    def study(self, actions: list[int]) -> dict[str, Any]:
+        """:func:`orderchaos.arena.analysis.study` of a game with the shared solver and network."""
+        return analysis.study(actions, self.solve, self.limits.study_time, self.evaluator())
+
     def warm_up(self) -> None:
         """Compile (or load from the cache) the solver's kernels before the first hint."""
         self.solve(State(), time_limit=0.05)
@@ -145,6 +155,8 @@ class Services:
             raise Busy("every search slot is taken") from None
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
+        # read its exception even when nobody awaits it any more (a stopped search)
+        future.add_done_callback(lambda done: done.cancelled() or done.exception())
         stop = threading.Event()
 
         def deliver(setter: Callable[[Any], None], value: Any) -> None:

@@ -105,7 +105,8 @@ class Play:
         return side
 
     async def _join(self, game: LiveGame, seat: str | None, token: str | None = None) -> None:
-        self.leave()
+        if self.game is not game:
+            self.leave()
         self.game = game
         self.client.seat = seat
         self.hub.attach(game, self.client)
@@ -205,10 +206,7 @@ class Play:
     async def _hint(self, game: LiveGame, state: State) -> None:
         limit = self.services.limits.hint_time
         try:
-            found = await self.services.run(
-                analysis.hint, state, self.services.solve, limit, self.services.evaluator(),
-                timeout=limit + 30, what="the hint",
-            )
+            found = await self.services.run(self.services.hint, state, timeout=limit + 30, what="the hint")
         except WebError as exc:
             await self.send(exc.payload("play"))
             return
@@ -450,8 +448,7 @@ class Study:
         limit = self.services.limits.study_time
         try:
             result = await self.services.run(
-                analysis.study, actions, self.services.solve, limit, self.services.evaluator(),
-                timeout=60 + limit * (len(actions) + 1) * 4, what="the analysis",
+                self.services.study, actions, timeout=60 + limit * (len(actions) + 1) * 4, what="the analysis"
             )
         except WebError as exc:
             await self.send(exc.payload("study"))

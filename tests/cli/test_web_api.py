@@ -141,6 +141,9 @@ def test_page_static_files_and_security_headers(client: TestClient) -> None:
     assert "default-src 'self'" in csp and "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
     assert page.headers["x-content-type-options"] == "nosniff" and page.headers["referrer-policy"] == "no-referrer"
     assert client.get("/g/abcdefghijklmnopqrstuv").status_code == 200  # a game link is the page too
+    proof = client.get("/docs/proof.md")  # the rules panel's link, in a checkout of the repository
+    assert proof.status_code == 200 and "proof" in proof.text.lower()
+    assert client.get("/games/abcdefghijklmnopqrstuv.jsonl").status_code == 404
     for name in ("app.js", "style.css"):
         answer = client.get(f"/static/{name}")
         assert answer.status_code == 200 and "content-security-policy" in answer.headers
