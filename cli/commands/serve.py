@@ -147,12 +147,13 @@ def exposure(args: argparse.Namespace) -> str:
     """What a server bound beyond loopback exposes, in a few lines for stderr."""
     specs = ("any agent spec, including training run folders on this machine (--allow-specs)"
              if args.allow_specs else "the four named opponent levels only (no free agent specs)")
-    folder = f"the games files in {args.games_dir} (to read)" if args.games_dir else "no games folder"
+    folder = (f"open and read the games files in {args.games_dir}" if args.games_dir
+              else "read no files of this machine (no --games-dir)")
     return (
         f"warning: binding {args.host}, not loopback: anyone who can reach this machine on port "
         f"{args.port} can\n"
         f"  - play and watch games, and read any game whose link they have;\n"
         f"  - start searches: {specs}, at most {args.max_searches or 'one per CPU'} at once;\n"
-        f"  - open {folder}.\n"
+        f"  - {folder}.\n"
         f"  There is no login and no TLS: put it behind a reverse proxy with HTTPS for use beyond a trusted network."
     )
