@@ -753,3 +753,23 @@ def test_exposure_names_what_a_public_server_offers() -> None:
     assert "0.0.0.0" in text and "named opponent levels only" in text and "/srv/g" in text and "no TLS" in text
     args = build_parser().parse_args(["serve", "--host", "0.0.0.0", "--allow-specs"])
     assert "training run folders" in exposure(args)
+
+
+def test_a_move_the_store_cannot_commit_is_told_to_nobody(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    order, joined, view = friend_game(client)
+    chaos = connect(client)
+    chaos.send_json({"type": "open", "game": joined["game"], "invite": view["invite"]})
+    receive(chaos, "joined")
+
+    def disk_full(*args: Any) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(GameStore, "add_move", disk_full)
+    order.send_json({"type": "move", "cell": 0, "symbol": "X"})
+    error = error_of(order)
+    assert error["code"] == "internal" and "disk" not in error["message"]
+    for ws in (order, chaos):
+        ws.send_json({"type": "state"})
+        assert receive(ws, "state", "play")["moves"] == []  # no view holds the move
