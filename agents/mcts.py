@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from orderchaos.agents import cancel
 from orderchaos.agents.base import Evaluator, SeedLike, make_rng
 from orderchaos.agents.compiled_rules import legal_actions, places_five
 from orderchaos.agents.rollout import (
@@ -534,6 +535,7 @@ class MCTS:
         for t, (root, state) in enumerate(zip(roots, states)):
             deadline = self._deadline(start, (t + 1) / len(states))
             while done[t] < budget and time.perf_counter() < deadline:
+                cancel.check()
                 chunk = 1 if done[t] == 0 else int(min(budget - done[t], _CHUNK))
                 store.reserve(chunk * ACTIONS)
                 ran = _simulate_with_rollouts(
@@ -555,6 +557,7 @@ class MCTS:
         deadline = self._deadline(start, 1.0)
         first_wave = True
         while time.perf_counter() < deadline:
+            cancel.check()
             active = np.flatnonzero((done < budget) & (store.nodes["proven"][roots] == 0))
             if active.size == 0 or not store.reserve(active.size * ACTIONS):
                 break

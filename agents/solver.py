@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from orderchaos.agents import cancel
 from orderchaos.agents.base import SeedLike, make_rng
 from orderchaos.agents import strategy
 from orderchaos.agents.proof_book import ProofBook, shipped_book
@@ -185,7 +186,9 @@ class Solver:
 
     # -- the kernel call -------------------------------------------------------------------
     def _search(self, state: State, depth: int, budget: _Budget) -> int:
-        """Run the kernel on a position without a five: 1 Order, 0 Chaos, -1 limit hit."""
+        """Run the kernel on a position without a five: 1 Order, 0 Chaos, -1 limit hit.
+        Raises Cancelled (before the kernel call) when this thread's work was cancelled."""
+        cancel.check()
         if budget.exhausted():
             return K.ABORT
         self.ctl[K.NODES] = 0

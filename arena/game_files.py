@@ -61,9 +61,14 @@ def save_games(
     """Write each game as one JSON line, labelled with the players' specs."""
     with open(path, "w") as fh:
         for i, record in enumerate(records):
-            line = {"game": i, "order": order, "chaos": chaos, **record.to_dict()}
-            line["moves"] = [action_name(a) for a in record.actions]
-            fh.write(json.dumps(line) + "\n")
+            fh.write(game_line(record, order, chaos, i) + "\n")
+
+
+def game_line(record: GameRecord, order: str, chaos: str, index: int) -> str:
+    """One game as its line of a games file (without the newline)."""
+    line = {"game": index, "order": order, "chaos": chaos, **record.to_dict()}
+    line["moves"] = [action_name(a) for a in record.actions]
+    return json.dumps(line)
 
 
 def load_games(path: str | os.PathLike) -> list[SavedGame]:

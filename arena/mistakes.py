@@ -97,7 +97,7 @@ def find_mistake(
     proven to win within a quarter of it. ``solver`` defaults to the module-wide one.
     """
     from orderchaos.agents.solver import default_solver
-    from orderchaos.agents.solver import first_proven_win
+    from orderchaos.arena.analysis import winning_move
 
     game = _lost_game(actions, role, start_ply)
     if game is None:
@@ -115,7 +115,7 @@ def find_mistake(
         winning = [int(a) for a in result.best_actions or ()]
         if not winning and preferences is not None:
             others = _alternatives(state, preferences, played)
-            found = first_proven_win(state, others, max(1, node_limit // 4), solve)
+            found = winning_move(state, solve, node_limit=max(1, node_limit // 4), candidates=others)
             winning = [] if found is None else [found]
         return Mistake(state, played, tuple(winning)) if winning else None
     return None

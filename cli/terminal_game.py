@@ -8,7 +8,6 @@ typo: bad input gets a message and a new prompt, and end of input means quit.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TextIO
 
 from orderchaos.agents.base import Agent
@@ -23,6 +22,7 @@ from orderchaos.envs.rules import (
     parse_cell,
     render_ascii,
 )
+from orderchaos.arena.analysis import Hint, hint, hint_sentence
 from orderchaos.arena.game_files import GameRecord
 
 HELP_TEXT = """\
@@ -77,31 +77,12 @@ def parse_move(text: str, state: State) -> int:
     return 2 * cell + SYMBOLS.lower().index(symbol_text)
 
 
-@dataclass
-class Hint:
-    """The solver's verdict for the side to move: who wins, and one best move if known."""
-
-    winner: str | None
-    action: int | None
-
-
 def solver_hint(state: State, time_limit: float) -> Hint:
-    """Ask the exact solver (within ``time_limit`` seconds) who wins and for a best move."""
-    from orderchaos.agents.solver import solve
+    """The exact solver's verdict and winning moves within ``time_limit`` seconds
+    (:func:`orderchaos.arena.analysis.hint` without a network)."""
+    from orderchaos.agents.solver import default_solver
 
-    result = solve(state, time_limit=time_limit, moves=True)
-    best = result.best_actions[0] if result.winner and result.best_actions else None
-    return Hint(result.winner, best)
-
-
-def format_hint(state: State, hint: Hint, time_limit: float) -> str:
-    """The hint as a sentence for the side to move."""
-    if hint.winner is None:
-        return f"hint: unknown (the solver could not prove a result within {time_limit:g} s)"
-    if hint.winner == state.to_play:
-        move = f"; a winning move: {action_name(hint.action)}" if hint.action is not None else ""
-        return f"hint: you ({state.to_play}) can force a win{move}"
-    return f"hint: {hint.winner} wins with perfect play from here; every move loses"
+    return hint(state, default_solver().solve, time_limit)
 
 
 def play_session(
@@ -247,7 +228,7 @@ class _Session:
             self.say("the game is over; no hint needed")
             return
         found = self.hint_fn(self.state, self.hint_time)
-        self.say(format_hint(self.state, found, self.hint_time))
+        self.say(hint_sentence(self.state, found, self.hint_time))
 
 
 def _without(state: State, action: int) -> State:

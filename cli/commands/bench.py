@@ -4,6 +4,9 @@
 PettingZoo / OpenSpiel peers when installed. ``orderchaos bench search``: MCTS simulations
 per second (against OpenSpiel's C++ MCTSBot when installed) and exact-solver times.
 ``orderchaos bench train``: network evaluation throughput and self-play games per second.
+``orderchaos bench web``: the web server under 200 WebSocket clients on loopback (moves/s,
+move round trips, the store checked afterwards; ``orderchaos.cli.web.load``). ``all`` runs
+every target.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ TARGETS: dict[str, list[str]] = {
     "env": ["orderchaos.bench.envs:run"],
     "search": ["orderchaos.bench.search:run", "orderchaos.bench.solver:run"],
     "train": ["orderchaos.bench.train:run"],
+    "web": ["orderchaos.cli.web.load:run"],
 }
 
 

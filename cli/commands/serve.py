@@ -1,8 +1,11 @@
-"""Play, watch and study games in the browser: a local web server with an SVG board.
+"""Play, watch and study games in the browser: a web server with an SVG board, games
+against a friend (an invite link) or an agent, kept in a SQLite file across restarts.
 
-Opens nothing to the network unless --host says so: the default binds 127.0.0.1. Saved
-games (from `orderchaos eval --save-games F`) can be opened by name from --games-dir, or
-uploaded from the page. Needs the `web` extra: pip install 'orderchaos[web]'.
+Opens nothing to the network unless --host says so: the default binds 127.0.0.1. Games are
+stored in --db (default: orderchaos/games.sqlite3 under $XDG_DATA_HOME or ~/.local/share);
+--export-games DIR writes the finished ones as games files and exits. Saved games (from
+`orderchaos eval --save-games F`) can be opened by name from --games-dir, or uploaded from
+the page. Needs the `web` extra: pip install 'orderchaos[web]'.
 """
 
 from __future__ import annotations
@@ -21,6 +24,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--games-dir", metavar="DIR",
         help="folder of saved games files that the page may open by name",
+    )
+    parser.add_argument(
+        "--db", metavar="PATH",
+        help="the game store, a SQLite file (default: orderchaos/games.sqlite3 under $XDG_DATA_HOME "
+        "or ~/.local/share; ':memory:' keeps nothing)",
+    )
+    parser.add_argument(
+        "--export-games", metavar="DIR",
+        help="write the store's finished games into DIR as games files, then exit",
+    )
+    parser.add_argument(
+        "--allow-specs", action="store_true",
+        help="let the page name any agent spec, training run folders included, even when not on "
+        "loopback (default: any registered spec on loopback, only the named levels otherwise)",
+    )
+    parser.add_argument(
+        "--max-connections", type=int, default=500, metavar="N",
+        help="open WebSockets at once; more are told the server is busy (default 500)",
+    )
+    parser.add_argument(
+        "--max-searches", type=int, default=None, metavar="N",
+        help="agent moves, hints and analyses computed at once (default: the CPU count)",
     )
     parser.add_argument("--open", action="store_true", help="open the page in a web browser")
     parser.add_argument(
@@ -44,7 +69,7 @@ def is_loopback(host: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Check the arguments and serve until interrupted."""
+    """Check the arguments and serve until interrupted (or export the stored games)."""
     from pathlib import Path
 
     for name in ("move_time", "hint_time"):
@@ -54,14 +79,41 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         print(f"orderchaos serve: --port must be 1..65535, got {args.port}", file=sys.stderr)
         return 2
+    for name in ("max_connections", "max_searches"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            print(f"orderchaos serve: --{name.replace('_', '-')} must be at least 1, got {value}", file=sys.stderr)
+            return 2
     if args.games_dir is not None and not Path(args.games_dir).is_dir():
         print(f"orderchaos serve: --games-dir {args.games_dir}: no such folder", file=sys.stderr)
         return 2
+    from orderchaos.cli.web.store import GameStore, StoreError, default_db_path, export_games
+
+    db = args.db or str(default_db_path())
+    if args.export_games is not None and db == ":memory:":
+        print("orderchaos serve: --export-games needs a --db file to read", file=sys.stderr)
+        return 2
+    if args.export_games is not None and not Path(db).is_file():
+        print(f"orderchaos serve: --db {db}: no such file to export from", file=sys.stderr)
+        return 2
+    if args.export_games is not None and Path(args.export_games).exists() and not Path(args.export_games).is_dir():
+        print(f"orderchaos serve: --export-games {args.export_games}: not a folder", file=sys.stderr)
+        return 2
+    try:
+        store = GameStore(db)
+    except (StoreError, OSError) as exc:
+        print(f"orderchaos serve: --db {db}: {exc}", file=sys.stderr)
+        return 2
+    if args.export_games is not None:
+        written = export_games(store, args.export_games)
+        games = sum(len(p.read_text().splitlines()) for p in written)
+        print(f"orderchaos serve: wrote {games} finished games into {len(written)} files in {args.export_games}")
+        return 0
     try:
         import uvicorn
 
         from orderchaos.cli.web.app import create_app
-        from orderchaos.cli.web.sessions import Limits
+        from orderchaos.cli.web.services import Limits
     except ImportError as exc:
         print(
             f"orderchaos serve: the web extra is not installed ({exc}); "
@@ -69,22 +121,39 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if not is_loopback(args.host):
-        print(
-            f"warning: binding {args.host}, not loopback: anyone who can reach this machine on "
-            f"port {args.port} can use the server (run agents, read --games-dir)",
-            file=sys.stderr,
-        )
-    limits = Limits(move_time=args.move_time, hint_time=args.hint_time)
+    loopback = is_loopback(args.host)
+    if not loopback:
+        print(exposure(args), file=sys.stderr)
+    extra = {} if args.max_searches is None else {"max_searches": args.max_searches}
+    limits = Limits(
+        move_time=args.move_time, hint_time=args.hint_time, max_connections=args.max_connections,
+        free_specs=loopback or args.allow_specs, spec_dirs=args.allow_specs, **extra,
+    )
     loopback_names = ["localhost", "127.0.0.1", "[::1]", "::1", args.host]
     app = create_app(
-        args.games_dir, limits, warm_up=True,
-        allowed_hosts=loopback_names if is_loopback(args.host) else None,
+        args.games_dir, limits, warm_up=True, db=store,
+        allowed_hosts=loopback_names if loopback else None,
     )
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
-    print(f"orderchaos serve: open {url} (Ctrl-C stops)", flush=True)
+    print(f"orderchaos serve: open {url} (games stored in {db}; Ctrl-C stops)", flush=True)
     if args.open:
         threading.Timer(1.0, webbrowser.open, [url]).start()
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
+
+
+def exposure(args: argparse.Namespace) -> str:
+    """What a server bound beyond loopback exposes, in a few lines for stderr."""
+    specs = ("any agent spec, including training run folders on this machine (--allow-specs)"
+             if args.allow_specs else "the four named opponent levels only (no free agent specs)")
+    folder = (f"open and read the games files in {args.games_dir}" if args.games_dir
+              else "read no files of this machine (no --games-dir)")
+    return (
+        f"warning: binding {args.host}, not loopback: anyone who can reach this machine on port "
+        f"{args.port} can\n"
+        f"  - play and watch games, and read any game whose link they have;\n"
+        f"  - start searches: {specs}, at most {args.max_searches or 'one per CPU'} at once;\n"
+        f"  - {folder}.\n"
+        f"  There is no login and no TLS: put it behind a reverse proxy with HTTPS for use beyond a trusted network."
+    )

@@ -1,17 +1,23 @@
-"""The ASGI app of ``orderchaos serve``: the page, its static files and one WebSocket per tab.
+"""The ASGI app of ``orderchaos serve``: the page, its static files, game downloads and one
+WebSocket per tab.
 
-Every message is size-checked and decoded here, then handed to a
-:class:`~orderchaos.cli.web.sessions.Connection`; whatever goes wrong with one message is
-answered with an ``error`` message and the connection stays open. A WebSocket opened by a
-page from another site (its ``Origin`` is not this server) is refused, so a web page in the
-same browser cannot drive the local server, and with ``allowed_hosts`` (what ``serve`` sets
-when it binds loopback) a request naming another host is refused, which stops DNS rebinding.
+Every message is checked by :func:`.protocol.decode` (size, nesting, integer digits, known
+type and fields) and by the tab's rate limit before a
+:class:`~orderchaos.cli.web.sessions.Connection` sees it; whatever is wrong with one message
+is answered with an ``error`` and the connection stays open. A WebSocket opened by a page
+from another site (its ``Origin`` is not this server) is refused, so a web page in the same
+browser cannot drive the server, and with ``allowed_hosts`` (what ``serve`` sets when it
+binds loopback) a request naming another host is refused, which stops DNS rebinding. Every
+HTTP answer carries a Content-Security-Policy (nothing from other sites, no inline script)
+and the usual hardening headers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import subprocess
 import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,16 +28,94 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from orderchaos.cli.web.sessions import Connection, Limits, Services, WebError
+from orderchaos.arena.game_files import game_line
+from orderchaos.cli.web.errors import Busy, WebError
+from orderchaos.cli.web.games import Hub, valid_id
+from orderchaos.cli.web.protocol import RateLimit, decode
+from orderchaos.cli.web.services import Limits, Services
+from orderchaos.cli.web.sessions import Connection
+from orderchaos.cli.web.store import GameStore
 
 STATIC_DIR = Path(__file__).parent / "static"
-UPLOAD_OVERHEAD_BYTES = 64 * 1024
-"""Room for the JSON around an upload and the escaping of its text."""
+PROOF_DOC = Path(__file__).resolve().parents[2] / "docs" / "proof.md"
+"""Where the proof's status page lies in a checkout of the repository."""
+LANGUAGES = ("en", "sv", "nb", "de")
+"""The page's languages; each has ``static/i18n/<code>.json``."""
+SECURITY_HEADERS = [
+    (b"content-security-policy",
+     b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+     b"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
+]
+log = logging.getLogger("orderchaos.web")
+
+
+class SecurityHeaders:
+    """ASGI middleware adding :data:`SECURITY_HEADERS` to every HTTP response."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": list(message.get("headers", [])) + SECURITY_HEADERS}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def build_info() -> dict[str, str]:
+    """The package version and, in a git checkout, the short commit (else "")."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ver = version("orderchaos")
+    except PackageNotFoundError:
+        ver = "unknown"
+    commit = ""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+            text=True, timeout=5,
+        )
+        if done.returncode == 0:
+            commit = done.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"version": ver, "commit": commit}
+
+
+def pick_language(header: str | None) -> str:
+    """The first of :data:`LANGUAGES` an ``Accept-Language`` header names (by q order);
+    ``no``/``nn`` read as ``nb``; English when none."""
+    choices: list[tuple[float, int, str]] = []
+    for i, part in enumerate((header or "").split(",")[:20]):
+        tag, _, params = part.strip().partition(";")
+        q = 1.0
+        if params.strip().startswith("q="):
+            try:
+                q = float(params.strip()[2:])
+            except ValueError:
+                q = 0.0
+        primary = tag.strip().lower().split("-")[0]
+        primary = "nb" if primary in ("no", "nn") else primary
+        if primary in LANGUAGES and q > 0:
+            choices.append((-q, i, primary))
+    return min(choices)[2] if choices else "en"
 
 
 def create_app(
@@ -40,37 +124,82 @@ def create_app(
     *,
     warm_up: bool = False,
     allowed_hosts: list[str] | None = None,
+    db: str | Path | GameStore = ":memory:",
 ) -> Starlette:
-    """The web app; ``games_dir`` is the only folder whose files can be opened by name.
+    """The web app; ``games_dir`` is the only folder whose files can be opened by name and
+    ``db`` the game store (a path, ``":memory:"``, or an open :class:`GameStore`).
 
     ``warm_up`` loads the solver's compiled kernels in the background at startup, so the
     first hint does not wait for them. ``allowed_hosts`` (None: any) lists the host names
     that requests may be addressed to.
     """
-    services = Services(limits or Limits(), Path(games_dir) if games_dir is not None else None)
+    store = db if isinstance(db, GameStore) else GameStore(db)
+    services = Services(limits or Limits(), Path(games_dir) if games_dir is not None else None, store)
+    hub = Hub(services)
+    info = build_info()
+    template = (STATIC_DIR / "index.html").read_text()
+    counter = {"open": 0}
 
     async def index(request: Request) -> Response:
-        return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-store"})
+        language = pick_language(request.headers.get("accept-language"))
+        page = (template.replace("{{lang}}", language).replace("{{version}}", info["version"])
+                .replace("{{commit}}", info["commit"] or "-"))
+        return HTMLResponse(page, headers={"Cache-Control": "no-store"})
+
+    async def download(request: Request) -> Response:
+        game_id = request.path_params["game"]
+        stored = store.load(game_id) if valid_id(game_id) else None
+        if stored is None or stored.winner is None:
+            return PlainTextResponse("no finished game with this id\n", status_code=404)
+        game = stored.saved()
+        text = game_line(game.record, game.order, game.chaos, 0)
+        return Response(text + "\n", media_type="application/x-ndjson", headers={
+            "Content-Disposition": f'attachment; filename="orderchaos-{game_id[:8]}.jsonl"',
+            "Cache-Control": "no-store"})
+
+    async def proof(request: Request) -> Response:
+        if not PROOF_DOC.is_file():  # an installed package has no docs folder
+            return PlainTextResponse("docs/proof.md is in the orderchaos repository\n", status_code=404)
+        return PlainTextResponse(PROOF_DOC.read_text(), headers={"Cache-Control": "no-store"})
 
     async def socket(websocket: WebSocket) -> None:
-        await serve_socket(websocket, services)
+        if counter["open"] >= services.limits.max_connections:
+            if same_origin(websocket):
+                await websocket.accept()
+                await websocket.send_text(json.dumps(Busy("too many connections").payload()))
+            await websocket.close(code=1013)
+            return
+        counter["open"] += 1
+        try:
+            await serve_socket(websocket, services, hub)
+        finally:
+            counter["open"] -= 1
 
     @asynccontextmanager
     async def lifespan(app: Starlette):  # noqa: ANN202 - Starlette's lifespan protocol
         if warm_up:
             threading.Thread(target=services.warm_up, name="orderchaos-web: warm-up", daemon=True).start()
         yield
+        for game in list(hub.games.values()):
+            game.stop()
 
+    middleware = [Middleware(SecurityHeaders)]
+    if allowed_hosts:
+        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
     app = Starlette(
         routes=[
             Route("/", index),
+            Route("/g/{game}", index),
+            Route("/games/{game}.jsonl", download),
+            Route("/docs/proof.md", proof),
             WebSocketRoute("/ws", socket),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],
         lifespan=lifespan,
-        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)] if allowed_hosts else None,
+        middleware=middleware,
     )
     app.state.services = services
+    app.state.hub = hub
     return app
 
 
@@ -82,13 +211,15 @@ def same_origin(websocket: WebSocket) -> bool:
     return urlsplit(origin).netloc.lower() == websocket.headers.get("host", "").lower()
 
 
-async def serve_socket(websocket: WebSocket, services: Services) -> None:
+async def serve_socket(websocket: WebSocket, services: Services, hub: Hub) -> None:
     """Run one tab's connection until it closes."""
     if not same_origin(websocket):
         await websocket.close(code=1008, reason="cross-site WebSocket refused")
         return
     await websocket.accept()
     lock = asyncio.Lock()
+    limits = services.limits
+    rate = RateLimit(limits.rate, limits.burst)
 
     async def send(message: dict[str, Any]) -> None:
         if websocket.application_state != WebSocketState.CONNECTED:
@@ -96,10 +227,10 @@ async def serve_socket(websocket: WebSocket, services: Services) -> None:
         async with lock:
             try:
                 await websocket.send_text(json.dumps(message))
-            except (WebSocketDisconnect, RuntimeError):
+            except (WebSocketDisconnect, RuntimeError, OSError):
                 pass  # the tab went away while a reply was on its way
 
-    connection = Connection(services, send)
+    connection = Connection(services, hub, send)
     await connection.hello()
     try:
         while True:
@@ -107,28 +238,17 @@ async def serve_socket(websocket: WebSocket, services: Services) -> None:
             if received["type"] == "websocket.disconnect":
                 break
             try:
-                await connection.handle(decode(received, services.limits))
+                if not rate.allow():
+                    raise WebError(f"too many messages: at most {limits.rate:g} a second", "rate",
+                                   rate=limits.rate)
+                await connection.handle(decode(received.get("text"), limits.max_message_bytes,
+                                               limits.max_upload_bytes))
             except WebError as exc:
-                await send({"type": "error", "message": str(exc)})
+                await send(exc.payload())
+            except Exception:  # a bug must not end the tab's connection or show its text
+                log.exception("error while handling a message")
+                await send(WebError("the server could not handle that message", "internal").payload())
     except WebSocketDisconnect:
         pass
     finally:
         connection.close()
-
-
-def decode(received: dict[str, Any], limits: Limits) -> object:
-    """The JSON value of one WebSocket message; raises WebError for a binary, oversized or
-    malformed one (an upload may be larger than other messages)."""
-    text = received.get("text")
-    if text is None:
-        raise WebError("binary messages are not accepted: send JSON text")
-    size = len(text.encode())
-    if size > 2 * limits.max_upload_bytes + UPLOAD_OVERHEAD_BYTES:
-        raise WebError(f"message too large ({size} bytes); uploads are limited to {limits.max_upload_bytes} bytes")
-    try:
-        msg = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise WebError(f"malformed message: not JSON ({exc.msg} at column {exc.colno})") from None
-    if size > limits.max_message_bytes and not (isinstance(msg, dict) and msg.get("type") == "upload"):
-        raise WebError(f"message too large ({size} bytes); the limit is {limits.max_message_bytes} bytes")
-    return msg

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from orderchaos.cli.main import main
-from orderchaos.cli.web.sessions import WebError, _check_role
+from orderchaos.cli.web.errors import WebError
+from orderchaos.cli.web.services import Services
 
 
 @pytest.mark.parametrize("argv", [
@@ -31,6 +32,7 @@ def test_strategy_as_order_plays(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_the_web_page_refuses_strategy_as_chaos() -> None:
-    _check_role("strategy", "order")
+    services = Services()
+    assert services.opponent("strategy", "order") == ("strategy", "strategy")
     with pytest.raises(WebError, match="plays order only"):
-        _check_role("strategy", "chaos")
+        services.opponent("strategy", "chaos")

@@ -11,10 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orderchaos.arena.game_files import GameRecord
+from orderchaos.arena.analysis import Hint, hint_sentence
 from orderchaos.cli.terminal_game import (
-    Hint,
     MoveInputError,
-    format_hint,
     format_replay,
     parse_move,
     play_session,
@@ -114,7 +113,7 @@ def test_human_as_chaos_sees_the_agent_move_first() -> None:
 
 
 def test_hint_uses_the_given_oracle_and_says_unknown() -> None:
-    answers = iter([Hint(None, None), Hint("order", 8), Hint("chaos", None)])
+    answers = iter([Hint(None, None), Hint("order", [8]), Hint("chaos", None)])
     _, text = _session("hint\nhint\nhint\nquit\n", _Scripted([]),
                        hint_fn=lambda state, t: next(answers), hint_time=0.5)
     assert "hint: unknown (the solver could not prove a result within 0.5 s)" in text
@@ -122,8 +121,8 @@ def test_hint_uses_the_given_oracle_and_says_unknown() -> None:
     assert "hint: chaos wins with perfect play from here" in text
 
 
-def test_format_hint_when_the_solver_proves_a_win() -> None:
-    assert "can force a win" in format_hint(State(), Hint("order", 0), 1.0)
+def test_hint_sentence_when_the_solver_proves_a_win() -> None:
+    assert "can force a win" in hint_sentence(State(), Hint("order", [0]), 1.0)
 
 
 def test_an_illegal_agent_move_stops_the_session_cleanly() -> None:

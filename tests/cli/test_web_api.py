@@ -1,12 +1,15 @@
-"""The WebSocket API of ``orderchaos serve`` through Starlette's TestClient: a full game,
-every kind of bad message, two games at once, watch mode, study mode and the agent limits."""
+"""The WebSocket API of ``orderchaos serve`` through Starlette's TestClient: games against
+an agent and against a friend (links, seats, watchers), every kind of bad message, the
+caps, cancellation of abandoned work, the store across a restart, watch and study."""
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -16,41 +19,70 @@ from typing import Any
 import pytest
 
 pytest.importorskip("starlette", reason="the web extra is not installed: pip install -e '.[dev]'")
-pytest.importorskip("starlette.testclient", reason="Starlette's TestClient needs httpx2: pip install -e '.[dev]'")
+pytest.importorskip("starlette.testclient", reason="Starlette's TestClient needs httpx: pip install -e '.[dev]'")
 
 from starlette.testclient import TestClient  # noqa: E402
+from starlette.websockets import WebSocketDisconnect  # noqa: E402
 
-from orderchaos.arena.game_files import save_games  # noqa: E402
-from orderchaos.arena.matches import play_game  # noqa: E402
+from orderchaos.agents import cancel  # noqa: E402
 from orderchaos.agents.registry import make  # noqa: E402
+from orderchaos.arena import analysis  # noqa: E402
+from orderchaos.arena.game_files import load_games, save_games  # noqa: E402
+from orderchaos.arena.matches import play_game  # noqa: E402
 from orderchaos.cli.commands.serve import is_loopback  # noqa: E402
+from orderchaos.cli.web import games as web_games  # noqa: E402
 from orderchaos.cli.web import sessions  # noqa: E402
-from orderchaos.cli.web.app import create_app  # noqa: E402
-from orderchaos.cli.web.sessions import Limits  # noqa: E402
+from orderchaos.cli.web.app import create_app, pick_language  # noqa: E402
+from orderchaos.cli.web.protocol import RateLimit, nesting_depth  # noqa: E402
+from orderchaos.cli.web.services import Limits, Services  # noqa: E402
+from orderchaos.cli.web.store import GameStore  # noqa: E402
 from orderchaos.envs.rules import State  # noqa: E402
 
 STATIC = Path(sessions.__file__).parent / "static"
-FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, max_message_bytes=4096, max_upload_bytes=8192)
+FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, max_message_bytes=4096, max_upload_bytes=8192,
+              rate=1000, burst=1000)
 
 
 def receive(ws: Any, kind: str, mode: str | None = None, skip_errors: bool = False) -> dict:
     """The next message of type ``kind`` (and ``mode``), skipping others; fails on an
     unexpected error message."""
-    for _ in range(200):
+    for _ in range(400):
         msg = ws.receive_json()
         if msg["type"] == kind and (mode is None or msg.get("mode") == mode):
             return msg
         if msg["type"] == "error" and not skip_errors:
             raise AssertionError(f"unexpected error while waiting for {kind}: {msg['message']}")
+        if msg["type"] == "state" and msg.get("error") and not skip_errors:
+            raise AssertionError(f"unexpected error in a view: {msg['error']}")
     raise AssertionError(f"no {kind} message came")
 
 
+def error_of(ws: Any) -> dict:
+    """The next error message."""
+    return receive(ws, "error", skip_errors=True)
+
+
 def until_turn(ws: Any, side: str) -> dict:
-    """State messages until it is ``side``'s turn (not thinking) or the game is over."""
+    """Play views until it is ``side``'s turn (no agent thinking) or the game is over."""
     while True:
         view = receive(ws, "state", "play")
         if view["winner"] is not None or (view["to_play"] == side and not view["thinking"]):
             return view
+
+
+def sockets(client: TestClient) -> ExitStack:
+    stack = getattr(client, "sockets", None)
+    assert stack is not None
+    return stack
+
+
+@pytest.fixture(autouse=True)
+def no_hang() -> Iterator[None]:
+    """A test waiting for a message that never comes ends the run with a traceback after
+    two minutes instead of hanging (the TestClient's receive has no timeout)."""
+    faulthandler.dump_traceback_later(120, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture
@@ -59,81 +91,136 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
     :func:`connect` opened are closed before it stops."""
     games = tmp_path / "games"
     games.mkdir()
-    with TestClient(create_app(games, FAST)) as test_client, ExitStack() as sockets:
-        test_client.sockets = sockets  # type: ignore[attr-defined]
+    with TestClient(create_app(games, FAST)) as test_client, ExitStack() as stack:
+        test_client.sockets = stack  # type: ignore[attr-defined]
         yield test_client
 
 
 def connect(client: TestClient) -> Any:
-    """Open a socket (closed with the client) and read the greeting: hello, the play view."""
-    ws = client.sockets.enter_context(client.websocket_connect("/ws"))  # type: ignore[attr-defined]
+    """Open a socket (closed with the client) and read the greeting."""
+    ws = sockets(client).enter_context(client.websocket_connect("/ws"))
     hello = ws.receive_json()
-    assert hello["type"] == "hello" and "pretrained:sims=200,solver=26" in hello["suggestions"]
-    assert receive(ws, "state", "play")["board"] == [""] * 36
+    assert hello["type"] == "hello" and hello["levels"]["strongest"] == "pretrained:sims=200,solver=26"
     return ws
 
 
 def first_empty(view: dict) -> int:
-    return view["board"].index("")
+    return view["board"].index("") if "board" in view else next(c for c in range(36) if not stones(view)[c])
 
 
-def test_page_and_static_files_are_served(client: TestClient) -> None:
+def stones(view: dict) -> list[str]:
+    """The cells of a view, rebuilt from its moves."""
+    cells = [""] * 36
+    for m in view["moves"]:
+        from orderchaos.envs.rules import parse_cell
+
+        name, symbol = m["move"].split()
+        cells[parse_cell(name)] = symbol
+    return cells
+
+
+def empty_cell(view: dict) -> int:
+    return stones(view).index("")
+
+
+def new_agent_game(ws: Any, side: str, opponent: str) -> tuple[dict, dict]:
+    """Start a game against an agent: the ``joined`` message and the first view for the
+    person's turn."""
+    ws.send_json({"type": "new_game", "side": side, "opponent": opponent})
+    joined = receive(ws, "joined")
+    return joined, until_turn(ws, side)
+
+
+# -- pages and headers -------------------------------------------------------------------
+
+
+def test_page_static_files_and_security_headers(client: TestClient) -> None:
     page = client.get("/")
     assert page.status_code == 200 and 'data-testid="status"' in page.text
+    csp = page.headers["content-security-policy"]
+    assert "default-src 'self'" in csp and "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert page.headers["x-content-type-options"] == "nosniff" and page.headers["referrer-policy"] == "no-referrer"
+    assert client.get("/g/abcdefghijklmnopqrstuv").status_code == 200  # a game link is the page too
+    proof = client.get("/docs/proof.md")  # the rules panel's link, in a checkout of the repository
+    assert proof.status_code == 200 and "proof" in proof.text.lower()
+    assert client.get("/games/abcdefghijklmnopqrstuv.jsonl").status_code == 404
     for name in ("app.js", "style.css"):
-        assert client.get(f"/static/{name}").status_code == 200
+        answer = client.get(f"/static/{name}")
+        assert answer.status_code == 200 and "content-security-policy" in answer.headers
     for name in ("index.html", "app.js", "style.css"):  # offline: nothing from another host
         text = (STATIC / name).read_text()
         assert not re.findall(r"https?://(?!www\.w3\.org/2000/svg)", text), name
 
 
+def test_page_language_follows_accept_language(client: TestClient) -> None:
+    assert pick_language("sv-SE,sv;q=0.9,en;q=0.8") == "sv"
+    assert pick_language("fr-FR, de;q=0.7, en;q=0.9") == "en"
+    assert pick_language("nn-NO") == "nb" and pick_language("no") == "nb"
+    assert pick_language("de-AT;q=0.5, xx") == "de" and pick_language(None) == "en" and pick_language("fr") == "en"
+    assert '<html lang="de"' in client.get("/", headers={"accept-language": "de-DE"}).text
+
+
+# -- against an agent --------------------------------------------------------------------
+
+
 def test_full_game_against_random_as_order(client: TestClient) -> None:
     ws = connect(client)
-    ws.send_json({"type": "new_game", "side": "order", "opponent": "random:seed=3"})
-    view = until_turn(ws, "order")
-    moves = 0
+    joined, view = new_agent_game(ws, "order", "random:seed=3")
+    assert joined["seat"] == "order" and len(joined["token"]) >= 43 and len(joined["game"]) >= 22
     while view["winner"] is None:
-        ws.send_json({"type": "move", "cell": first_empty(view), "symbol": "X"})
-        moves += 1
+        ws.send_json({"type": "move", "cell": empty_cell(view), "symbol": "X"})
         view = until_turn(ws, "order")
     assert view["winner"] in ("order", "chaos")
-    assert "Game over" in view["status"]
-    assert len(view["moves"]) == sum(1 for s in view["board"] if s)
+    assert [m["side"] for m in view["moves"]] == ["order", "chaos"] * (len(view["moves"]) // 2) + (
+        ["order"] if len(view["moves"]) % 2 else [])
     if view["winner"] == "order":
-        assert len(view["winning_line"]) >= 5
+        assert len(view["winning_line"]) >= 5 and re.fullmatch(r"[a-f][1-6]–[a-f][1-6]", view["line"])
 
 
 def test_play_as_chaos_the_agent_moves_first_and_undo_takes_back_a_pair(client: TestClient) -> None:
     ws = connect(client)
-    ws.send_json({"type": "new_game", "side": "chaos", "opponent": "heuristic"})
-    view = until_turn(ws, "chaos")
-    assert len(view["moves"]) == 1 and view["last"] is not None
+    _, view = new_agent_game(ws, "chaos", "easy")
+    assert len(view["moves"]) == 1 and view["last"] is not None and view["players"]["order"]["agent"] == "easy"
     ws.send_json({"type": "move", "text": "f6 o"})
     view = until_turn(ws, "chaos")
-    assert view["board"][35] == "O" and len(view["moves"]) == 3
+    assert stones(view)[35] == "O" and len(view["moves"]) == 3
     ws.send_json({"type": "undo"})
     view = receive(ws, "state", "play")
-    assert len(view["moves"]) == 1 and view["board"][35] == ""
+    assert len(view["moves"]) == 1 and stones(view)[35] == ""
     ws.send_json({"type": "undo"})
-    assert "nothing to undo" in receive(ws, "error", skip_errors=True)["message"]
+    assert error_of(ws)["code"] == "no_undo"
 
 
 BAD_MESSAGES = [
     ("not json at all", "not JSON"),
     ("[1, 2]", "JSON object"),
+    ('{"type": "move", "cell": ' + "9" * 5000 + ', "symbol": "X"}', "more than 12 digits"),
+    ('{"type": "move", "cell": -' + "1" * 40 + ', "symbol": "X"}', "more than 12 digits"),
+    ("[" * 100_000 + "]" * 100_000, "too large"),
+    ('{"type": "move", "cell": ' + "[" * 1000 + "]" * 1000 + "}", "nested too deeply"),
+    ('{"type": "move", "cell": NaN, "symbol": "X"}', "not a number"),
+    (json.dumps({"type": "move", "cell": {"a": 1}, "symbol": "X"}), "not a list or object"),
     (json.dumps({"kind": "move"}), "unknown message type"),
     (json.dumps({"type": "launch"}), "unknown message type"),
+    (json.dumps({"type": ["move"]}), "unknown message type"),
+    (json.dumps({"type": "move", "cell": 14, "symbol": "X", "as": "chaos"}), "unknown field 'as'"),
     (json.dumps({"type": "move", "cell": 99, "symbol": "X"}), "integer 0..35"),
     (json.dumps({"type": "move", "cell": "a1", "symbol": "X"}), "integer 0..35"),
     (json.dumps({"type": "move", "cell": True, "symbol": "X"}), "integer 0..35"),
+    (json.dumps({"type": "move", "cell": 2.5, "symbol": "X"}), "integer 0..35"),
     (json.dumps({"type": "move", "cell": 0, "symbol": "Z"}), "'X' or 'O'"),
     (json.dumps({"type": "move", "text": "z9 q"}), "could not read"),
     (json.dumps({"type": "move", "text": 5}), "a move such as"),
+    (json.dumps({"type": "open", "game": "x" * 40}), "no such game"),
+    (json.dumps({"type": "open", "game": 12}), "no such game"),
     (json.dumps({"type": "new_game", "side": "both", "opponent": "random"}), "side must be"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "grandmaster"}), "unknown agent"),
+    (json.dumps({"type": "new_game", "side": "order", "opponent": "/etc"}), "unknown agent"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "mcts:sims=lots"}), "must be int"),
+    (json.dumps({"type": "new_game", "side": "order", "opponent": "pretrained:sims=10000000"}), "sims is at most"),
+    (json.dumps({"type": "new_game", "side": "order", "opponent": "mcts:time=1000"}), "time is at most"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "x" * 500}), "at most"),
-    (json.dumps({"type": "new_game", "side": "order"}), "give an agent spec"),
+    (json.dumps({"type": "new_game", "side": "order"}), "give an opponent level"),
     (json.dumps({"type": "move", "text": "x" * 5000}), "message too large"),
     (json.dumps({"type": "watch", "order": "random", "chaos": "random", "delay_ms": -1}), "delay_ms"),
     (json.dumps({"type": "open_file", "name": "../secret.jsonl"}), "no file"),
@@ -142,118 +229,400 @@ BAD_MESSAGES = [
     (json.dumps({"type": "upload", "name": "big.jsonl", "content": "x" * 9000}), "limited to"),
     (json.dumps({"type": "upload", "name": "bad.jsonl", "content": "{not json\n"}), "bad.jsonl:1: bad JSON"),
     (json.dumps({"type": "step"}), "start watching first"),
+    (json.dumps({"type": "rematch"}), "not over"),
 ]
 
 
-def test_every_bad_message_gets_an_error_and_changes_nothing(client: TestClient) -> None:
+def test_every_bad_message_gets_an_error_changes_nothing_and_keeps_the_connection(client: TestClient) -> None:
     ws = connect(client)
-    ws.send_json({"type": "new_game", "side": "order", "opponent": "random"})
-    until_turn(ws, "order")
+    _, view = new_agent_game(ws, "order", "random")
     ws.send_json({"type": "move", "cell": 14, "symbol": "X"})
     before = until_turn(ws, "order")
-    assert before["board"][14] == "X"
+    assert stones(before)[14] == "X"
     for text, expected in BAD_MESSAGES + [
         (json.dumps({"type": "move", "cell": 14, "symbol": "O"}), "already holds X"),
         (json.dumps({"type": "move", "text": "c3 x"}), "already holds X"),
     ]:
         ws.send_text(text)
-        error = receive(ws, "error", skip_errors=True)
+        ws.send_json({"type": "probe"})  # answered with an error too, so a missing answer fails, not hangs
+        error = error_of(ws)
         assert expected in error["message"], (text[:80], error["message"])
+        assert error["code"] and "Traceback" not in error["message"]
+        assert "'probe'" in error_of(ws)["message"]
     ws.send_bytes(b"\x00\x01")
-    assert "binary" in receive(ws, "error", skip_errors=True)["message"]
+    assert "binary" in error_of(ws)["message"]
     ws.send_json({"type": "state"})  # the connection is still open and the game unchanged
     after = receive(ws, "state", "play")
-    assert after["board"] == before["board"] and after["moves"] == before["moves"]
+    assert after["moves"] == before["moves"] and after["game"] == before["game"]
 
 
-def test_moves_before_the_start_and_after_the_end_are_refused(client: TestClient) -> None:
+def test_nesting_depth_skips_strings() -> None:
+    assert nesting_depth('{"a": "[[[[[[{{{{"}') == 1
+    assert nesting_depth('{"a": "\\"[[[["}') == 1
+    assert nesting_depth("[[[]]]") == 3
+
+
+def test_a_burst_of_messages_is_refused_past_the_rate_limit_and_the_connection_stays(tmp_path: Path) -> None:
+    limits = Limits(move_time=5, rate=1.0, burst=5)
+    with TestClient(create_app(None, limits)) as quick, ExitStack() as stack:
+        quick.sockets = stack  # type: ignore[attr-defined]
+        ws = connect(quick)
+        for _ in range(30):
+            ws.send_json({"type": "state"})
+        answers = [ws.receive_json() for _ in range(30)]
+        refused = [a for a in answers if a["type"] == "error" and a["code"] == "rate"]
+        assert 20 <= len(refused) <= 25 and len(answers) - len(refused) >= 5
+        time.sleep(1.1)  # the bucket refills: the connection is open and served again
+        ws.send_json({"type": "state"})
+        assert ws.receive_json()["type"] == "state"
+
+
+def test_rate_limit_refills_at_its_rate() -> None:
+    now = [0.0]
+    bucket = RateLimit(2.0, 3, clock=lambda: now[0])
+    assert [bucket.allow() for _ in range(4)] == [True, True, True, False]
+    now[0] = 0.5
+    assert bucket.allow() and not bucket.allow()
+
+
+def test_an_exception_inside_the_server_never_reaches_the_page(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def crashing(agent: Any, state: State) -> int:
+        raise RuntimeError("boom in /srv/secret/path")
+
+    monkeypatch.setattr(web_games, "agent_move", crashing)
     ws = connect(client)
-    ws.send_json({"type": "move", "cell": 0, "symbol": "X"})
-    assert "new game first" in receive(ws, "error", skip_errors=True)["message"]
-    ws.send_json({"type": "new_game", "side": "order", "opponent": "random"})
-    view = until_turn(ws, "order")
-    while view["winner"] is None:
-        ws.send_json({"type": "move", "cell": first_empty(view), "symbol": "O"})
-        view = until_turn(ws, "order")
-    if "" in view["board"]:
-        ws.send_json({"type": "move", "cell": first_empty(view), "symbol": "X"})
-        assert "the game is over" in receive(ws, "error", skip_errors=True)["message"]
-    ws.send_json({"type": "hint"})
-    assert "no hint needed" in receive(ws, "error", skip_errors=True)["message"]
+    ws.send_json({"type": "new_game", "side": "chaos", "opponent": "random"})
+    view = receive(ws, "state", "play")
+    while not view.get("error"):
+        view = receive(ws, "state", "play", skip_errors=True)
+    assert view["error"]["code"] == "internal"
+    assert "boom" not in json.dumps(view) and "/srv" not in json.dumps(view) and "RuntimeError" not in json.dumps(view)
 
 
-def test_two_games_at_once_stay_separate(client: TestClient) -> None:
-    one, two = connect(client), connect(client)
-    one.send_json({"type": "new_game", "side": "order", "opponent": "random"})
-    two.send_json({"type": "new_game", "side": "chaos", "opponent": "heuristic"})
-    view_one = until_turn(one, "order")
-    view_two = until_turn(two, "chaos")
-    one.send_json({"type": "move", "cell": 0, "symbol": "O"})
-    two.send_json({"type": "move", "cell": 35, "symbol": "X"})
-    view_one = until_turn(one, "order")
-    view_two = until_turn(two, "chaos")
-    assert view_one["board"][0] == "O" and view_one["side"] == "order"
-    assert view_two["board"][35] == "X" and view_two["side"] == "chaos"
-    assert view_two["board"][0] == "" or len(view_two["moves"]) == 3
-    assert len(view_one["moves"]) == 2 and len(view_two["moves"]) == 3
+def test_a_stuck_agent_ends_its_move_with_an_error_and_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    def stuck(agent: Any, state: State) -> int:
+        while True:
+            cancel.check()
+            time.sleep(0.01)
+
+    monkeypatch.setattr(web_games, "agent_move", stuck)
+    with TestClient(create_app(None, Limits(move_time=0.3))) as quick, ExitStack() as stack:
+        quick.sockets = stack  # type: ignore[attr-defined]
+        services = quick.app.state.services  # type: ignore[attr-defined]
+        ws = connect(quick)
+        ws.send_json({"type": "new_game", "side": "chaos", "opponent": "random"})
+        view = receive(ws, "state", "play")
+        while not view.get("error"):
+            view = receive(ws, "state", "play", skip_errors=True)
+        assert view["error"]["code"] == "timeout" and view["moves"] == [] and not view["thinking"]
+        assert wait_until(lambda: services.running == 0)
+
+
+def test_spec_policy_levels_only_and_no_directories(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    open_server = Services(Limits(free_specs=True, spec_dirs=False))
+    for name in (str(run_dir), str(tmp_path / "missing")):  # the same answer, existing or not
+        with pytest.raises(sessions.WebError, match="unknown agent") as caught:
+            open_server.opponent(name, "chaos")
+        assert str(tmp_path) not in str(caught.value).replace(repr(name)[1:-1][:40], "")
+    assert open_server.opponent("Hard", "chaos") == ("pretrained:sims=200", "hard")
+    assert open_server.opponent("solver", "chaos")[0] == "solver:time=3"
+    levels_only = Services(Limits(free_specs=False))
+    assert levels_only.opponent("easy", "chaos") == ("heuristic", "easy")
+    with pytest.raises(sessions.WebError, match="choose an opponent level"):
+        levels_only.opponent("random", "chaos")
+
+
+def test_solver_gets_the_move_time_as_its_budget() -> None:
+    assert Services(Limits(move_time=30)).checked_spec("solver") == "solver:time=3"
+    assert Services(Limits(move_time=2.5)).checked_spec("solver") == "solver:time=2"
+    assert Services(Limits(move_time=30)).checked_spec("solver:seed=2") == "solver:seed=2,time=3"
+    assert Services(Limits(move_time=5)).checked_spec("solver:time=1") == "solver:time=1"
+    assert Services(Limits(move_time=5)).checked_spec("mcts:sims=800") == "mcts:sims=800"
+
+
+def test_connections_past_the_cap_are_told_the_server_is_busy() -> None:
+    with TestClient(create_app(None, Limits(max_connections=2))) as capped, ExitStack() as stack:
+        capped.sockets = stack  # type: ignore[attr-defined]
+        connect(capped), connect(capped)
+        with capped.websocket_connect("/ws") as third:
+            assert third.receive_json()["code"] == "busy"
+            with pytest.raises(WebSocketDisconnect):
+                third.receive_json()
+
+
+def test_games_past_the_cap_are_refused_as_busy() -> None:
+    with TestClient(create_app(None, Limits(max_games=1))) as capped, ExitStack() as stack:
+        capped.sockets = stack  # type: ignore[attr-defined]
+        one, two = connect(capped), connect(capped)
+        one.send_json({"type": "play_friend", "side": "order"})
+        receive(one, "joined")
+        two.send_json({"type": "play_friend", "side": "order"})
+        assert "busy" in error_of(two)["message"]
+
+
+# -- cancellation --------------------------------------------------------------------------
+
+
+def wait_until(condition: Any, seconds: float = 5.0) -> bool:
+    """Poll ``condition`` until true or ``seconds`` passed; its last value."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+class EndlessSearch:
+    """A search that never ends by itself: it counts its steps and checks the cancel flag
+    at each, as MCTS and the solver do."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.started = threading.Event()
+        self.stopped = threading.Event()
+
+    def __call__(self, *args: Any) -> Any:
+        self.started.set()
+        try:
+            while True:
+                cancel.check()
+                self.steps += 1
+                time.sleep(0.005)
+        finally:
+            self.stopped.set()
+
+
+def test_closing_the_tab_stops_the_agents_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    search = EndlessSearch()
+    monkeypatch.setattr(web_games, "agent_move", search)
+    with TestClient(create_app(None, Limits(move_time=600))) as quick:
+        services = quick.app.state.services  # type: ignore[attr-defined]
+        with quick.websocket_connect("/ws") as ws:
+            ws.receive_json()
+            ws.send_json({"type": "new_game", "side": "chaos", "opponent": "random"})
+            assert search.started.wait(10)
+        assert search.stopped.wait(5), "the search went on after its tab closed"
+        steps = search.steps
+        assert wait_until(lambda: services.running == 0)
+        time.sleep(0.05)
+        assert search.steps == steps
+
+
+def test_a_newer_hint_replaces_the_older_and_closing_stops_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    searches: list[EndlessSearch] = []
+
+    def endless_hint(*args: Any) -> Any:
+        searches.append(EndlessSearch())
+        return searches[-1]()
+
+    monkeypatch.setattr(analysis, "hint", endless_hint)
+    with TestClient(create_app(None, Limits(move_time=5, hint_time=600))) as quick:
+        services = quick.app.state.services  # type: ignore[attr-defined]
+        with quick.websocket_connect("/ws") as ws:
+            ws.receive_json()
+            new_agent_game(ws, "order", "random")
+            ws.send_json({"type": "hint"})
+            assert wait_until(lambda: len(searches) == 1 and searches[0].started.is_set())
+            ws.send_json({"type": "hint"})
+            assert wait_until(lambda: len(searches) == 2 and searches[1].started.is_set())
+            assert searches[0].stopped.wait(5), "the replaced hint went on"
+            assert not searches[1].stopped.is_set()
+        assert searches[1].stopped.wait(5), "the hint went on after its tab closed"
+        assert wait_until(lambda: services.running == 0)
 
 
 def test_hint_gives_the_solvers_winning_move(client: TestClient) -> None:
     ws = connect(client)
-    ws.send_json({"type": "new_game", "side": "order", "opponent": "random"})
-    until_turn(ws, "order")
+    new_agent_game(ws, "order", "random")
     ws.send_json({"type": "hint"})
     hint = receive(ws, "hint")
-    assert hint["source"] in ("solver", "network", "none") and hint["text"]
+    assert hint["source"] in ("solver", "network", "none")
     near_win = State.from_string("XXXX." + "." * 31)
-    result = sessions.make_hint(sessions.Services(FAST), near_win)
-    assert result["source"] == "solver" and result["winner"] == "order" and 8 in result["actions"]
+    services = Services(FAST)
+    found = analysis.hint(near_win, services.solve, 0.3)
+    assert found.source == "solver" and found.winner == "order" and 8 in found.actions
 
 
-def test_a_crashing_or_stuck_agent_ends_its_move_with_an_error(
-    client: TestClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real_act = sessions._act
+# -- against a friend ------------------------------------------------------------------------
 
-    def crashing(agent: Any, state: State, spec: str) -> int:
-        if state.num_stones == 1:
-            raise RuntimeError("boom")
-        return real_act(agent, state, spec)
 
-    monkeypatch.setattr(sessions, "_act", crashing)
+def friend_game(client: TestClient, side: str = "order") -> tuple[Any, dict, dict]:
+    """A creator's socket, its ``joined`` and its first view (holding the invite)."""
+    creator = connect(client)
+    creator.send_json({"type": "play_friend", "side": side})
+    joined = receive(creator, "joined")
+    view = receive(creator, "state", "play")
+    return creator, joined, view
+
+
+def test_a_friend_game_through_the_invite_link_with_a_watcher(client: TestClient) -> None:
+    order, joined, view = friend_game(client)
+    game, invite = joined["game"], view["invite"]
+    assert joined["seat"] == "order" and invite and len(game) >= 22 and invite != game
+    assert not view["players"]["chaos"]["taken"]
+    watcher = connect(client)
+    watcher.send_json({"type": "open", "game": game})  # the watch link: the id alone
+    assert receive(watcher, "joined")["seat"] is None
+    assert receive(watcher, "state", "play")["invite"] is None  # a watcher never sees the invite
+    second_tab = connect(client)  # the creator's reload or second tab shows the invite again
+    second_tab.send_json({"type": "open", "game": game, "token": joined["token"]})
+    assert receive(second_tab, "joined")["seat"] == "order"
+    assert receive(second_tab, "state", "play")["invite"] == invite
+    chaos = connect(client)
+    chaos.send_json({"type": "open", "game": game, "invite": invite})
+    chaos_joined = receive(chaos, "joined")
+    assert chaos_joined["seat"] == "chaos" and chaos_joined["token"] != joined.get("token")
+    late = connect(client)  # the invite gives the seat once: the next opener watches
+    late.send_json({"type": "open", "game": game, "invite": invite})
+    assert receive(late, "joined")["seat"] is None
+    players = {"order": order, "chaos": chaos}
+    turn, cell = "order", 0
+    view = receive(watcher, "state", "play")
+    while view["winner"] is None:
+        players[turn].send_json({"type": "move", "cell": cell, "symbol": "X"})
+        view = receive(watcher, "state", "play")
+        while len(view["moves"]) <= cell:
+            view = receive(watcher, "state", "play")
+        cell += 1
+        turn = "chaos" if turn == "order" else "order"
+    assert view["winner"] == "order" and view["line"] == "a1–e1" and view["moves"][-1]["side"] == "order"
+    assert view["seat"] is None
+
+
+def test_seats_watchers_cannot_move_and_an_id_without_the_token_takes_no_seat(client: TestClient) -> None:
+    order, joined, view = friend_game(client)
+    game = joined["game"]
+    thief = connect(client)
+    for attempt in ({"type": "open", "game": game},
+                    {"type": "open", "game": game, "token": "guessed-token"},
+                    {"type": "open", "game": game, "invite": "guessed-invite"}):
+        thief.send_json(attempt)
+        assert receive(thief, "joined")["seat"] is None
+        thief.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        assert error_of(thief)["code"] == "watching"
+    thief.send_json({"type": "state"})
+    assert receive(thief, "state", "play")["moves"] == []
+    order.send_json({"type": "move", "cell": 7, "symbol": "O"})  # not before the friend has come
+    assert error_of(order)["code"] == "no_opponent"
+    friend = connect(client)
+    friend.send_json({"type": "open", "game": game, "invite": view["invite"]})
+    assert receive(friend, "joined")["seat"] == "chaos"
+    order.send_json({"type": "move", "cell": 7, "symbol": "O"})  # the seat holder can
+    moved = receive(order, "state", "play")
+    while not moved["moves"]:  # (views sent as the thief came and went)
+        moved = receive(order, "state", "play")
+    assert moved["moves"][0]["move"] == "b2 O"
+    order.send_json({"type": "move", "cell": 8, "symbol": "O"})  # but not out of turn
+    assert error_of(order)["code"] == "not_your_turn"
+    again = connect(client)  # a reload / second tab: the token puts it back in its seat
+    again.send_json({"type": "open", "game": game, "token": joined["token"]})
+    assert receive(again, "joined")["seat"] == "order"
+    assert receive(again, "state", "play")["invite"] is None  # claimed: no longer shown
+
+
+def test_rematch_swaps_the_sides_and_moves_the_tokens(client: TestClient) -> None:
+    order, joined, view = friend_game(client)
+    chaos = connect(client)
+    chaos.send_json({"type": "open", "game": joined["game"], "invite": view["invite"]})
+    chaos_token = receive(chaos, "joined")["token"]
+    for ply in range(9):  # Order completes a1..e1 with X, Chaos plays a2.. with O
+        mover = order if ply % 2 == 0 else chaos
+        mover.send_json({"type": "move", "cell": ply // 2 + (0 if ply % 2 == 0 else 6), "symbol": "X" if ply % 2 == 0 else "O"})
+        receive(mover, "state", "play")
+    order.send_json({"type": "study_game"})
+    studied = receive(order, "games")
+    assert studied["games"][0]["winner"] == "order" and studied["games"][0]["order"] == "person"
+    assert client.get(f"/games/{joined['game']}.jsonl").status_code == 200
+    chaos.send_json({"type": "rematch"})
+    new_game = receive(chaos, "rematch")["game"]
+    assert receive(order, "rematch")["game"] == new_game
+    chaos.send_json({"type": "open", "game": new_game, "token": chaos_token})
+    assert receive(chaos, "joined")["seat"] == "order"
+    order.send_json({"type": "open", "game": new_game, "token": joined["token"]})
+    assert receive(order, "joined")["seat"] == "chaos"
+
+
+def test_a_random_side_is_one_of_the_two(client: TestClient) -> None:
     ws = connect(client)
-    ws.send_json({"type": "new_game", "side": "order", "opponent": "random"})
-    until_turn(ws, "order")
-    ws.send_json({"type": "move", "cell": 7, "symbol": "X"})
-    error = receive(ws, "error", skip_errors=True)
-    assert "the agent random failed: RuntimeError: boom" in error["message"]
-    ws.send_json({"type": "undo"})  # the game goes on from before the failed move
-    assert receive(ws, "state", "play")["moves"] == []
-
-    def stuck(agent: Any, state: State, spec: str) -> int:
-        time.sleep(3)
-        return real_act(agent, state, spec)
-
-    monkeypatch.setattr(sessions, "_act", stuck)
-    with TestClient(create_app(None, Limits(move_time=0.3))) as quick, ExitStack() as sockets:
-        quick.sockets = sockets  # type: ignore[attr-defined]
-        ws = connect(quick)
-        ws.send_json({"type": "new_game", "side": "chaos", "opponent": "random"})
-        started = time.perf_counter()
-        error = receive(ws, "error", skip_errors=True)
-        assert "did not finish within 0.3 s" in error["message"]
-        assert time.perf_counter() - started < 2.5
-        ws.send_json({"type": "state"})
-        view = receive(ws, "state", "play")
-        assert view["moves"] == [] and not view["thinking"]
+    ws.send_json({"type": "play_friend", "side": "random"})
+    assert receive(ws, "joined")["seat"] in ("order", "chaos")
 
 
-def test_solver_gets_the_move_time_as_its_budget() -> None:
-    assert sessions.effective_spec("solver", Limits(move_time=30)) == "solver:time=3"
-    assert sessions.effective_spec("solver", Limits(move_time=2.5)) == "solver:time=2"
-    assert sessions.effective_spec("solver:seed=2", Limits(move_time=30)) == "solver:seed=2,time=3"
-    assert sessions.effective_spec("solver:time=1", Limits(move_time=5)) == "solver:time=1"
-    assert sessions.effective_spec("mcts:sims=800", Limits(move_time=5)) == "mcts:sims=800"
+# -- the store -------------------------------------------------------------------------------
+
+
+def test_games_survive_a_restart_with_a_file_database(tmp_path: Path) -> None:
+    db = tmp_path / "games.sqlite3"
+    with TestClient(create_app(None, FAST, db=db)) as first, ExitStack() as stack:
+        first.sockets = stack  # type: ignore[attr-defined]
+        order, joined, view = friend_game(first)
+        chaos = connect(first)
+        chaos.send_json({"type": "open", "game": joined["game"], "invite": view["invite"]})
+        chaos_token = receive(chaos, "joined")["token"]
+        order.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        receive(order, "state", "play")
+        agent_ws = connect(first)
+        agent_joined, agent_view = new_agent_game(agent_ws, "order", "heuristic")
+        agent_ws.send_json({"type": "move", "cell": 14, "symbol": "X"})
+        agent_view = until_turn(agent_ws, "order")
+    with TestClient(create_app(None, FAST, db=db)) as second, ExitStack() as stack:
+        second.sockets = stack  # type: ignore[attr-defined]
+        chaos = connect(second)
+        chaos.send_json({"type": "open", "game": joined["game"], "token": chaos_token})
+        assert receive(chaos, "joined")["seat"] == "chaos"
+        assert [m["move"] for m in receive(chaos, "state", "play")["moves"]] == ["a1 X"]
+        chaos.send_json({"type": "move", "cell": 1, "symbol": "O"})
+        assert len(receive(chaos, "state", "play")["moves"]) == 2
+        again = connect(second)  # the agent is rebuilt from its spec and plays on
+        again.send_json({"type": "open", "game": agent_joined["game"], "token": agent_joined["token"]})
+        assert receive(again, "joined")["seat"] == "order"
+        view = until_turn(again, "order")
+        assert view["moves"] == agent_view["moves"] and view["players"]["chaos"]["agent"] == "heuristic"
+        again.send_json({"type": "move", "cell": 21, "symbol": "X"})
+        view = until_turn(again, "order")
+        assert len(view["moves"]) == 4
+    store = GameStore(db)
+    assert store.load(joined["game"]).actions == [0, 3]  # type: ignore[union-attr]
+    assert sorted(store.ids(finished=False)) == sorted([joined["game"], agent_joined["game"]])
+
+
+def test_export_games_writes_game_files_that_replay_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from orderchaos.cli.main import main
+
+    db = tmp_path / "games.sqlite3"
+    with TestClient(create_app(None, FAST, db=db)) as first, ExitStack() as stack:
+        first.sockets = stack  # type: ignore[attr-defined]
+        ws = connect(first)
+        _, view = new_agent_game(ws, "order", "random:seed=1")
+        while view["winner"] is None:
+            ws.send_json({"type": "move", "cell": empty_cell(view), "symbol": "X"})
+            view = until_turn(ws, "order")
+        friend_game(first)  # unfinished: not exported
+    out = tmp_path / "export"
+    assert main(["serve", "--db", str(db), "--export-games", str(out)]) == 0
+    assert "wrote 1 finished games into 1 files" in capsys.readouterr().out
+    (path,) = out.iterdir()
+    (saved,) = load_games(path)
+    assert saved.order == "person" and saved.chaos == "random:seed=1" and saved.record.winner == view["winner"]
+    assert main(["replay", str(path), "--game", "0"]) == 0
+    assert main(["serve", "--db", str(tmp_path / "none.sqlite3"), "--export-games", str(out)]) == 2
+
+
+def test_the_store_refuses_a_file_that_is_not_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from orderchaos.cli.main import main
+
+    bad = tmp_path / "bad.sqlite3"
+    bad.write_text("not a database" * 100)
+    assert main(["serve", "--db", str(bad), "--export-games", str(tmp_path / "out")]) == 2
+    assert "not a usable game store" in capsys.readouterr().err
+
+
+# -- watch and study ---------------------------------------------------------------------------
 
 
 def test_watch_plays_pauses_and_steps(client: TestClient) -> None:
@@ -262,14 +631,13 @@ def test_watch_plays_pauses_and_steps(client: TestClient) -> None:
     view = receive(ws, "state", "watch")
     while view["winner"] is None:
         view = receive(ws, "state", "watch")
-    assert view["winner"] in ("order", "chaos") and "Game over" in view["status"]
+    assert view["winner"] in ("order", "chaos") and not view["running"]
     ws.send_json({"type": "watch", "order": "random", "chaos": "random", "delay_ms": 2000})
     receive(ws, "state", "watch")
     ws.send_json({"type": "pause"})
     paused = receive(ws, "state", "watch")
     while paused["running"]:
         paused = receive(ws, "state", "watch")
-    assert "paused" in paused["status"]
     ws.send_json({"type": "state"})  # nothing moves while paused
     receive(ws, "state", "play")
     ws.send_json({"type": "step"})
@@ -286,8 +654,8 @@ def test_move_marks() -> None:
     # ply 0 Order keeps its win; 1 and 2 touch an unproven position; 3 Chaos keeps its win;
     # 4 Order, lost, keeps the result whatever it plays; 5 Chaos throws its win away
     verdicts = ["order", "order", None, "chaos", "chaos", "chaos", "order"]
-    assert sessions.move_marks(verdicts) == ["keeps", None, None, "keeps", "keeps", "throws"]
-    assert sessions.move_marks(["order", "chaos"]) == ["throws"]
+    assert analysis.move_marks(verdicts) == ["keeps", None, None, "keeps", "keeps", "throws"]
+    assert analysis.move_marks(["order", "chaos"]) == ["throws"]
 
 
 def saved_games(path: Path, n: int = 2) -> None:
@@ -303,39 +671,40 @@ def test_study_opens_files_by_name_only_inside_the_folder(client: TestClient, tm
     (games_dir / "link.jsonl").symlink_to(tmp_path / "secret.jsonl")
     ws = connect(client)
     ws.send_json({"type": "list_files"})
-    assert receive(ws, "files")["files"] == ["match.jsonl"]
+    files = receive(ws, "files")
+    assert files["files"] == ["match.jsonl"] and str(tmp_path) not in json.dumps(files)
     for name in ("link.jsonl", "../secret.jsonl", str(tmp_path / "secret.jsonl"), "", "."):
         ws.send_json({"type": "open_file", "name": name})
-        assert "no file" in receive(ws, "error", skip_errors=True)["message"]
+        assert "no file" in error_of(ws)["message"]
     ws.send_json({"type": "open_file", "name": "match.jsonl"})
     games = receive(ws, "games")
     assert games["file"] == "match.jsonl" and len(games["games"]) == 2
     first = games["games"][0]
     assert first["order"] == "heuristic" and len(first["moves"]) == first["length"]
+    assert len(first["positions"]) == first["length"] + 1  # board facts per position, from the server
+    if first["winner"] == "order":
+        assert len(first["positions"][-1]["winning_line"]) >= 5
     ws.send_json({"type": "analyse", "game": 0})
-    analysis = receive(ws, "analysis")
+    analysed = receive(ws, "analysis")
     n = first["length"]
-    assert len(analysis["verdicts"]) == n + 1 and len(analysis["marks"]) == n
-    assert len(analysis["values"]) == n + 1
-    assert analysis["verdicts"][-1] == first["winner"]
-    assert set(analysis["marks"]) <= {"keeps", "throws", None}
-    assert analysis["values"][-1] == (1.0 if first["winner"] == "order" else -1.0)
+    assert len(analysed["verdicts"]) == n + 1 and len(analysed["marks"]) == n and len(analysed["values"]) == n + 1
+    assert analysed["verdicts"][-1] == first["winner"]
+    assert analysed["values"][-1] == (1.0 if first["winner"] == "order" else -1.0)
 
 
-def test_study_upload(client: TestClient, tmp_path: Path) -> None:
+def test_study_upload_names_are_made_safe_and_no_server_path_is_shown(client: TestClient, tmp_path: Path) -> None:
     path = tmp_path / "up.jsonl"
     saved_games(path, 1)
     ws = connect(client)
     ws.send_json({"type": "upload", "name": "../../up.jsonl", "content": path.read_text()})
-    games = receive(ws, "games")
-    assert games["file"] == "../../up.jsonl" and len(games["games"]) == 1
-    ws.send_json({"type": "upload", "name": "cut.jsonl", "content": '{"actions": [0, 2]}\n'})
-    assert "cut.jsonl:1: the game is not finished" in receive(ws, "error", skip_errors=True)["message"]
+    assert receive(ws, "games")["file"] == "up.jsonl"
+    for name in ("..", ".", "", "a/b/../../c d.jsonl"):
+        ws.send_json({"type": "upload", "name": name, "content": '{"actions": [0, 2]}\n'})
+        message = error_of(ws)["message"]
+        assert "orderchaos-upload" not in message and "/tmp" not in message and "the game is not finished" in message
 
 
 def test_cross_site_sockets_are_refused(client: TestClient) -> None:
-    from starlette.websockets import WebSocketDisconnect
-
     with pytest.raises(WebSocketDisconnect):
         with client.websocket_connect("/ws", headers={"origin": "http://evil.example"}) as ws:
             ws.receive_json()
@@ -371,3 +740,36 @@ def test_serve_refuses_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "--port must be" in capsys.readouterr().err
     assert main(["serve", "--move-time", "0"]) == 2
     assert "--move-time must be positive" in capsys.readouterr().err
+    assert main(["serve", "--max-connections", "0"]) == 2
+    assert "--max-connections must be at least 1" in capsys.readouterr().err
+
+
+def test_exposure_names_what_a_public_server_offers() -> None:
+    from orderchaos.cli.commands.serve import exposure
+    from orderchaos.cli.main import build_parser
+
+    args = build_parser().parse_args(["serve", "--host", "0.0.0.0", "--games-dir", "/srv/g"])
+    text = exposure(args)
+    assert "0.0.0.0" in text and "named opponent levels only" in text and "/srv/g" in text and "no TLS" in text
+    args = build_parser().parse_args(["serve", "--host", "0.0.0.0", "--allow-specs"])
+    assert "training run folders" in exposure(args)
+
+
+def test_a_move_the_store_cannot_commit_is_told_to_nobody(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    order, joined, view = friend_game(client)
+    chaos = connect(client)
+    chaos.send_json({"type": "open", "game": joined["game"], "invite": view["invite"]})
+    receive(chaos, "joined")
+
+    def disk_full(*args: Any) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(GameStore, "add_move", disk_full)
+    order.send_json({"type": "move", "cell": 0, "symbol": "X"})
+    error = error_of(order)
+    assert error["code"] == "internal" and "disk" not in error["message"]
+    for ws in (order, chaos):
+        ws.send_json({"type": "state"})
+        assert receive(ws, "state", "play")["moves"] == []  # no view holds the move

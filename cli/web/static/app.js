@@ -1,100 +1,213 @@
-// The Order and Chaos page: one WebSocket to the server, one SVG board shared by the
-// three modes (play, watch, study). The server checks every move; this script only draws
-// what it is sent and forwards clicks and keys.
+// The Order and Chaos page: one WebSocket to the server, one SVG board shared by the three
+// modes (play, watch, study). The server checks every move and sends every fact the page
+// shows (the board, the fours, the winning line, whose turn, the result); this script only
+// draws them, in the reader's language, and forwards clicks and keys. It knows no rules.
 "use strict";
 
 const SIZE = 6, CELLS = 36, COLUMNS = "abcdef";
 const STEP = 56, MARGIN = 22;
+const LANGUAGES = ["en", "sv", "nb", "de"];
+const TOKENS_KEY = "orderchaos.seats", LANGUAGE_KEY = "orderchaos.language", MAX_TOKENS = 100;
 const $ = (selector) => document.querySelector(selector);
 const $$ = (selector) => Array.from(document.querySelectorAll(selector));
 
 const ui = {
   mode: "play",
   symbol: "X",
+  connected: false,
+  levels: {},
   limits: { max_upload_bytes: 2 * 1024 * 1024 },
   views: { play: null, watch: null },
-  errors: { play: "", watch: "", study: "" },
+  errors: { play: null, watch: null, study: null },
+  hint: null,
   hintCells: [],
-  study: { file: "", games: [], game: -1, ply: 0, analysis: null, note: "" },
+  game: null,      // the id of the game open in this tab
+  invite: null,    // the invite secret from the link this tab was opened with
+  study: { file: "", games: [], game: -1, ply: 0, analysis: null },
   pendingColumn: null,
+  catalogue: {},
+  english: {},
 };
 
-// -- the connection --------------------------------------------------------------------
-const socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`);
+// -- words ------------------------------------------------------------------------------------
+function t(key, args = {}) {
+  const text = ui.catalogue[key] ?? ui.english[key] ?? key;
+  return text.replace(/\{(\w+)\}/g, (whole, name) => (name in args ? String(args[name]) : whole));
+}
+
+async function fetchCatalogue(lang) {
+  const answer = await fetch(`/static/i18n/${lang}.json`);
+  if (!answer.ok) throw new Error(`no catalogue for ${lang}`);
+  return answer.json();
+}
+
+async function setLanguage(lang) {
+  if (!LANGUAGES.includes(lang)) lang = "en";
+  try {
+    if (!Object.keys(ui.english).length) ui.english = await fetchCatalogue("en");
+    ui.catalogue = lang === "en" ? ui.english : await fetchCatalogue(lang);
+  } catch (error) {
+    ui.catalogue = ui.english;
+  }
+  document.documentElement.lang = lang;
+  $("select[name=language]").value = lang;
+  for (const node of $$("[data-i18n]")) node.textContent = t(node.dataset.i18n);
+  for (const node of $$("[data-i18n-attr]")) {
+    for (const pair of node.dataset.i18nAttr.split(";")) {
+      const [attr, key] = pair.split(":");
+      node.setAttribute(attr, t(key));
+    }
+  }
+  for (const node of cellNodes) node.querySelector("rect").setAttribute("aria-label", cellLabel(node));
+  renderMovesAll();
+  render();
+}
+
+function side(role) {
+  return t(`side.${role}`);
+}
+
+function player(label) {
+  return label in ui.levels ? t(`level.${label}`) : label;
+}
+
+// -- seat tokens ------------------------------------------------------------------------------
+function tokens() {
+  try {
+    return JSON.parse(localStorage.getItem(TOKENS_KEY) || "{}");
+  } catch (error) {
+    return {};
+  }
+}
+
+function saveToken(game, token) {
+  const all = tokens();
+  delete all[game];
+  all[game] = token;
+  const ids = Object.keys(all);
+  for (const old of ids.slice(0, Math.max(0, ids.length - MAX_TOKENS))) delete all[old];
+  localStorage.setItem(TOKENS_KEY, JSON.stringify(all));
+}
+
+// -- the connection ---------------------------------------------------------------------------
+let socket = null, retries = 0;
+
+function connect() {
+  socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`);
+  socket.addEventListener("message", (event) => {
+    const msg = JSON.parse(event.data);
+    const handler = handlers[msg.type];
+    if (handler) handler(msg);
+  });
+  socket.addEventListener("open", () => {
+    retries = 0;
+    ui.connected = true;
+  });
+  socket.addEventListener("close", () => {
+    ui.connected = false;
+    // back off 0.5 s, 1 s, 2 s ... up to 10 s, then redraw everything from the server's state
+    const delay = Math.min(10000, 500 * 2 ** retries) * (0.75 + Math.random() / 2);
+    retries += 1;
+    render();
+    setTimeout(connect, delay);
+  });
+}
 
 function send(message) {
-  if (socket.readyState !== WebSocket.OPEN) {
-    showError(ui.mode, "not connected to the server: reload the page");
+  if (!socket || socket.readyState !== WebSocket.OPEN) {
+    showError(ui.mode, { code: "offline", message: "not connected to the server" });
     return;
   }
   socket.send(JSON.stringify(message));
 }
 
-socket.addEventListener("message", (event) => {
-  const msg = JSON.parse(event.data);
-  const handler = handlers[msg.type];
-  if (handler) handler(msg);
-});
-socket.addEventListener("close", () => {
-  setStatus("Disconnected from the server: reload the page to reconnect.", "error");
-});
+function openGame(game) {
+  const message = { type: "open", game };
+  const token = tokens()[game];
+  if (token) message.token = token;
+  if (ui.invite && !token) message.invite = ui.invite;
+  send(message);
+}
+
+function gameFromAddress() {
+  const match = location.pathname.match(/^\/g\/([A-Za-z0-9_-]{16,64})$/);
+  const invite = new URLSearchParams(location.hash.slice(1)).get("invite");
+  return { game: match ? match[1] : null, invite };
+}
 
 const handlers = {
   hello(msg) {
+    ui.levels = msg.levels;
     ui.limits = msg.limits;
-    $("#agent-suggestions").replaceChildren(...msg.suggestions.map((spec) => {
-      const option = document.createElement("option");
-      option.value = spec;
-      return option;
-    }));
+    $("details.advanced").hidden = !msg.free_specs;
+    $("#agent-suggestions").replaceChildren(...msg.suggestions.map((spec) => new Option("", spec)));
     if (msg.games_dir) send({ type: "list_files" });
+    const fromAddress = gameFromAddress();
+    if (ui.game) openGame(ui.game);  // a reconnect: back into the same game
+    else if (fromAddress.game) {
+      ui.invite = fromAddress.invite;
+      openGame(fromAddress.game);
+    } else send({ type: "state" });
+  },
+  joined(msg) {
+    ui.game = msg.game;
+    if (msg.token) saveToken(msg.game, msg.token);
+    ui.invite = null;
+    if (location.pathname !== `/g/${msg.game}` || location.hash) history.replaceState(null, "", `/g/${msg.game}`);
+  },
+  rematch(msg) {
+    const mine = tokens()[ui.game];
+    if (mine) saveToken(msg.game, mine);  // the token keeps its holder's seat, sides swapped
+    openGame(msg.game);
   },
   state(msg) {
-    ui.views[msg.mode] = msg;
-    ui.errors[msg.mode] = "";
-    if (msg.mode === "play") {
+    if (msg.mode === "play" && msg.game === null) {
+      ui.views.play = null;
+      render();
+      return;
+    }
+    if (msg.mode === "play" && ui.views.play && ui.views.play.moves.length !== msg.moves.length) {
+      ui.hint = null;
       ui.hintCells = [];
-      $("[data-testid=hint]").textContent = "";
     }
-    if (msg.mode === "watch") {
-      $("[data-action=watch-pause]").textContent = msg.running ? "Pause" : "Resume";
-    }
+    ui.views[msg.mode] = msg;
+    ui.errors[msg.mode] = msg.error || null;
+    if (msg.mode === "watch") $("[data-action=watch-pause]").textContent = t(msg.running ? "watch.pause" : "watch.resume");
     renderMoves(`[data-testid=${msg.mode}-moves]`, msg.moves, msg.moves.length);
     if (msg.mode === ui.mode) render();
   },
   error(msg) {
-    showError(msg.mode || ui.mode, msg.message);
+    showError(msg.mode || ui.mode, msg);
   },
   hint(msg) {
+    ui.hint = msg;
     ui.hintCells = msg.actions.map((a) => a >> 1);
-    $("[data-testid=hint]").textContent = msg.text;
+    renderHint();
     if (ui.mode === "play") render();
   },
   files(msg) {
     const select = $("select[name=games-file]");
     select.replaceChildren(...msg.files.map((name) => new Option(name, name)));
-    if (!msg.files.length) select.append(new Option(msg.games_dir ? "(folder is empty)" : "(no --games-dir)", ""));
+    if (!msg.files.length) select.append(new Option(t(msg.games_dir ? "study.folder_empty" : "study.no_folder"), ""));
   },
   games(msg) {
     ui.study.file = msg.file;
     ui.study.games = msg.games;
     $("select[name=game]").replaceChildren(...msg.games.map((g, i) => new Option(
-      `#${g.index}: ${g.order || "?"} vs ${g.chaos || "?"} — ${g.winner} in ${g.length}`, String(i))));
-    ui.errors.study = "";
+      t("study.game_item", { index: g.index, order: g.order || "?", chaos: g.chaos || "?", winner: side(g.winner), length: g.length }),
+      String(i))));
+    ui.errors.study = null;
+    setMode("study");
     chooseGame(0);
   },
   analysis(msg) {
     if (msg.game !== ui.study.game) return;
     ui.study.analysis = msg;
-    const proven = msg.verdicts.filter((v) => v !== null).length;
-    ui.study.note = `Solver proved ${proven} of ${msg.verdicts.length} positions.` +
-      (msg.network ? " Curve: the network's value for Order (+1 Order wins, −1 Chaos wins)." :
-        ` No network values (${msg.network_error}).`);
     if (ui.mode === "study") render();
   },
 };
 
-// -- board -------------------------------------------------------------------------------
+// -- board --------------------------------------------------------------------------------------
 const SVG_NS = "http://www.w3.org/2000/svg";
 function svg(tag, attrs = {}, text = null) {
   const node = document.createElementNS(SVG_NS, tag);
@@ -106,6 +219,16 @@ function svg(tag, attrs = {}, text = null) {
 const board = $("#board");
 const cellNodes = [];
 const overlay = svg("g", { class: "overlay" });
+function cellName(c) {
+  return `${COLUMNS[c % SIZE]}${Math.floor(c / SIZE) + 1}`;
+}
+
+function cellLabel(node) {
+  const c = Number(node.dataset.cell);
+  const symbol = node.querySelector("text").textContent;
+  return symbol ? `${cellName(c)}: ${symbol}` : `${cellName(c)}: ${t("board.empty")}`;
+}
+
 function buildBoard() {
   for (let col = 0; col < SIZE; col++) {
     board.append(svg("text", { class: "label", x: MARGIN + col * STEP + STEP / 2, y: MARGIN / 2 }, COLUMNS[col]));
@@ -125,14 +248,6 @@ function buildBoard() {
   board.append(overlay);
 }
 
-function title(role) {
-  return role.charAt(0).toUpperCase() + role.slice(1);
-}
-
-function cellName(c) {
-  return `${COLUMNS[c % SIZE]}${Math.floor(c / SIZE) + 1}`;
-}
-
 function drawBoard(view) {
   const win = new Set(view.winning_line || []);
   const hinted = new Set(ui.mode === "play" ? ui.hintCells : []);
@@ -140,6 +255,7 @@ function drawBoard(view) {
     const node = cellNodes[c];
     const symbol = view.board[c] || "";
     node.querySelector("text").textContent = symbol;
+    node.querySelector("rect").setAttribute("aria-label", cellLabel(node));
     node.setAttribute("class", ["cell", symbol, c === view.last ? "last" : "", win.has(c) ? "win" : "",
       hinted.has(c) ? "hinted" : ""].filter(Boolean).join(" "));
   }
@@ -149,49 +265,112 @@ function drawBoard(view) {
     const mark = svg("g", { class: "threat" });
     mark.append(svg("circle", { cx: x + STEP / 2, cy: y + STEP / 2, r: STEP / 2 - 8 }));
     mark.append(svg("text", { x: x + STEP - 9, y: y + 10 }, threat.symbol));
-    mark.append(svg("title", {}, `a four: ${threat.symbol} at ${cellName(threat.cell)} makes five`));
+    mark.append(svg("title", {}, t("board.threat", { symbol: threat.symbol, cell: cellName(threat.cell) })));
     overlay.append(mark);
+  }
+  if (win.size) {  // the line through the five, end to end
+    const cells = [...win].sort((a, b) => a - b);
+    const centre = (c) => [MARGIN + (c % SIZE) * STEP + STEP / 2, MARGIN + Math.floor(c / SIZE) * STEP + STEP / 2];
+    const [x1, y1] = centre(cells[0]), [x2, y2] = centre(cells[cells.length - 1]);
+    overlay.append(svg("line", { class: "win-line", x1, y1, x2, y2 }));
   }
 }
 
-// -- status and rendering ----------------------------------------------------------------
+// -- status and rendering --------------------------------------------------------------------------
 function setStatus(text, kind = "") {
   const status = $("[data-testid=status]");
   status.textContent = text;
   status.className = `status ${kind}`;
 }
 
-function showError(mode, message) {
-  ui.errors[mode] = message;
+function errorText(error) {
+  const key = `error.${error.code}`;
+  if (error.code && (key in ui.catalogue || key in ui.english)) return t(key, { ...(error.args || {}), detail: error.message });
+  return error.message;
+}
+
+function showError(mode, error) {
+  ui.errors[mode] = error;
   if (mode === ui.mode) render();
 }
 
-function emptyView(text) {
-  return { board: Array(CELLS).fill(""), winning_line: [], threats: [], last: null, status: text, winner: null };
+function emptyView() {
+  return { board: Array(CELLS).fill(""), winning_line: [], threats: [], last: null, winner: null, moves: [] };
+}
+
+function resultTitle(view) {
+  if (view.seat) return t(view.winner === view.seat ? "result.won" : "result.lost");
+  return t("result.side_won", { side: side(view.winner) });
+}
+
+function playStatus(view) {
+  if (!view) return t("status.choose");
+  if (view.winner) return t("status.over", { result: resultTitle(view) });
+  const mover = view.players[view.to_play];
+  const args = { side: side(view.to_play) };
+  const free = ["order", "chaos"].find((role) => !view.players[role].taken);
+  if (free) return t(view.seat ? "status.waiting_friend" : "status.waiting_player", args);
+  if (mover.agent) return t(view.thinking ? "status.thinking" : "status.agent_turn", { ...args, player: player(mover.agent) });
+  if (view.seat === view.to_play) return t("status.your_move", args);
+  return t(view.seat ? "status.friend_turn" : "status.watching", args);
+}
+
+function watchStatus(view) {
+  if (!view || !view.started) return t("watch.choose");
+  if (view.winner) return t("watch.over", { side: side(view.winner), player: player(view[view.winner]) });
+  const text = t("watch.turn", { side: side(view.to_play), player: player(view[view.to_play]) });
+  return view.running ? text : `${text} ${t("watch.paused")}`;
 }
 
 function render() {
   let view;
   if (ui.mode === "study") view = studyView();
-  else view = ui.views[ui.mode] || emptyView("Connecting…");
+  else view = ui.views[ui.mode] || emptyView();
   drawBoard(view);
   const error = ui.errors[ui.mode];
-  if (error) setStatus(`Error: ${error}`, "error");
-  else setStatus(view.status, view.winner ? "over" : "");
+  if (!ui.connected) setStatus(t(socket ? "status.reconnecting" : "status.connecting"), "error");
+  else if (error) setStatus(t("status.error", { message: errorText(error) }), "error");
+  else if (ui.mode === "study") setStatus(view.status, view.winner ? "over" : "");
+  else if (ui.mode === "watch") setStatus(watchStatus(ui.views.watch), view.winner ? "over" : "");
+  else setStatus(playStatus(ui.views.play), view.winner ? "over" : "");
+  renderPlay();
   if (ui.mode === "study") renderStudy();
+}
+
+function renderPlay() {
+  const view = ui.views.play;
+  const result = $("[data-testid=result]");
+  result.hidden = !(ui.mode === "play" && view && view.winner);
+  if (view && view.winner) {
+    result.querySelector(".result-title").textContent = resultTitle(view);
+    result.querySelector(".result-line").textContent = view.line ? t("result.line", { side: side("order"), line: view.line })
+      : t("result.full", { side: side("chaos") });
+    result.querySelector("[data-action=rematch]").hidden = !view.seat;
+    result.querySelector("[data-action=download]").href = `/games/${view.game}.jsonl`;
+  }
+  const share = $(".share");
+  share.hidden = !(view && view.game);
+  if (view && view.game) {
+    $("[data-testid=watch-link]").value = `${location.origin}/g/${view.game}`;
+    const invite = $("[data-testid=invite-link]");
+    invite.value = view.invite ? `${location.origin}/g/${view.game}#invite=${view.invite}` : "";
+    invite.closest("label").hidden = !view.invite;
+  }
+  $("[data-action=undo]").disabled = !(view && view.can_undo);
+  $("[data-action=hint]").disabled = !(view && view.vs_agent && view.seat && !view.winner);
 }
 
 function renderMoves(selector, moves, current, marks = null) {
   const list = $(selector);
-  list.replaceChildren(...moves.map((name, i) => {
+  list.replaceChildren(...moves.map((m, i) => {
     const item = document.createElement("li");
-    item.textContent = name;
+    item.textContent = t("moves.item", { side: side(m.side), move: m.move });
     if (marks) {
       const mark = document.createElement("span");
       const kind = marks[i] || "unknown";
       mark.className = kind;
       mark.textContent = kind === "keeps" ? " ✓" : kind === "throws" ? " ✗" : " ·";
-      mark.title = kind === "keeps" ? "keeps the result" : kind === "throws" ? "throws the result away" : "not proven";
+      mark.title = t(`study.${kind}`);
       item.append(mark);
       item.addEventListener("click", () => setPly(i + 1));
     }
@@ -200,7 +379,33 @@ function renderMoves(selector, moves, current, marks = null) {
   }));
 }
 
-// -- play ---------------------------------------------------------------------------------
+function renderMovesAll() {
+  for (const mode of ["play", "watch"]) {
+    const view = ui.views[mode];
+    if (view) renderMoves(`[data-testid=${mode}-moves]`, view.moves, view.moves.length);
+  }
+  renderHint();
+}
+
+function renderHint() {
+  const box = $("[data-testid=hint]");
+  const hint = ui.hint;
+  if (!hint) {
+    box.textContent = "";
+    return;
+  }
+  if (hint.thinking) box.textContent = t("hint.thinking");
+  else if (hint.source === "solver" && hint.winner === hint.to_play) {
+    box.textContent = hint.moves.length ? t("hint.solver_win", { side: side(hint.winner), moves: hint.moves.join(", ") })
+      : t("hint.solver_win_unknown", { side: side(hint.winner) });
+  } else if (hint.source === "solver") box.textContent = t("hint.solver_loss", { side: side(hint.winner) });
+  else if (hint.source === "network") {
+    box.textContent = t("hint.network", { time: hint.time, moves: hint.moves.join(", "), side: side(hint.to_play),
+      value: (hint.value >= 0 ? "+" : "") + hint.value.toFixed(2) });
+  } else box.textContent = t("hint.none", { time: hint.time });
+}
+
+// -- play ------------------------------------------------------------------------------------------
 function chooseSymbol(symbol) {
   ui.symbol = symbol;
   for (const button of $$("[data-symbol]")) button.setAttribute("aria-pressed", String(button.dataset.symbol === symbol));
@@ -211,9 +416,19 @@ function clickCell(c) {
   send({ type: "move", cell: c, symbol: ui.symbol });
 }
 
+function opponent() {
+  const spec = $("input[name=opponent]").value.trim();
+  return spec && !$("details.advanced").hidden ? spec : $("select[name=level]").value;
+}
+
 $("#new-game-form").addEventListener("submit", (event) => {
   event.preventDefault();
-  send({ type: "new_game", side: $("select[name=side]").value, opponent: $("input[name=opponent]").value });
+  ui.hint = null;
+  send({ type: "new_game", side: $("select[name=side]").value, opponent: opponent() });
+});
+$("[data-action=play-friend]").addEventListener("click", () => {
+  ui.hint = null;
+  send({ type: "play_friend", side: $("select[name=side]").value });
 });
 $("#move-form").addEventListener("submit", (event) => {
   event.preventDefault();
@@ -224,11 +439,21 @@ $("#move-form").addEventListener("submit", (event) => {
 for (const button of $$("[data-symbol]")) button.addEventListener("click", () => chooseSymbol(button.dataset.symbol));
 $("[data-action=undo]").addEventListener("click", () => send({ type: "undo" }));
 $("[data-action=hint]").addEventListener("click", () => {
-  $("[data-testid=hint]").textContent = "Thinking about a hint…";
+  ui.hint = { thinking: true };
+  renderHint();
   send({ type: "hint" });
 });
+$("[data-action=rematch]").addEventListener("click", () => send({ type: "rematch" }));
+$("[data-action=study-game]").addEventListener("click", () => send({ type: "study_game" }));
+for (const which of ["invite", "watch"]) {
+  $(`[data-action=copy-${which}]`).addEventListener("click", () => {
+    const input = $(`[data-testid=${which}-link]`);
+    input.select();
+    if (navigator.clipboard) navigator.clipboard.writeText(input.value).catch(() => {});
+  });
+}
 
-// -- watch --------------------------------------------------------------------------------
+// -- watch -----------------------------------------------------------------------------------------
 function speedMs() {
   return Number($("input[name=speed]").value);
 }
@@ -247,50 +472,19 @@ function togglePause() {
 $("[data-action=watch-pause]").addEventListener("click", togglePause);
 $("[data-action=watch-step]").addEventListener("click", () => send({ type: "step" }));
 
-// -- study --------------------------------------------------------------------------------
-const WINDOWS = (() => {
-  const windows = [];
-  const directions = [[0, 1], [1, 0], [1, 1], [1, -1]];
-  for (let r = 0; r < SIZE; r++) for (let c = 0; c < SIZE; c++) for (const [dr, dc] of directions) {
-    const cells = [];
-    for (let k = 0; k < 5; k++) {
-      const rr = r + dr * k, cc = c + dc * k;
-      if (rr < 0 || rr >= SIZE || cc < 0 || cc >= SIZE) break;
-      cells.push(rr * SIZE + cc);
-    }
-    if (cells.length === 5) windows.push(cells);
-  }
-  return windows;
-})();
-
-function boardFacts(cells) {
-  // The winning line and the fours of a position (the server does this for play and watch).
-  const win = new Set(), threats = new Map();
-  for (const window of WINDOWS) {
-    for (const symbol of ["X", "O"]) {
-      const mine = window.filter((c) => cells[c] === symbol).length;
-      const empty = window.filter((c) => cells[c] === "");
-      if (mine === 5) window.forEach((c) => win.add(c));
-      else if (mine === 4 && empty.length === 1) threats.set(`${empty[0]}${symbol}`, { cell: empty[0], symbol });
-    }
-  }
-  return { winning_line: [...win], threats: win.size ? [] : [...threats.values()] };
-}
-
+// -- study -----------------------------------------------------------------------------------------
 function studyView() {
   const { games, game, ply, file } = ui.study;
-  if (game < 0) return emptyView("Open a games file from the folder, or upload one.");
+  if (game < 0) return { ...emptyView(), status: t("study.choose") };
   const record = games[game];
-  const cells = Array(CELLS).fill("");
-  for (const action of record.actions.slice(0, ply)) cells[action >> 1] = "XO"[action & 1];
-  const facts = boardFacts(cells);
+  const facts = record.positions[ply];
   const last = ply > 0 ? record.actions[ply - 1] >> 1 : null;
-  let text = `${file}, game #${record.index} (${record.order || "?"} vs ${record.chaos || "?"}): ply ${ply} of ${record.length}`;
-  if (ply > 0) text += `, ${ply % 2 ? "Order" : "Chaos"} played ${record.moves[ply - 1]}`;
+  let text = t("study.position", { file, index: record.index, order: record.order || "?", chaos: record.chaos || "?", ply, length: record.length });
+  if (ply > 0) text += t("study.played", { side: side(ply % 2 ? "order" : "chaos"), move: record.moves[ply - 1] });
   const analysis = ui.study.analysis;
-  if (analysis && analysis.verdicts[ply]) text += `; solver: ${title(analysis.verdicts[ply])} wins from here`;
-  if (ply === record.length) text += `. ${title(record.winner)} won.`;
-  return { board: cells, last, ...facts, status: text, winner: ply === record.length ? record.winner : null };
+  if (analysis && analysis.verdicts[ply]) text += t("study.verdict", { side: side(analysis.verdicts[ply]) });
+  if (ply === record.length) text += t("study.won", { side: side(record.winner) });
+  return { ...facts, last, status: text, winner: ply === record.length ? record.winner : null };
 }
 
 function renderStudy() {
@@ -299,8 +493,15 @@ function renderStudy() {
   const range = $("input[name=ply]");
   range.max = record ? String(record.length) : "0";
   range.value = String(ply);
-  $("[data-testid=analysis]").textContent = record ? (analysis ? ui.study.note : "Analysing with the solver and the network…") : "";
-  renderMoves("[data-testid=study-moves]", record ? record.moves : [], ply, analysis ? analysis.marks : []);
+  let note = "";
+  if (record && !analysis) note = t("study.analysing");
+  else if (record) {
+    const proven = analysis.verdicts.filter((v) => v !== null).length;
+    note = t("study.proved", { proven, total: analysis.verdicts.length }) + " " + t(analysis.network ? "study.curve" : "study.no_network");
+  }
+  $("[data-testid=analysis]").textContent = note;
+  const moves = record ? record.moves.map((move, i) => ({ side: i % 2 ? "chaos" : "order", move })) : [];
+  renderMoves("[data-testid=study-moves]", moves, ply, analysis ? analysis.marks : []);
   drawCurve(record, analysis, ply);
 }
 
@@ -314,7 +515,8 @@ function drawCurve(record, analysis, ply) {
     svg("line", { class: "axis", x1: left, x2: W - right, y1: y(0), y2: y(0) }),
     svg("line", { class: "axis", x1: left, x2: left, y1: y(1), y2: y(-1) }),
     svg("text", { x: 2, y: y(1) + 4 }, "+1"), svg("text", { x: 6, y: y(0) + 4 }, "0"), svg("text", { x: 2, y: y(-1) + 4 }, "−1"),
-    svg("text", { x: left, y: H - 4 }, "ply 0"), svg("text", { x: W - right - 30, y: H - 4 }, `ply ${record ? record.length : 0}`),
+    svg("text", { x: left, y: H - 4 }, t("study.ply_n", { ply: 0 })),
+    svg("text", { x: W - right - 34, y: H - 4 }, t("study.ply_n", { ply: record ? record.length : 0 })),
   ];
   if (analysis) {
     const points = analysis.values.map((v, i) => (v === null ? null : `${x(i).toFixed(1)},${y(v).toFixed(1)}`)).filter(Boolean);
@@ -344,13 +546,13 @@ $("[data-action=refresh-files]").addEventListener("click", () => send({ type: "l
 $("[data-action=open-file]").addEventListener("click", () => {
   const name = $("select[name=games-file]").value;
   if (name) send({ type: "open_file", name });
-  else showError("study", "no file chosen: start the server with --games-dir DIR, or upload a file");
+  else showError("study", { code: "no_file_chosen", message: "no file chosen" });
 });
 $("input[name=upload]").addEventListener("change", async (event) => {
   const file = event.target.files[0];
   if (!file) return;
   if (file.size > ui.limits.max_upload_bytes) {
-    showError("study", `${file.name} is larger than the upload limit of ${ui.limits.max_upload_bytes} bytes`);
+    showError("study", { code: "too_large", message: `${file.name} is too large` });
     return;
   }
   send({ type: "upload", name: file.name, content: await file.text() });
@@ -363,7 +565,7 @@ $("[data-action=prev]").addEventListener("click", () => setPly(ui.study.ply - 1)
 $("[data-action=next]").addEventListener("click", () => setPly(ui.study.ply + 1));
 $("[data-action=last]").addEventListener("click", () => setPly(Infinity));
 
-// -- modes and keys ----------------------------------------------------------------------------
+// -- modes, language and keys ----------------------------------------------------------------------
 function setMode(mode) {
   ui.mode = mode;
   for (const button of $$("[data-mode]")) button.setAttribute("aria-pressed", String(button.dataset.mode === mode));
@@ -371,15 +573,20 @@ function setMode(mode) {
   render();
 }
 for (const button of $$("[data-mode]")) button.addEventListener("click", () => setMode(button.dataset.mode));
+$("select[name=language]").addEventListener("change", (event) => {
+  localStorage.setItem(LANGUAGE_KEY, event.target.value);
+  setLanguage(event.target.value);
+});
 
 document.addEventListener("keydown", (event) => {
   const target = event.target;
   if (event.ctrlKey || event.metaKey || event.altKey) return;
   if (target instanceof HTMLInputElement || target instanceof HTMLSelectElement || target instanceof HTMLTextAreaElement) return;
+  if (target instanceof HTMLButtonElement && (event.key === " " || event.key === "Enter")) return;
   const key = event.key.toLowerCase();
   if (ui.mode === "play") {
     if (key === "x" || key === "o") chooseSymbol(key.toUpperCase());
-    else if (COLUMNS.includes(key)) ui.pendingColumn = key;
+    else if (COLUMNS.includes(key) && key.length === 1) ui.pendingColumn = key;
     else if ("123456".includes(key) && key.length === 1 && ui.pendingColumn) {
       const cell = (Number(key) - 1) * SIZE + COLUMNS.indexOf(ui.pendingColumn);
       ui.pendingColumn = null;
@@ -404,3 +611,4 @@ document.addEventListener("keydown", (event) => {
 
 buildBoard();
 render();
+setLanguage(localStorage.getItem(LANGUAGE_KEY) || document.documentElement.lang || "en").then(connect);

@@ -1,0 +1,165 @@
+"""What a position and a game say to a player: the one place that the terminal game, the
+web page and ``orderchaos mistakes`` get them from.
+
+- :func:`board_facts`: the winning line (and its name, such as ``a1–e5``) and the fours, so
+  that a page draws them without knowing the rules;
+- :func:`hint`: the solver's verdict and winning moves when it proves the position in time,
+  else the network's favourite moves and value;
+- :func:`winning_move`: one move proven to keep the mover's win, trying likely moves first;
+- :func:`study`: per position the solver's verdict, per move whether it kept or threw away
+  the result (:func:`move_marks`), and the network's value curve.
+
+Everything is data (winners, actions, numbers); wording is left to the caller
+(:func:`hint_sentence` is the English one the terminal game prints).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from orderchaos.envs.rules import AGENTS, CELLS, ORDER, SYMBOLS, State, action_name, cell_name
+
+Solve = Callable[..., Any]
+"""``solve(state, time_limit=..., node_limit=..., moves=...)`` returning a ``SolveResult``
+(``orderchaos.agents.solver.Solver.solve``)."""
+
+
+def board_facts(state: State) -> dict[str, Any]:
+    """The facts a board view shows: ``board`` (36 cells, "X", "O" or ""), ``winning_line`` (cells of the fives, empty if none),
+    ``line`` (its name from end to end, e.g. ``"a1–e5"``, or None), ``threats`` (for a live
+    game, each empty cell where a symbol would make five: ``{"cell", "symbol"}``),
+    ``to_play`` (None when over) and ``winner``."""
+    line = list(state.winning_line)
+    return {
+        "board": ["" if state.cell(c) == "." else state.cell(c) for c in range(CELLS)],
+        "to_play": None if state.is_terminal else state.to_play,
+        "winner": state.winner,
+        "winning_line": line,
+        "line": f"{cell_name(min(line))}–{cell_name(max(line))}" if line else None,
+        "threats": [] if state.is_terminal else [{"cell": c, "symbol": SYMBOLS[s]} for c, s in state.threats()],
+    }
+
+
+def move_list(actions: Sequence[int]) -> list[dict[str, Any]]:
+    """A game's moves for a move list: ``{"ply", "side", "move"}`` each (ply from 1; Order
+    makes the odd plies, as the side to move follows the stone count)."""
+    return [{"ply": ply + 1, "side": AGENTS[ply % 2], "move": action_name(a)} for ply, a in enumerate(actions)]
+
+
+def winning_move(state: State, solve: Solve, *, time_limit: float | None = None,
+                 node_limit: int | None = None, candidates: Sequence[int] | None = None) -> int | None:
+    """The first of ``candidates`` (default: a sensible move first, then every legal move)
+    after which the mover provably still wins, within ``time_limit`` seconds in all or
+    ``node_limit`` nodes per move; None when none is proven."""
+    from orderchaos.agents.solver import fallback_action
+
+    if candidates is None:
+        first = fallback_action(state)
+        candidates = [first] + [a for a in state.legal_actions() if a != first]
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    for action in candidates:
+        child = state.apply(action)
+        if child.winner == state.to_play:
+            return int(action)
+        left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and left <= 0:
+            return None
+        if solve(child, time_limit=left, node_limit=node_limit).winner == state.to_play:
+            return int(action)
+    return None
+
+
+@dataclass
+class Hint:
+    """Advice for the side to move. ``source``: ``"solver"`` (``winner`` proven; ``actions``
+    some winning moves when the mover wins, ``more`` how many others), ``"network"``
+    (``actions`` its three favourite moves, ``value`` for the mover, -1..1) or ``"none"``."""
+
+    winner: str | None
+    actions: list[int] = field(default_factory=list)
+    source: str = "none"
+    more: int = 0
+    value: float | None = None
+
+    @property
+    def action(self) -> int | None:
+        """The first suggested move, if any."""
+        return self.actions[0] if self.actions else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (moves also by name)."""
+        return {"winner": self.winner, "actions": self.actions, "moves": [action_name(a) for a in self.actions],
+                "source": self.source, "more": self.more, "value": self.value}
+
+
+def hint(state: State, solve: Solve, time_limit: float, evaluator: Any = None, shown: int = 3) -> Hint:
+    """The solver's answer for the side to move within ``time_limit`` seconds (up to
+    ``shown`` winning moves), else the network's (``evaluator.evaluate``), else nothing."""
+    if state.is_terminal:
+        raise ValueError("the game is over; there is nothing to hint")
+    mover = state.to_play
+    result = solve(state, time_limit=time_limit, moves=True)
+    if result.winner is not None:
+        best = list(result.best_actions or [])
+        if result.winner == mover and not best:
+            found = winning_move(state, solve, time_limit=time_limit)
+            best = [] if found is None else [found]
+        if result.winner != mover:
+            best = []
+        return Hint(result.winner, [int(a) for a in best[:shown]], "solver", max(0, len(best) - shown))
+    if evaluator is None:
+        return Hint(None)
+    priors, values = evaluator.evaluate([state])
+    top = [int(a) for a in priors[0].argsort()[::-1][:shown]]
+    return Hint(None, top, "network", value=float(values[0]))
+
+
+def hint_sentence(state: State, found: Hint, time_limit: float) -> str:
+    """The hint as one English sentence for the side to move (the terminal game's)."""
+    if found.winner is None:
+        return f"hint: unknown (the solver could not prove a result within {time_limit:g} s)"
+    if found.winner == state.to_play:
+        move = f"; a winning move: {action_name(found.action)}" if found.action is not None else ""
+        return f"hint: you ({state.to_play}) can force a win{move}"
+    return f"hint: {found.winner} wins with perfect play from here; every move loses"
+
+
+def move_marks(verdicts: Sequence[str | None]) -> list[str | None]:
+    """For each move between positions with these solver verdicts (a game's positions in
+    order, Order to move at even plies): ``"throws"`` when the mover had a proven win and
+    lost it, ``"keeps"`` when the proven result stayed, None when either is unproven."""
+    marks: list[str | None] = []
+    for ply, (before, after) in enumerate(zip(verdicts, verdicts[1:])):
+        mover = AGENTS[ply % 2]
+        if before is None or after is None:
+            marks.append(None)
+        else:
+            marks.append("throws" if before == mover and after != mover else "keeps")
+    return marks
+
+
+def study(actions: Sequence[int], solve: Solve, time_limit: float, evaluator: Any = None) -> dict[str, Any]:
+    """A game's analysis: ``verdicts`` (per position, the solver's winner or None when not
+    proven within ``time_limit``), ``marks`` (per move, :func:`move_marks`) and ``values``
+    (per position, the network's value for Order, None without an evaluator; ±1 at the end)."""
+    states = [State()]
+    for a in actions:
+        states.append(states[-1].apply(a))
+    verdicts: list[str | None] = [None] * len(states)
+    for i in reversed(range(len(states))):  # late positions first: their proofs help earlier ones
+        verdicts[i] = solve(states[i], time_limit=time_limit).winner
+    live = [s for s in states if not s.is_terminal]
+    net_values = iter(evaluator.evaluate(live)[1].tolist() if evaluator is not None and live else [])
+    values: list[float | None] = []
+    for s in states:
+        if s.is_terminal:
+            values.append(1.0 if s.winner == ORDER else -1.0)
+        elif evaluator is None:
+            values.append(None)
+        else:
+            v = next(net_values)
+            values.append(v if s.to_play == ORDER else -v)
+    return {"verdicts": verdicts, "marks": move_marks(verdicts), "values": values}

@@ -1,0 +1,315 @@
+"""Games on the page: against a friend or an agent, with links, seats and spectators.
+
+Each game has an id of 128 random bits and lives in the store (:mod:`.store`). A seat is
+held by whoever has its token (kept by the browser); a friend game's creator also gets an
+invite secret, which gives the other seat to the first person who opens the invite link.
+Anyone else with the id watches. A :class:`LiveGame` is the in-memory copy of a game that
+some tab has open: it checks moves, commits them to the store *before* telling the tabs,
+runs the agent's moves, and is dropped (its agent stopped) when its last tab leaves; it is
+read back from the store when a tab opens it again, after a restart too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from orderchaos.agents.base import Agent
+from orderchaos.arena.analysis import board_facts, move_list
+from orderchaos.cli.web.errors import Busy, TimedOut, WebError
+from orderchaos.cli.web.services import Services, agent_move
+from orderchaos.cli.web.store import StoredGame, token_hash
+from orderchaos.envs.rules import AGENTS, CHAOS, ORDER, State
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ID_BYTES = 16
+"""Random bytes in a game id and an invite secret (128 bits)."""
+TOKEN_BYTES = 32
+"""Random bytes in a seat token."""
+
+
+def other(role: str) -> str:
+    """The other side."""
+    return CHAOS if role == ORDER else ORDER
+
+
+def valid_id(value: object) -> bool:
+    """True for a string that could be a game id (URL-safe base64, bounded length)."""
+    return isinstance(value, str) and 16 <= len(value) <= 64 and all(
+        c.isascii() and (c.isalnum() or c in "-_") for c in value
+    )
+
+
+class Client:
+    """One tab's part in a game: its ``send`` and the seat it holds there (None: watching)."""
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.seat: str | None = None
+
+
+class LiveGame:
+    """A game some tab has open (see the module docstring)."""
+
+    def __init__(self, hub: "Hub", stored: StoredGame) -> None:
+        self.hub, self.services = hub, hub.services
+        self.id = stored.id
+        self.specs, self.labels = stored.specs, stored.labels
+        self.tokens = stored.tokens
+        self.invite = stored.invite
+        self.rematch = stored.rematch
+        self.actions = list(stored.actions)
+        self.state = stored.state()
+        self.clients: list[Client] = []
+        self.agents: dict[str, Agent | None] = {role: None for role in AGENTS}
+        self.task: asyncio.Task | None = None
+        self.error: dict[str, Any] | None = None
+        self.lock = asyncio.Lock()
+
+    # -- seats ------------------------------------------------------------------------------
+    def seat_for(self, token: object) -> str | None:
+        """The seat whose token this is, or None."""
+        if not isinstance(token, str) or not token:
+            return None
+        digest = token_hash(token)
+        for role in AGENTS:
+            stored = self.tokens.get(role)
+            if stored is not None and secrets.compare_digest(stored, digest):
+                return role
+        return None
+
+    def free_seat(self) -> str | None:
+        """The seat no person holds and no agent plays, if any."""
+        for role in AGENTS:
+            if self.tokens.get(role) is None and self.specs.get(role) is None:
+                return role
+        return None
+
+    def claim(self, invite: object) -> tuple[str, str] | None:
+        """Give the free seat to the opener of the invite link: (seat, new token), or None
+        when the invite is wrong or already used."""
+        seat = self.free_seat()
+        if seat is None or self.invite is None or not isinstance(invite, str):
+            return None
+        if not secrets.compare_digest(invite.encode(), self.invite.encode()):
+            return None
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        self.tokens[seat] = token_hash(token)
+        self.invite = None
+        self.hub.services.store.claim_seat(self.id, seat, self.tokens[seat])
+        return seat, token
+
+    # -- views ------------------------------------------------------------------------------
+    def view(self, client: Client) -> dict[str, Any]:
+        """The ``state`` message for one tab (its seat decides what it may do)."""
+        seat = client.seat
+        here = {role: any(c.seat == role for c in self.clients) for role in AGENTS}
+        agent_turn = not self.state.is_terminal and self.specs.get(self.state.to_play) is not None
+        return {
+            "type": "state",
+            "mode": "play",
+            "game": self.id,
+            "seat": seat,
+            "players": {
+                role: {"agent": self.labels.get(role) if self.specs.get(role) else None,
+                       "taken": self.tokens.get(role) is not None or self.specs.get(role) is not None,
+                       "here": here[role]}
+                for role in AGENTS
+            },
+            **board_facts(self.state),
+            "last": self.actions[-1] >> 1 if self.actions else None,
+            "moves": move_list(self.actions),
+            "thinking": agent_turn and self.task is not None,
+            "vs_agent": any(self.specs.get(r) for r in AGENTS),
+            "can_undo": self.can_undo(seat) and not (self.task is not None),
+            "invite": self.invite if seat is not None and self.free_seat() is not None else None,
+            "rematch": self.rematch,
+            "error": self.error,
+        }
+
+    def can_undo(self, seat: str | None) -> bool:
+        """Undo is for a person playing an agent, once they have moved."""
+        if seat is None or self.specs.get(other(seat)) is None:
+            return False
+        probe = State()
+        for action in self.actions:
+            if probe.to_play == seat:
+                return True
+            probe = probe.apply(action)
+        return False
+
+    async def broadcast(self) -> None:
+        """Send every tab its view."""
+        for client in list(self.clients):
+            await client.send(self.view(client))
+
+    # -- moves ------------------------------------------------------------------------------
+    async def move(self, client: Client, action: int) -> None:
+        """A person's move from ``client``: only the seat to move may play."""
+        async with self.lock:
+            if client.seat is None:
+                raise WebError("you are watching this game: only its two players can move", "watching")
+            if self.state.is_terminal:
+                raise WebError("the game is over", "game_over")
+            if self.free_seat() is not None:
+                raise WebError("wait for the other player to open the invite link", "no_opponent")
+            if self.state.to_play != client.seat:
+                raise WebError("not your turn", "not_your_turn")
+            await self._commit(action)
+        await self.broadcast()
+        self.agent_turn()
+
+    async def _commit(self, action: int) -> None:
+        state = self.state.apply(action)
+        self.services.store.add_move(self.id, len(self.actions), action, state.winner)
+        self.state = state
+        self.actions.append(action)
+        self.error = None
+
+    def agent_turn(self) -> None:
+        """Start the agent's move when an agent is to move, a tab is open and none is running."""
+        if self.state.is_terminal or self.task is not None or not self.clients:
+            return
+        role = self.state.to_play
+        if self.specs.get(role) is None:
+            return
+        self.task = asyncio.create_task(self._agent_move(role, len(self.actions)))
+
+    async def _agent_move(self, role: str, ply: int) -> None:
+        spec = self.specs[role]
+        assert spec is not None
+        try:
+            await self.broadcast()  # "thinking"
+            agent = self.agents[role]
+            if agent is None:
+                agent = self.agents[role] = await self.services.build(spec)
+            action = await self.services.run(
+                agent_move, agent, self.state, timeout=self.services.limits.move_time, what="the opponent's move"
+            )
+        except WebError as exc:
+            if isinstance(exc, TimedOut):  # it was told to stop; build a fresh one next time
+                self.agents[role] = None
+            self.task = None
+            if len(self.actions) == ply:
+                self.error = exc.payload()
+            await self.broadcast()
+            return
+        except asyncio.CancelledError:
+            self.task = None
+            raise
+        self.task = None
+        if len(self.actions) != ply:  # taken back meanwhile
+            return
+        async with self.lock:
+            await self._commit(action)
+        await self.broadcast()
+        self.agent_turn()
+
+    async def undo(self, client: Client) -> None:
+        """Take back the person's last move (and the agent's replies after it)."""
+        seat = client.seat
+        if not self.can_undo(seat):
+            raise WebError("nothing to undo: undo is for your own moves against an agent", "no_undo")
+        if self.task is not None:
+            raise WebError("wait for the opponent to move", "wait")
+        async with self.lock:
+            states = [State()]
+            for action in self.actions:
+                states.append(states[-1].apply(action))
+            keep = max(p for p in range(len(self.actions)) if states[p].to_play == seat)
+            self.services.store.take_back(self.id, keep)
+            self.actions = self.actions[:keep]
+            self.state = states[keep]
+            self.error = None
+        await self.broadcast()
+
+    def stop(self) -> None:
+        """Stop the agent's move being computed (its thread is told to stop)."""
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+
+
+class Hub:
+    """The games that tabs have open, and how tabs create, open and leave them."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.games: dict[str, LiveGame] = {}
+
+    def _new_id(self) -> str:
+        return secrets.token_urlsafe(ID_BYTES)
+
+    async def create(
+        self, seat: str, specs: dict[str, str | None], labels: dict[str, str | None], *, invite: bool,
+        token: str | None = None,
+    ) -> tuple[LiveGame, str]:
+        """A new game with ``seat`` held by a new (or the given) token: returns it and the token."""
+        if len(self.games) >= self.services.limits.max_games:
+            raise Busy("too many games are open")
+        token = token or secrets.token_urlsafe(TOKEN_BYTES)
+        tokens = {role: token_hash(token) if role == seat else None for role in AGENTS}
+        game_id = self._new_id()
+        secret = secrets.token_urlsafe(ID_BYTES) if invite else None
+        self.services.store.create(game_id, specs, labels, tokens, secret)
+        stored = self.services.store.load(game_id)
+        assert stored is not None
+        game = self.games[game_id] = LiveGame(self, stored)
+        return game, token
+
+    def get(self, game_id: object) -> LiveGame:
+        """The game with this id, from memory or the store; WebError when there is none."""
+        if not valid_id(game_id):
+            raise WebError("no such game: check the link", "no_game")
+        assert isinstance(game_id, str)
+        game = self.games.get(game_id)
+        if game is None:
+            stored = self.services.store.load(game_id)
+            if stored is None:
+                raise WebError("no such game: check the link", "no_game")
+            if len(self.games) >= self.services.limits.max_games:
+                raise Busy("too many games are open")
+            game = self.games[game_id] = LiveGame(self, stored)
+        return game
+
+    def attach(self, game: LiveGame, client: Client) -> None:
+        """Add a tab to a game (and start the agent's move it may be waiting for)."""
+        if client not in game.clients:
+            game.clients.append(client)
+        self.games.setdefault(game.id, game)
+        game.agent_turn()
+
+    def detach(self, game: LiveGame, client: Client) -> None:
+        """Remove a tab; the last one out stops the game's work and drops it from memory."""
+        if client in game.clients:
+            game.clients.remove(client)
+        if not game.clients:
+            game.stop()
+            if self.games.get(game.id) is game:
+                del self.games[game.id]
+
+    async def rematch(self, game: LiveGame, client: Client) -> LiveGame:
+        """The rematch of a finished game, sides swapped (each seat's token moves with its
+        holder); created by the first who asks, found by the others."""
+        if client.seat is None:
+            raise WebError("only the players can ask for a rematch", "watching")
+        if not game.state.is_terminal:
+            raise WebError("the game is not over yet", "not_over")
+        if game.rematch is not None:
+            return self.get(game.rematch)
+        if len(self.games) >= self.services.limits.max_games:
+            raise Busy("too many games are open")
+        swapped = {role: game.tokens[other(role)] for role in AGENTS}
+        specs = {role: game.specs[other(role)] for role in AGENTS}
+        labels = {role: game.labels[other(role)] for role in AGENTS}
+        new_id = self._new_id()
+        store = self.services.store
+        store.create(new_id, specs, labels, swapped, None)
+        store.set_rematch(game.id, new_id)
+        game.rematch = new_id
+        stored = store.load(new_id)
+        assert stored is not None
+        rematch = self.games[new_id] = LiveGame(self, stored)
+        return rematch

@@ -1,0 +1,238 @@
+"""Load test of ``orderchaos serve`` on loopback (``orderchaos bench web``, or
+``python -m orderchaos.cli.web.load --friend-games N --agent-games M``).
+
+Starts ``orderchaos serve`` as its own process on 127.0.0.1 (a free port, a fresh SQLite
+file), then runs every game at once, each player a WebSocket client in this process:
+``friend_games`` games between two scripted players (the second opens the first one's
+invite link) and ``agent_games`` games of one scripted player against ``heuristic``. The
+scripted players write seeded random legal moves. It reports moves per second and the
+median and 99th percentile of a move's round trip (sent until the mover's view with the
+move came back), then stops the server and checks that every game in the database holds
+exactly the moves that were played, and that every game ended. Only loopback addresses
+are ever contacted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HOST = "127.0.0.1"
+
+
+@dataclass
+class GameLog:
+    """What the clients of one game saw: its id, the actions by ply, and the round trips."""
+
+    kind: str
+    game: str = ""
+    actions: dict[int, int] = field(default_factory=dict)
+    final: list[str] = field(default_factory=list)
+    winner: str | None = None
+    trips: list[float] = field(default_factory=list)
+
+
+def _cell(name: str) -> int:
+    return (int(name[1]) - 1) * 6 + "abcdef".index(name[0])
+
+
+def _action(move: str) -> int:
+    name, symbol = move.split()
+    return 2 * _cell(name) + "XO".index(symbol)
+
+
+async def _player(url: str, log: GameLog, rng: random.Random, *, first: dict[str, Any],
+                  ready: asyncio.Future | None = None, invite_for: asyncio.Future | None = None) -> None:
+    """One scripted player: open or create a game, then move whenever it is its turn."""
+    from websockets.asyncio.client import connect
+
+    async with connect(url, max_size=2**22) as ws:
+        await ws.recv()  # hello
+        if invite_for is not None:
+            first = {"type": "open", **(await invite_for)}
+        await ws.send(json.dumps(first))
+        seat = None
+        sent_at: dict[int, float] = {}
+        while True:
+            msg = json.loads(await ws.recv())
+            if msg["type"] == "joined":
+                seat, log.game = msg["seat"], msg["game"]
+                continue
+            if msg["type"] == "error":
+                raise RuntimeError(f"{log.kind} game {log.game}: {msg['message']}")
+            if msg["type"] != "state" or msg.get("mode") != "play":
+                continue
+            if msg.get("error"):
+                raise RuntimeError(f"{log.kind} game {log.game}: {msg['error']['message']}")
+            if ready is not None and msg.get("invite") and not ready.done():
+                ready.set_result({"game": msg["game"], "invite": msg["invite"]})
+            moves = msg["moves"]
+            for ply in [p for p in sent_at if p < len(moves)]:
+                log.trips.append(time.perf_counter() - sent_at.pop(ply))
+            if msg["winner"] is not None:
+                log.final, log.winner = [m["move"] for m in moves], msg["winner"]
+                return
+            taken = all(msg["players"][role]["taken"] for role in ("order", "chaos"))
+            if msg["to_play"] != seat or msg["thinking"] or not taken or len(moves) in sent_at:
+                continue
+            empty = [c for c in range(36) if not msg["board"][c]]
+            cell, symbol = rng.choice(empty), rng.choice("XO")
+            log.actions[len(moves)] = 2 * cell + "XO".index(symbol)
+            sent_at[len(moves)] = time.perf_counter()
+            await ws.send(json.dumps({"type": "move", "cell": cell, "symbol": symbol}))
+
+
+async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int) -> tuple[list[GameLog], float]:
+    logs: list[GameLog] = []
+    tasks = []
+    loop = asyncio.get_running_loop()
+    for g in range(friend_games):
+        log = GameLog("friend")
+        logs.append(log)
+        invite: asyncio.Future = loop.create_future()
+        side = "order" if g % 2 == 0 else "chaos"
+        tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g), first={"type": "play_friend", "side": side},
+                             ready=invite))
+        tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g + 1), first={}, invite_for=invite))
+    for g in range(agent_games):
+        log = GameLog("agent")
+        logs.append(log)
+        side = "order" if g % 2 == 0 else "chaos"
+        tasks.append(_player(url, log, random.Random(seed * 104729 + g),
+                             first={"type": "new_game", "side": side, "opponent": "heuristic"}))
+    start = time.perf_counter()
+    await asyncio.gather(*tasks)
+    return logs, time.perf_counter() - start
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"orderchaos serve exited with status {process.returncode}")
+        try:
+            with socket.create_connection((HOST, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("orderchaos serve did not start listening")
+
+
+def check_store(db: Path, logs: list[GameLog]) -> list[str]:
+    """Every way the stored games differ from what the clients played (empty: all match)."""
+    from orderchaos.cli.web.store import GameStore
+
+    store = GameStore(db)
+    problems = []
+    for log in logs:
+        stored = store.load(log.game)
+        if stored is None:
+            problems.append(f"game {log.game}: not in the store")
+            continue
+        final = [_action(m) for m in log.final]
+        if stored.actions != final:
+            problems.append(f"game {log.game}: stored {len(stored.actions)} moves, the players saw {len(final)}")
+        if any(final[ply] != action for ply, action in log.actions.items()):
+            problems.append(f"game {log.game}: a move sent is not the move stored at its ply")
+        if log.kind == "friend" and len(log.actions) != len(final):
+            problems.append(f"game {log.game}: {len(final)} moves, {len(log.actions)} sent by its players")
+        if stored.winner is None or stored.winner != log.winner:
+            problems.append(f"game {log.game}: stored winner {stored.winner}, the players saw {log.winner}")
+    store.close()
+    return problems
+
+
+def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | None = None,
+              max_searches: int | None = None) -> dict[str, Any]:
+    """Run the load test (see the module docstring) and return its figures."""
+    port = _free_port()
+    with tempfile.TemporaryDirectory(prefix="orderchaos-load-") as tmp:
+        db_path = db or Path(tmp) / "games.sqlite3"
+        command = [sys.executable, "-m", "orderchaos", "serve", "--host", HOST, "--port", str(port),
+                   "--db", str(db_path), "--max-connections", str(2 * friend_games + agent_games + 10)]
+        if max_searches is not None:
+            command += ["--max-searches", str(max_searches)]
+        env = {**os.environ, "XDG_DATA_HOME": tmp}
+        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        try:
+            _wait_for_port(port, server)
+            logs, seconds = asyncio.run(_run_clients(f"ws://{HOST}:{port}/ws", friend_games, agent_games, seed))
+        finally:
+            server.terminate()
+            _, err = server.communicate(timeout=30)
+        problems = check_store(db_path, logs)
+    trips = sorted(t for log in logs for t in log.trips)
+    moves = sum(len(log.final) for log in logs)
+    person_moves = sum(len(log.actions) for log in logs)
+    return {
+        "clients": 2 * friend_games + agent_games,
+        "friend_games": friend_games,
+        "agent_games": agent_games,
+        "seconds": seconds,
+        "moves": moves,
+        "person_moves": person_moves,
+        "moves_per_s": moves / seconds,
+        "round_trip_p50_ms": 1000 * statistics.median(trips) if trips else None,
+        "round_trip_p99_ms": 1000 * trips[min(len(trips) - 1, int(0.99 * len(trips)))] if trips else None,
+        "store_problems": problems,
+        "server_errors": [line for line in err.decode(errors="replace").splitlines() if "Traceback" in line],
+    }
+
+
+def report(result: dict[str, Any]) -> str:
+    """The figures as a few lines of text."""
+    return (
+        f"{result['clients']} clients: {result['friend_games']} games between two players, "
+        f"{result['agent_games']} against heuristic, all at once\n"
+        f"  {result['moves']} moves ({result['person_moves']} by the scripted players) in {result['seconds']:.1f} s: "
+        f"{result['moves_per_s']:.0f} moves/s\n"
+        f"  move round trip: p50 {result['round_trip_p50_ms']:.1f} ms, p99 {result['round_trip_p99_ms']:.1f} ms\n"
+        f"  store check: {'every game matches the moves played' if not result['store_problems'] else result['store_problems'][:5]}"
+    )
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    """``orderchaos bench web``: 200 clients (50 friend games, 100 against heuristic), or a
+    few with ``quick``."""
+    result = load_test(2, 2) if quick else load_test(50, 100)
+    print(report(result))
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m orderchaos.cli.web.load``: the load test with chosen sizes."""
+    parser = argparse.ArgumentParser(prog="python -m orderchaos.cli.web.load", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--friend-games", type=int, default=50, metavar="N", help="games between two players (default 50)")
+    parser.add_argument("--agent-games", type=int, default=100, metavar="N", help="games against heuristic (default 100)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the scripted players (default 0)")
+    parser.add_argument("--max-searches", type=int, default=None, metavar="N", help="the server's --max-searches")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    if args.friend_games < 0 or args.agent_games < 0 or args.friend_games + args.agent_games == 0:
+        print("orderchaos.cli.web.load: --friend-games and --agent-games must be at least 0, and not both 0", file=sys.stderr)
+        return 2
+    result = load_test(args.friend_games, args.agent_games, seed=args.seed, max_searches=args.max_searches)
+    print(json.dumps(result, indent=2) if args.json else report(result))
+    return 0 if not result["store_problems"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

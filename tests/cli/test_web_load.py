@@ -1,0 +1,38 @@
+"""The web load test, small: a real ``orderchaos serve`` on loopback, a few games of each
+kind to the end, and the store checked against the moves played."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("websockets.asyncio.client", reason="the web extra is not installed: pip install -e '.[dev]'")
+
+from orderchaos.cli.web.load import GameLog, check_store, load_test  # noqa: E402
+from orderchaos.cli.web.store import GameStore  # noqa: E402
+from orderchaos.envs.rules import action_name  # noqa: E402
+
+
+def test_a_small_load_test_plays_every_game_to_the_end_and_the_store_matches() -> None:
+    result = load_test(2, 2, seed=1)
+    assert result["clients"] == 6 and result["store_problems"] == [] and result["server_errors"] == []
+    assert result["moves"] >= 4 * 9 and result["person_moves"] < result["moves"]
+    assert 0 < result["round_trip_p50_ms"] <= result["round_trip_p99_ms"]
+
+
+def test_the_store_check_finds_a_game_that_differs(tmp_path) -> None:
+    db = tmp_path / "games.sqlite3"
+    store = GameStore(db)
+    store.create("g" * 22, {"order": None, "chaos": None}, {"order": None, "chaos": None}, {}, None)
+    for ply, action in enumerate([0, 13, 2, 15, 4, 17, 6, 19, 8]):  # X on a1..e1, O on a2..d2
+        store.add_move("g" * 22, ply, action, "order" if ply == 8 else None)
+    store.close()
+    actions = [0, 13, 2, 15, 4, 17, 6, 19, 8]
+    played = [action_name(a) for a in actions]
+    good = GameLog("friend", "g" * 22, dict(enumerate(actions)), played, "order")
+    assert check_store(db, [good]) == []
+    wrong = GameLog("agent", "g" * 22, {0: 0, 1: 12}, played, "order")
+    assert any("not the move stored" in p for p in check_store(db, [wrong]))
+    short = GameLog("agent", "g" * 22, {0: 0}, played[:-1], "order")
+    assert any("the players saw 8" in p for p in check_store(db, [short]))
+    missing = GameLog("agent", "h" * 22, {}, [], None)
+    assert check_store(db, [missing]) == [f"game {'h' * 22}: not in the store"]
