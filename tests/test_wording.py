@@ -48,9 +48,6 @@ PHRASES = [
 ]
 QUOTES_THE_RULE = {"tests/test_wording.py"}
 """This file, which quotes the wording it looks for."""
-PENDING_REWRITE = {"docs/proof.md"}
-"""Files another change rewrites; their check is expected to fail until it lands (strict, so
-the mark must go once it passes)."""
 
 
 def tracked_text_files() -> list[str]:
@@ -123,11 +120,5 @@ def test_the_rule_catches_process_wording_and_spares_the_software_s_sessions() -
 
 
 def test_no_wording_about_how_the_project_was_worked_on() -> None:
-    found = [f for n in tracked_text_files() if n not in PENDING_REWRITE | QUOTES_THE_RULE for f in findings(n)]
+    found = [f for n in tracked_text_files() if n not in QUOTES_THE_RULE for f in findings(n)]
     assert not found, "wording about how the project was worked on:\n" + "\n".join(found)
-
-
-@pytest.mark.xfail(strict=True, reason="rewritten by another change; drop it from PENDING_REWRITE once this passes")
-@pytest.mark.parametrize("name", sorted(PENDING_REWRITE))
-def test_files_pending_a_rewrite_still_have_it(name: str) -> None:
-    assert not findings(name)
