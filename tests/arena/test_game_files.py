@@ -111,3 +111,47 @@ def test_a_file_that_is_not_text_is_one_error(tmp_path) -> None:
     path.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(GameFileError, match="cannot be read as text"):
         load_games(path)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "{path}:1: bad JSON (Expecting property name enclosed in double quotes at column 2)"),
+        ("[1, 2]", "{path}:1: expected a JSON object, got list"),
+        ('{"actions": "x"}', "{path}:1: 'actions' must be a list of integers 0..71"),
+        ('{"actions": [0, 0]}', "{path}:1: ply 2: action 0 places X on a1 (cell 0), which already holds X; "
+                                "choose an empty cell"),
+        ('{"actions": [0, 2]}', "{path}:1: the game is not finished after 2 plies"),
+        (json.dumps({"actions": [*FIVE_IN_NINE, 20]}), "{path}:1: the game is already over before ply 10"),
+        (json.dumps({"actions": FIVE_IN_NINE, "winner": "chaos"}),
+         "{path}:1: the file says 'chaos' won, but replaying gives 'order'"),
+        (json.dumps({"actions": FIVE_IN_NINE, "opening_plies": 10}),
+         "{path}:1: 'opening_plies' must be an integer 0..9"),
+    ],
+)
+def test_error_messages_are_exactly_one_line_naming_the_place(tmp_path, content: str, message: str) -> None:
+    path = tmp_path / "games.jsonl"
+    path.write_text(content + "\n")
+    with pytest.raises(GameFileError) as err:
+        load_games(path)
+    assert str(err.value) == message.format(path=path)
+
+
+def test_unreadable_files_are_exactly_named(tmp_path) -> None:
+    with pytest.raises(GameFileError) as err:
+        load_games(tmp_path / "missing.jsonl")
+    assert str(err.value) == f"{tmp_path / 'missing.jsonl'}: no such file"
+    binary = tmp_path / "games.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(GameFileError) as err:
+        load_games(binary)
+    assert str(err.value).startswith(f"{binary}: cannot be read as text: ") and str(err.value).endswith("byte")
+
+
+def test_players_default_to_empty_labels(tmp_path) -> None:
+    from orderchaos.arena.game_files import GameRecord
+
+    path = tmp_path / "games.jsonl"
+    save_games(path, [GameRecord(FIVE_IN_NINE, "order", 9, 0)])
+    line = json.loads(path.read_text())
+    assert (line["order"], line["chaos"]) == ("", "")

@@ -268,3 +268,15 @@ def test_counts_and_parsing_agree(state: State) -> None:
     assert state.to_play_index == stones % 2 and state.to_play == ("order", "chaos")[stones % 2]
     assert State.from_string(text) == parse_board(text) == state
     assert state.is_full == (stones == CELLS)
+
+
+def test_completes_five_on_every_window_through_a_cell() -> None:
+    """Deterministic: each of the 32 windows, filled, completes a five through each of its
+    five cells; with one of its other cells taken away it does not."""
+    from orderchaos.envs.rules import WINDOW_CELLS, completes_five
+
+    for cells in WINDOW_CELLS:
+        bits = sum(1 << c for c in cells)
+        for c in cells:
+            assert completes_five(bits, c)
+            assert not completes_five(bits & ~(1 << cells[0] if c != cells[0] else 1 << cells[1]), c)
