@@ -161,7 +161,7 @@ def test_the_documented_example_runs_and_prints_what_it_shows() -> None:
     from test_readme import python_blocks, run_blocks, shown_prints
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "environments.md").read_text()
-    section = text[text.index("### OpenSpiel"):text.index("### Players")]
+    section = text[text.index("## OpenSpiel"):text.index("## Players")]
     blocks = python_blocks(section)
     assert len(blocks) == 1 and len(shown_prints(blocks[0])) == 2
     assert run_blocks(blocks) == []
