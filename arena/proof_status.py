@@ -1,8 +1,8 @@
 """What a proof book says about the empty board, and the prover's progress lines.
 
 :func:`status` summarises a book (first moves up to symmetry, and the Chaos replies to the
-first move being proven); :func:`print_status` prints that summary (``orderchaos prove
---status``), :func:`format_progress` one progress line of a run.
+first move being proven; ``orderchaos prove --status`` prints it with the strategy's results,
+see :mod:`orderchaos.arena.solved`); :func:`format_progress` formats one progress line of a run.
 """
 
 from __future__ import annotations
@@ -98,16 +98,3 @@ def format_progress(d: dict[str, Any]) -> str:
         + (" (final)" if d["final"] else "")
     )
 
-
-def print_status(s: dict[str, Any]) -> None:
-    """Print :func:`status`'s summary of a book: the root, each first move, and the replies
-    to the focused first move."""
-    print(f"empty board: {s['root'] or 'open'}; book {s['book_entries']} entries; "
-          f"solver {s['solver_seconds']:.0f}s wall, {s['solver_cpu_seconds']:.0f}s CPU over {s['runs']} run(s)")
-    for f in s["first_moves"]:
-        print(f"  {f['move']}: {f['result']:<9} replies proven {f['replies_proven']}/{f['replies']}"
-              f" disproven {f['replies_disproven']}  {f['seconds']:.0f}s")
-    if s["focus"] is not None:
-        print(f"replies to {s['focus']['move']}:")
-        for r in s["focus"]["replies"]:
-            print(f"  {r['reply']}: {r['result']:<9} {r['seconds']:.0f}s")
