@@ -16,13 +16,11 @@ import sys
 import threading
 import webbrowser
 
-from orderchaos.cli import options
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``serve``."""
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=options.int_in(1, 65535), default=8000, help="port to listen on (default 8000)")
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     parser.add_argument(
         "--games-dir", metavar="DIR",
         help="folder of saved games files that the page may open by name",
