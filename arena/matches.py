@@ -388,16 +388,3 @@ def _result(
         chaos=chaos,
     )
 
-
-def summarize(
-    records: Sequence[GameRecord],
-    seconds: float,
-    keep_games: bool = False,
-    order: str = "",
-    chaos: str = "",
-) -> MatchResult:
-    """Count wins and lengths of finished games into a MatchResult."""
-    order_wins = sum(r.winner == ORDER for r in records)
-    length_sum = sum(r.length for r in records)
-    return _result(len(records), order_wins, length_sum, seconds,
-                   list(records) if keep_games else [], order, chaos)

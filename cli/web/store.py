@@ -203,10 +203,6 @@ class GameStore:
         where = "" if finished is None else " WHERE winner IS NOT NULL" if finished else " WHERE winner IS NULL"
         return [i for (i,) in self.db.execute(f"SELECT id FROM games{where} ORDER BY created, id")]
 
-    def count_unfinished(self) -> int:
-        """How many games have no winner yet."""
-        return self.db.execute("SELECT COUNT(*) FROM games WHERE winner IS NULL").fetchone()[0]
-
 
 def export_games(store: GameStore, folder: str | os.PathLike) -> list[Path]:
     """Write every finished game into ``folder`` as games files (JSON lines, the format of
