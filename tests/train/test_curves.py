@@ -1,0 +1,98 @@
+"""Learning curves read back from TensorBoard events: values, order, tags, table, plot, CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from torch.utils.tensorboard import SummaryWriter
+
+from orderchaos.cli.main import main
+from orderchaos.train.curves import curves_table, plot_curves, read_scalars, select_curves
+
+
+def _run(directory: Path, scalars: dict[str, list[tuple[int, float]]]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    writer = SummaryWriter(str(directory))
+    for tag, points in scalars.items():
+        for step, value in points:
+            writer.add_scalar(tag, value, step)
+    writer.close()
+    return directory
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path) -> list[Path]:
+    a = _run(tmp_path / "seed1", {
+        "eval/accuracy_23_26_chaos": [(20, 0.5), (40, 0.75)],
+        "eval/accuracy_27_30_chaos": [(20, 0.25), (40, 0.625)],
+        "eval/accuracy_23_26_order": [(20, 0.875)],
+        "order/losses/policy": [(1, 2.0)],
+    })
+    b = _run(tmp_path / "seed2", {"eval/accuracy_23_26_chaos": [(40, 0.5), (20, 0.375)]})
+    return [a, b]
+
+
+def test_read_scalars_gives_points_in_step_order(two_runs):
+    assert read_scalars(two_runs[1]) == {"eval/accuracy_23_26_chaos": ((20, 0.375), (40, 0.5))}
+
+
+def test_a_step_logged_twice_keeps_the_last_value(tmp_path):
+    run = _run(tmp_path / "r", {"eval/accuracy_all": [(20, 0.5)]})
+    _run(run, {"eval/accuracy_all": [(20, 0.625), (40, 0.75)]})  # a resumed attempt
+    assert read_scalars(run)["eval/accuracy_all"] == ((20, 0.625), (40, 0.75))
+
+
+def test_patterns_pick_tags_run_by_run(two_runs):
+    curves = select_curves(two_runs, ["eval/accuracy_*_chaos"])
+    assert [(c.run, c.tag, c.points) for c in curves] == [
+        ("seed1", "eval/accuracy_23_26_chaos", ((20, 0.5), (40, 0.75))),
+        ("seed1", "eval/accuracy_27_30_chaos", ((20, 0.25), (40, 0.625))),
+        ("seed2", "eval/accuracy_23_26_chaos", ((20, 0.375), (40, 0.5))),
+    ]
+    exact = select_curves(two_runs, ["order/losses/policy"], labels=["a", "b"])
+    assert [(c.run, c.tag) for c in exact] == [("a", "order/losses/policy")]
+
+
+def test_table_has_a_row_per_run_and_step_and_blanks_for_missing(two_runs):
+    table = curves_table(select_curves(two_runs, ["eval/accuracy_*_chaos"]))
+    assert table.splitlines() == [
+        "| run | step | eval/accuracy_23_26_chaos | eval/accuracy_27_30_chaos |",
+        "|---|---:|---:|---:|",
+        "| seed1 | 20 | 0.500 | 0.250 |",
+        "| seed1 | 40 | 0.750 | 0.625 |",
+        "| seed2 | 20 | 0.375 |  |",
+        "| seed2 | 40 | 0.500 |  |",
+    ]
+
+
+def test_bad_runs_patterns_and_labels_are_refused(two_runs, tmp_path):
+    with pytest.raises(ValueError, match="matches nothing.*eval/accuracy_23_26_chaos"):
+        select_curves(two_runs, ["eval/nothing_*"])
+    with pytest.raises(ValueError, match="no TensorBoard events"):
+        select_curves([tmp_path], ["*"])
+    with pytest.raises(ValueError, match="not a directory"):
+        select_curves([tmp_path / "missing"], ["*"])
+    with pytest.raises(ValueError, match="1 labels for 2 runs"):
+        select_curves(two_runs, ["*"], labels=["only"])
+
+
+def test_plot_writes_a_png(two_runs, tmp_path):
+    out = plot_curves(select_curves(two_runs, ["eval/accuracy_*"]), tmp_path / "c.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_prints_the_table_then_draws(two_runs, tmp_path, capsys):
+    out = tmp_path / "plots" / "chaos.png"
+    assert main(["curves", *map(str, two_runs), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| seed2 | 40 | 0.500 |  |" in printed
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_checks_the_output_before_reading_and_refuses_bad_input(two_runs, tmp_path, capsys):
+    assert main(["curves", str(tmp_path / "missing"), "--out", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert main(["curves", str(two_runs[0]), "--tag", "bogus"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "orderchaos curves: tag 'bogus' matches nothing" in err

@@ -1,0 +1,125 @@
+"""Learning curves: the scalars a training run logged to TensorBoard, as tables and a plot.
+
+A run writes its evaluations as TensorBoard scalars (``eval/accuracy_23_26_chaos``,
+``eval/order_vs_heuristic_winrate``, ... see :mod:`orderchaos.train.run_logger`). This
+module reads them back from one or more run directories, picks tags by name or shell-style
+pattern, and lays them out as a markdown table (one row per evaluation step) or one plot
+with a panel per tag and a line per run, so runs of two seeds or two arms of an A/B can be
+compared without opening TensorBoard.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The default tags: the Chaos network's optimal-move accuracy at each stage of the game.
+CHAOS_ACCURACY_TAGS = "eval/accuracy_*_chaos"
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One scalar of one run: ``(step, value)`` points in step order."""
+
+    run: str
+    tag: str
+    points: tuple[tuple[int, float], ...]
+
+
+def read_scalars(run_dir: str | Path) -> dict[str, tuple[tuple[int, float], ...]]:
+    """Every scalar tag a run logged, with its ``(step, value)`` points in step order.
+
+    When a resumed run logged a step twice, the last value written wins. Raises ValueError
+    when ``run_dir`` is not a directory or holds no TensorBoard events.
+    """
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise ValueError(f"{run_dir}: not a directory (give a training run directory)")
+    if not any(path.glob("events.out.tfevents.*")):
+        raise ValueError(f"{run_dir}: no TensorBoard events here (give a training run directory)")
+    accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    scalars: dict[str, tuple[tuple[int, float], ...]] = {}
+    for tag in accumulator.Tags()["scalars"]:
+        by_step = {event.step: float(event.value) for event in accumulator.Scalars(tag)}
+        scalars[tag] = tuple(sorted(by_step.items()))
+    return scalars
+
+
+def select_curves(
+    run_dirs: list[str | Path], patterns: list[str], labels: list[str] | None = None
+) -> list[Curve]:
+    """The curves of ``run_dirs`` whose tags match any of ``patterns`` (exact names or
+    shell-style patterns such as ``eval/accuracy_*_chaos``), run by run, tags sorted.
+
+    ``labels`` names the runs (default: the directory names). Raises ValueError naming a
+    pattern that matches no tag in any run, with the tags there are.
+    """
+    labels = labels or [Path(d).name or str(d) for d in run_dirs]
+    if len(labels) != len(run_dirs):
+        raise ValueError(f"{len(labels)} labels for {len(run_dirs)} runs")
+    per_run = [read_scalars(d) for d in run_dirs]
+    all_tags = sorted(set().union(*per_run))
+    for pattern in patterns:
+        if not fnmatch.filter(all_tags, pattern):
+            shown = ", ".join(t for t in all_tags if t.startswith("eval/")) or ", ".join(all_tags[:20])
+            raise ValueError(f"tag {pattern!r} matches nothing these runs logged; there are: {shown}")
+    curves = []
+    for label, scalars in zip(labels, per_run, strict=True):
+        for tag in sorted(scalars):
+            if any(fnmatch.fnmatchcase(tag, p) for p in patterns):
+                curves.append(Curve(label, tag, scalars[tag]))
+    return curves
+
+
+def curves_table(curves: list[Curve]) -> str:
+    """A markdown table: one row per run and step, one column per tag (blank where a run
+    did not log that tag at that step)."""
+    tags = sorted({c.tag for c in curves})
+    runs = list(dict.fromkeys(c.run for c in curves))
+    values = {(c.run, c.tag, step): value for c in curves for step, value in c.points}
+    lines = ["| run | step | " + " | ".join(tags) + " |", "|---|---:|" + "---:|" * len(tags)]
+    for run in runs:
+        steps = sorted({step for c in curves if c.run == run for step, _ in c.points})
+        for step in steps:
+            cells = [_cell(values.get((run, tag, step))) for tag in tags]
+            lines.append(f"| {run} | {step} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def plot_curves(curves: list[Curve], path: str | Path, title: str | None = None) -> Path:
+    """One PNG at ``path`` (its folder made if needed): a panel per tag, a line per run,
+    step on the x axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tags = sorted({c.tag for c in curves})
+    columns = min(len(tags), 2)
+    rows = -(-len(tags) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.4 * rows), squeeze=False)
+    for ax, tag in zip(axes.flat, tags):
+        for curve in (c for c in curves if c.tag == tag):
+            steps = [s for s, _ in curve.points]
+            ax.plot(steps, [v for _, v in curve.points], marker="o", markersize=3, label=curve.run)
+        ax.set_title(tag, fontsize=10)
+        ax.set_xlabel("iteration")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(tags):]:
+        ax.set_visible(False)
+    axes.flat[0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
