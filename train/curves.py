@@ -40,7 +40,9 @@ def read_scalars(run_dir: str | Path) -> dict[str, tuple[tuple[int, float], ...]
         raise ValueError(f"{run_dir}: not a directory (give a training run directory)")
     if not any(path.glob("events.out.tfevents.*")):
         raise ValueError(f"{run_dir}: no TensorBoard events here (give a training run directory)")
-    accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    # A resumed run's logger already drops the events a killed attempt wrote past the resume
+    # step, so the accumulator's own purge (and its warning for each restart) is not needed.
+    accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0}, purge_orphaned_data=False)
     accumulator.Reload()
     scalars: dict[str, tuple[tuple[int, float], ...]] = {}
     for tag in accumulator.Tags()["scalars"]:
