@@ -11,6 +11,7 @@ compared without opening TensorBoard.
 from __future__ import annotations
 
 import fnmatch
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,10 +41,16 @@ def read_scalars(run_dir: str | Path) -> dict[str, tuple[tuple[int, float], ...]
         raise ValueError(f"{run_dir}: not a directory (give a training run directory)")
     if not any(path.glob("events.out.tfevents.*")):
         raise ValueError(f"{run_dir}: no TensorBoard events here (give a training run directory)")
-    # A resumed run's logger already drops the events a killed attempt wrote past the resume
-    # step, so the accumulator's own purge (and its warning for each restart) is not needed.
-    accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0}, purge_orphaned_data=False)
-    accumulator.Reload()
+    accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    # A resumed run marks where it restarted, and the accumulator drops what a killed attempt
+    # wrote past that step; that is expected here, so its warning for each restart is muted.
+    tb_logger = logging.getLogger("tensorboard")
+    level = tb_logger.level
+    tb_logger.setLevel(logging.ERROR)
+    try:
+        accumulator.Reload()
+    finally:
+        tb_logger.setLevel(level)
     scalars: dict[str, tuple[tuple[int, float], ...]] = {}
     for tag in accumulator.Tags()["scalars"]:
         by_step = {event.step: float(event.value) for event in accumulator.Scalars(tag)}

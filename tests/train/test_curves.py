@@ -11,9 +11,9 @@ from orderchaos.cli.main import main
 from orderchaos.train.curves import curves_table, plot_curves, read_scalars, select_curves
 
 
-def _run(directory: Path, scalars: dict[str, list[tuple[int, float]]]) -> Path:
+def _run(directory: Path, scalars: dict[str, list[tuple[int, float]]], purge_step: int | None = None) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    writer = SummaryWriter(str(directory))
+    writer = SummaryWriter(str(directory), purge_step=purge_step)
     for tag, points in scalars.items():
         for step, value in points:
             writer.add_scalar(tag, value, step)
@@ -37,10 +37,11 @@ def test_read_scalars_gives_points_in_step_order(two_runs):
     assert read_scalars(two_runs[1]) == {"eval/accuracy_23_26_chaos": ((20, 0.375), (40, 0.5))}
 
 
-def test_a_step_logged_twice_keeps_the_last_value(tmp_path):
-    run = _run(tmp_path / "r", {"eval/accuracy_all": [(20, 0.5)]})
-    _run(run, {"eval/accuracy_all": [(20, 0.625), (40, 0.75)]})  # a resumed attempt
-    assert read_scalars(run)["eval/accuracy_all"] == ((20, 0.625), (40, 0.75))
+def test_a_resumed_run_keeps_its_own_values_not_the_killed_attempts(tmp_path, caplog):
+    run = _run(tmp_path / "r", {"eval/accuracy_all": [(20, 0.5), (40, 0.25), (60, 0.125)]})
+    _run(run, {"eval/accuracy_all": [(40, 0.625), (50, 0.75)]}, purge_step=21)  # resumed at 20
+    assert read_scalars(run)["eval/accuracy_all"] == ((20, 0.5), (40, 0.625), (50, 0.75))
+    assert not [r for r in caplog.records if r.name.startswith("tensorboard")]
 
 
 def test_patterns_pick_tags_run_by_run(two_runs):
