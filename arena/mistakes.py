@@ -28,7 +28,9 @@ from orderchaos.envs.encoding import action_masks, encode_states
 from orderchaos.envs.rules import ACTIONS, AGENTS, ORDER, State
 
 if TYPE_CHECKING:
-    from orderchaos.agents.solver import Solver
+    from orderchaos.agents.solver import SolveResult, Solver
+    from orderchaos.agents.solver_pool import SolverPool
+    from orderchaos.arena.game_files import GameRecord
 
 Preferences = Callable[[State], Sequence[int]]
 """The moves a player likes best in a position, most favoured first."""
@@ -76,6 +78,41 @@ def _lost_game(actions: Sequence[int], role: str, start_ply: int) -> tuple[list[
     return states, [ply for ply in reversed(range(start_ply, len(actions))) if states[ply].to_play == role]
 
 
+def _walk(
+    solve: Callable[..., "SolveResult"], actions: Sequence[int], role: str, node_limit: int, start_ply: int
+) -> tuple[State, int, list[int]] | None:
+    """The walk of :func:`find_mistake`: the position of ``role``'s losing move, the move
+    played there and the winning moves the solver listed (empty when listing them all
+    exceeded the budget); None when there is none to place."""
+    game = _lost_game(actions, role, start_ply)
+    if game is None:
+        return None
+    states, plies = game
+    for ply in plies:
+        state = states[ply]
+        result = solve(state, node_limit=node_limit, moves=True)
+        if result.winner is None:
+            return None
+        if result.winner != role:
+            continue
+        return state, int(actions[ply]), [int(a) for a in result.best_actions or ()]
+    return None
+
+
+def _placed(
+    solve: Callable[..., "SolveResult"], walked: tuple[State, int, list[int]], node_limit: int, others: list[int] | None
+) -> Mistake | None:
+    """The mistake at a position found by :func:`_walk`: its listed winning moves, else the
+    first of ``others`` proven to win within a quarter of the budget; None when neither."""
+    from orderchaos.arena.analysis import winning_move
+
+    state, played, winning = walked
+    if not winning and others is not None:
+        found = winning_move(state, solve, node_limit=max(1, node_limit // 4), candidates=others)
+        winning = [] if found is None else [found]
+    return Mistake(state, played, tuple(winning)) if winning else None
+
+
 def find_mistake(
     actions: Sequence[int],
     role: str,
@@ -97,28 +134,47 @@ def find_mistake(
     proven to win within a quarter of it. ``solver`` defaults to the module-wide one.
     """
     from orderchaos.agents.solver import default_solver
-    from orderchaos.arena.analysis import winning_move
 
-    game = _lost_game(actions, role, start_ply)
-    if game is None:
-        return None
     solve = (solver or default_solver()).solve
-    states, plies = game
-    for ply in plies:
-        state = states[ply]
-        result = solve(state, node_limit=node_limit, moves=True)
-        if result.winner is None:
-            return None
-        if result.winner != role:
-            continue
-        played = int(actions[ply])
-        winning = [int(a) for a in result.best_actions or ()]
-        if not winning and preferences is not None:
-            others = _alternatives(state, preferences, played)
-            found = winning_move(state, solve, node_limit=max(1, node_limit // 4), candidates=others)
-            winning = [] if found is None else [found]
-        return Mistake(state, played, tuple(winning)) if winning else None
-    return None
+    walked = _walk(solve, actions, role, node_limit, start_ply)
+    if walked is None:
+        return None
+    state, played, winning = walked
+    others = None if winning or preferences is None else _alternatives(state, preferences, played)
+    return _placed(solve, walked, node_limit, others)
+
+
+@dataclass(frozen=True)
+class Unlisted:
+    """What :func:`mistake_job` returns for a position the player provably won (``state``,
+    where it played ``played``) whose winning moves the solver could not list within the
+    budget: the caller may run the job again with the player's preferred moves."""
+
+    state: State
+    played: int
+
+
+def mistake_job(
+    solver: "Solver",
+    actions: Sequence[int],
+    role: str,
+    node_limit: int,
+    start_ply: int,
+    others: list[int] | None = None,
+) -> Mistake | Unlisted | None:
+    """:func:`find_mistake` for one lost game as a :class:`~orderchaos.agents.solver_pool.SolverPool`
+    job. The worker's solver is cleared first, so the result does not depend on which
+    worker ran it or what it solved before. Without ``others``, a won position whose
+    winning moves were not listed comes back :class:`Unlisted`; run again with ``others``
+    (the player's preferred moves there, other than the one played: the same walk is
+    repeated), the first of them proven to win becomes the winning move."""
+    solver.clear()
+    walked = _walk(solver.solve, actions, role, node_limit, start_ply)
+    if walked is None:
+        return None
+    if not walked[2] and others is None:
+        return Unlisted(walked[0], walked[1])
+    return _placed(solver.solve, walked, node_limit, others)
 
 
 def play_out(state: State, role: str, learner: Agent, opponent: Agent) -> str:
@@ -192,6 +248,7 @@ def collect_mistakes(
     node_limit: int,
     preferences: Preferences | None = None,
     rollouts: int = 0,
+    pool: "SolverPool | None" = None,
 ) -> MistakeHunt:
     """Play ``learner`` as ``role`` against each opponent spec for ``games`` games
     (``orderchaos.arena.matches.play_match`` with ``openings`` random plies, seeds from ``seed``) and
@@ -199,46 +256,59 @@ def collect_mistakes(
     with ``rollouts`` (and ``preferences``), a practical one
     (:func:`find_practical_mistake`) where the solver finds none.
 
-    The games are walked with a fresh solver, so what is found does not depend on what was
-    solved before (a node-limited proof depends on the transposition table's contents).
+    The lost games are walked by :func:`mistake_job` on ``pool`` (default: in this process),
+    while the next opponent's games are played; each walk starts from a cleared solver, so
+    what is found does not depend on what was solved before (a node-limited proof depends on
+    the transposition table's contents) nor on the number of workers. The mistakes come in
+    the order of the games.
     """
     from orderchaos.agents.registry import make
-    from orderchaos.agents.solver import Solver
+    from orderchaos.agents.solver_pool import SolverPool
     from orderchaos.arena.matches import play_match
 
-    solver = Solver()
+    own = pool is None
+    pool = SolverPool() if pool is None else pool
+    try:
+        played = 0
+        lost: list[tuple[int, str, int, GameRecord]] = []  # (opponent index, spec, game index, record)
+        batches = []
+        for k, spec in enumerate(opponents):
+            pair = (learner, spec) if role == ORDER else (spec, learner)
+            match = play_match(*pair, games, seed=seed + k, openings=openings, keep_games=True)
+            played += len(match.records)
+            mine = [(k, spec, index, r) for index, r in enumerate(match.records) if r.winner != role]
+            batches.append(pool.map_async(
+                mistake_job, [(r.actions, role, node_limit, r.opening_plies) for _, _, _, r in mine]
+            ))
+            lost.extend(mine)
+        walks = [walk for batch in batches for walk in batch.wait()]
+        again = [i for i, walk in enumerate(walks) if isinstance(walk, Unlisted)]
+        retried = pool.map(mistake_job, [
+            (lost[i][3].actions, role, node_limit, lost[i][3].opening_plies,
+             _alternatives(walks[i].state, preferences, walks[i].played))
+            for i in again
+        ]) if preferences is not None else [None] * len(again)
+        for i, walk in zip(again, retried):
+            walks[i] = walk
+    finally:
+        if own:
+            pool.close()
     found: list[Mistake] = []
-    played = lost = 0
-    for k, spec in enumerate(opponents):
-        pair = (learner, spec) if role == ORDER else (spec, learner)
-        match = play_match(*pair, games, seed=seed + k, openings=openings, keep_games=True)
-        for index, record in enumerate(match.records):
-            played += 1
-            if record.winner == role:
-                continue
-            lost += 1
-            mistake = find_mistake(
+    for (k, spec, index, record), mistake in zip(lost, walks):
+        if mistake is None and rollouts and preferences is not None:
+            mistake = find_practical_mistake(
                 record.actions,
                 role,
-                node_limit=node_limit,
-                start_ply=record.opening_plies,
+                learner=learner,
+                opponent=lambda s, spec=spec: make(spec, seed=s),
                 preferences=preferences,
-                solver=solver,
+                start_ply=record.opening_plies,
+                rollouts=rollouts,
+                seed=(seed + k) * 1_000_003 + index * rollouts,
             )
-            if mistake is None and rollouts and preferences is not None:
-                mistake = find_practical_mistake(
-                    record.actions,
-                    role,
-                    learner=learner,
-                    opponent=lambda s, spec=spec: make(spec, seed=s),
-                    preferences=preferences,
-                    start_ply=record.opening_plies,
-                    rollouts=rollouts,
-                    seed=(seed + k) * 1_000_003 + index * rollouts,
-                )
-            if mistake is not None:
-                found.append(mistake)
-    return MistakeHunt(found, played, lost)
+        if mistake is not None:
+            found.append(mistake)
+    return MistakeHunt(found, played, len(lost))
 
 
 def mistake_rows(mistakes: Sequence[Mistake]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -15,10 +15,12 @@ transpositions and the 16 symmetric images of a position share one node.
   ``first_budget`` (the work its next try costs). Once a try of ``cap`` nodes or more
   has failed, the leaf is expanded: one child per symmetry class of the legal moves, each
   evaluated at ``first_budget`` first (a position already in the book is solved at once).
-* Leaves are solved by workers, each with its own Solver (and so its own transposition
-  table, warm across tasks): local worker processes (``backend="local"``; with one worker
-  everything runs in this process), or Ray actors (``backend="ray"``: a local Ray instance
-  on 127.0.0.1, or the cluster at ``ray_address``; see :class:`_RayExecutor`). Several
+* Leaves are solved by the workers of a :class:`orderchaos.agents.solver_pool.SolverPool`
+  (:func:`make_pool`), each with its own Solver (and so its own transposition table, warm
+  across tasks): local worker processes (``backend="local"``; with one worker everything
+  runs in this process), or Ray actors (``backend="ray"``: a local Ray instance on
+  127.0.0.1, or the cluster at ``ray_address``). A worker that fails stops the run with
+  :class:`orderchaos.agents.solver_pool.SolverPoolError`, after the book is saved. Several
   distinct most-proving leaves are kept in flight: selection is a depth-first walk in
   proof-number order that skips leaves already in flight.
 * Lossless and resumable: every position proven or disproven -- solved leaves and
@@ -41,13 +43,9 @@ from __future__ import annotations
 
 import heapq
 import math
-import multiprocessing as mp
 import os
-import queue
-import signal
 import time
 import warnings
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -67,8 +65,9 @@ from orderchaos.envs.rules import (
     threat_pairs,
 )
 from orderchaos.agents.proof_book import ProofBook, ProofBookError, canonical_form, key_state
+from orderchaos.agents.solver_pool import SolverPool
 from orderchaos.arena.proof_meta import BookMeta
-from orderchaos.ray_setup import check_address, connect_ray, import_ray, shutdown_ray
+from orderchaos.ray_setup import check_address
 from orderchaos.files import write_with_fallback
 
 INF = math.inf
@@ -76,9 +75,6 @@ TOP_PLIES = 2
 """Solver time is recorded per node for this many plies below the root (and the root)."""
 BACKENDS = ("local", "ray")
 """Where frontier leaves are solved: local worker processes, or Ray actors."""
-RAY_OBJECT_STORE_MB = 128
-"""Object store of a local Ray instance started by the prover (tasks and results are a few
-integers each)."""
 
 
 @dataclass(frozen=True)
@@ -192,193 +188,22 @@ Result = tuple[int, int, str | None, int | None, int, float, float]
 """(key, budget, winner, move, nodes, wall seconds, CPU seconds)."""
 
 
-def _run_task(solver: Solver, task: Task) -> Result:
+def solve_task(solver: Solver, task: Task) -> Result:
+    """Solve one frontier leaf with a worker's Solver (a :class:`SolverPool` job)."""
     key, x, o, budget = task
     return (key, budget) + solve_leaf(solver, State(x, o), budget)
 
 
-def _worker_main(tt_bits: int, tasks: Any, results: Any) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
-    solver = Solver(tt_bits=tt_bits)
-    while True:
-        task = tasks.get()
-        if task is None:
-            return
-        results.put(_run_task(solver, task))
-
-
-class ProverWorkerError(RuntimeError):
-    """A solver worker died and its task could not be completed (the run stops; the book
-    keeps everything solved before)."""
-
-
-class _InlineExecutor:
-    """Runs tasks in this process, one at a time, with one Solver."""
-
-    def __init__(self, tt_bits: int) -> None:
-        self.solver = Solver(tt_bits=tt_bits)
-        self.pending: deque[Task] = deque()
-
-    def submit(self, task: Task) -> None:
-        self.pending.append(task)
-
-    def get(self, timeout: float) -> Result | None:
-        return _run_task(self.solver, self.pending.popleft()) if self.pending else None
-
-    def close(self) -> None:
-        self.pending.clear()
-
-
-class _ProcessExecutor:
-    """Worker processes sharing one task queue; each keeps its own Solver."""
-
-    def __init__(self, workers: int, tt_bits: int) -> None:
-        ctx = mp.get_context("spawn")
-        self.tasks = ctx.Queue()
-        self.results = ctx.Queue()
-        self.procs = [
-            ctx.Process(target=_worker_main, args=(tt_bits, self.tasks, self.results), daemon=True)
-            for _ in range(workers)
-        ]
-        for p in self.procs:
-            p.start()
-
-    def submit(self, task: Task) -> None:
-        self.tasks.put(task)
-
-    def get(self, timeout: float) -> Result | None:
-        try:
-            return self.results.get(timeout=timeout)
-        except queue.Empty:
-            dead = [p.exitcode for p in self.procs if not p.is_alive()]
-            if dead:
-                raise ProverWorkerError(f"a solver worker died (exit codes {dead})") from None
-            return None
-
-    def close(self) -> None:
-        for p in self.procs:
-            if p.is_alive():
-                p.terminate()
-        for p in self.procs:
-            p.join(timeout=5)
-
-
-class _SolverActor:
-    """The body of a Ray solver actor: one Solver kept across tasks, so its table stays
-    warm, as in a local worker process."""
-
-    def __init__(self, tt_bits: int) -> None:
-        self.solver = Solver(tt_bits=tt_bits)
-
-    def pid(self) -> int:
-        """The actor's process id (tests kill it)."""
-        return os.getpid()
-
-    def run(self, task: Task) -> Result:
-        """Solve one frontier leaf."""
-        return _run_task(self.solver, task)
-
-
-class _RayExecutor:
-    """``workers`` Ray actors (:class:`_SolverActor`), each keeping its own Solver; a task
-    goes to an idle actor (one task per actor at a time, the rest wait here), results come
-    back through :meth:`get`.
-
-    Connects as :func:`orderchaos.ray_setup.connect_ray` does (a local instance on
-    127.0.0.1 when ``address`` is None) and shuts Ray down on :meth:`close` when it started
-    it. Each actor asks for one CPU, or an equal share when the cluster has fewer CPUs than
-    actors. An actor whose process dies is restarted by Ray and its task is resubmitted
-    once (to an idle actor, another one where there is one) with a warning; a task whose
-    second try dies too, or that raised, stops the run with :class:`ProverWorkerError`.
-    """
-
-    def __init__(self, workers: int, tt_bits: int, address: str | None = None) -> None:
-        self.ray = import_ray("--backend ray")
-        self.owns = connect_ray(address, object_store_mb=RAY_OBJECT_STORE_MB, setting="--ray-address",
-                                purpose="--backend ray")
-        try:
-            cpus = float(self.ray.cluster_resources().get("CPU", 1.0))
-            share = min(1.0, math.floor(1e4 * cpus / workers) / 1e4)
-            actor = self.ray.remote(_SolverActor).options(num_cpus=share, max_restarts=-1, max_task_retries=0)
-            self.actors = [actor.remote(tt_bits) for _ in range(workers)]
-        except BaseException:
-            self._disconnect()
-            raise
-        self.idle: deque[int] = deque(range(workers))
-        self.waiting: deque[tuple[Task, int]] = deque()  # (task, tries so far)
-        self.running: dict[Any, tuple[int, Task, int]] = {}  # ObjectRef -> (actor, task, tries)
-        self.resubmitted = 0
-
-    def submit(self, task: Task) -> None:
-        self.waiting.append((task, 0))
-        self._dispatch()
-
-    def _dispatch(self) -> None:
-        while self.waiting and self.idle:
-            task, tries = self.waiting.popleft()
-            k = self.idle.popleft()
-            self.running[self.actors[k].run.remote(task)] = (k, task, tries)
-
-    def get(self, timeout: float) -> Result | None:
-        from ray.exceptions import RayActorError, RayError
-
-        if not self.running:
-            return None
-        ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=timeout)
-        if not ready:
-            return None
-        k, task, tries = self.running.pop(ready[0])
-        try:
-            result = self.ray.get(ready[0])
-        except RayActorError as exc:  # its process died or became unreachable
-            what = f"solver actor {k} died ({type(exc).__name__}: {_first_line(exc)})"
-            if tries:
-                raise ProverWorkerError(f"{what} on the second try of a task (leaf budget {task[3]:,} nodes)") from None
-            self.resubmitted += 1
-            warnings.warn(f"{what}; Ray restarts it and its task is resubmitted", stacklevel=2)
-            self.idle.append(k)  # restarting: last in line, so another idle actor takes the task
-            self.waiting.appendleft((task, tries + 1))
-            self._dispatch()
-            return None
-        except RayError as exc:  # the solve raised: a bug, not bad luck
-            raise ProverWorkerError(f"solver actor {k} failed ({type(exc).__name__}: {_first_line(exc)})") from None
-        self.idle.appendleft(k)
-        self._dispatch()
-        return result
-
-    def close(self) -> None:
-        from ray.exceptions import RayError
-
-        for actor in self.actors:
-            try:
-                self.ray.kill(actor, no_restart=True)
-            except RayError:
-                pass
-        self.actors, self.running = [], {}
-        self.waiting.clear()
-        self._disconnect()
-
-    def _disconnect(self) -> None:
-        if self.owns and self.ray.is_initialized():
-            shutdown_ray()
-        self.owns = False
-
-
-def _first_line(exc: BaseException, limit: int = 160) -> str:
-    """The first line of an exception's message, cut to ``limit`` characters."""
-    text = str(exc).strip()
-    line = text.splitlines()[0] if text else ""
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def make_executor(config: ProveConfig) -> _InlineExecutor | _ProcessExecutor | _RayExecutor:
-    """The workers ``config`` asks for: Ray actors (``backend`` 'ray'), else this process
-    (one worker) or local worker processes."""
+def make_pool(config: ProveConfig) -> SolverPool:
+    """The solver workers ``config`` asks for: Ray actors (``backend`` 'ray'), else this
+    process (one worker) or local worker processes; each keeps one Solver of
+    ``2**tt_bits`` entries across tasks. Raises
+    :class:`orderchaos.ray_setup.RayBackendError` when Ray cannot be used."""
     if config.backend == "ray":
-        return _RayExecutor(config.workers, config.tt_bits, config.ray_address)
-    if config.workers == 1:
-        return _InlineExecutor(config.tt_bits)
-    return _ProcessExecutor(config.workers, config.tt_bits)
+        return SolverPool("ray", config.workers, tt_bits=config.tt_bits, ray_address=config.ray_address,
+                          ray_setting="--ray-address", ray_purpose="--backend ray")
+    kind = "inline" if config.workers == 1 else "processes"
+    return SolverPool(kind, config.workers, tt_bits=config.tt_bits)
 
 
 # ---------------------------------------------------------------------------------------
@@ -625,9 +450,11 @@ class Prover:
         every ``interval`` seconds and at the end. A solve running in this process (one
         worker) is not interruptible by signals, so a stop request waits for it. The clock
         starts once the workers are connected (a Ray instance takes a while to start); a
-        backend that cannot start raises before anything is changed."""
+        backend that cannot start raises before anything is changed, and a worker that
+        fails raises :class:`~orderchaos.agents.solver_pool.SolverPoolError` after the book
+        is saved."""
         cfg = self.config
-        executor = make_executor(cfg)
+        pool = make_pool(cfg)
         start = time.monotonic()
         deadline = INF if seconds is None else start + seconds
         next_save = start + cfg.interval
@@ -661,11 +488,12 @@ class Prover:
                     leaf.busy = True
                     inflight[leaf.key] = path
                     budget = cfg.first_budget if leaf.tried == 0 else leaf.tried * cfg.growth
-                    executor.submit((leaf.key, leaf.state.x, leaf.state.o, budget))
+                    pool.submit(solve_task, (leaf.key, leaf.state.x, leaf.state.o, budget))
                 if not inflight:
                     break
-                result = executor.get(timeout=0.5)
-                if result is not None:
+                done = pool.wait(timeout=0.5)
+                if done is not None:
+                    result = done[1]
                     self._apply(result, inflight.pop(result[0]))
                 now = time.monotonic()
                 if now >= next_progress:
@@ -679,7 +507,7 @@ class Prover:
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            executor.close()
+            pool.close()
             self.meta.wall_seconds += time.monotonic() - last_wall
             self.checkpoint()
         elapsed = time.monotonic() - start

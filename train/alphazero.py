@@ -29,6 +29,7 @@ from orderchaos.agents.base import Agent, Evaluator
 from orderchaos.agents.evaluation_cache import CachedEvaluator
 from orderchaos.agents.network import masked_log_softmax
 from orderchaos.agents.network_agent import NetworkEvaluator, NeuralAgent, sample_from
+from orderchaos.agents.solver_pool import SolverPool
 from orderchaos.envs.batch import BatchGame
 from orderchaos.envs.rules import ACTIONS, AGENTS, CHAOS, State
 from orderchaos.arena.matches import random_quiet_action
@@ -391,7 +392,8 @@ def mistake_hunt_rows(
     losing move of each lost game that the solver (or, with ``rollouts``, play-outs) can
     place becomes a row. Returns the rows per role (``mistake_rows`` arrays; roles that
     found none are left out) and the hunt's metrics. The local trainer runs it in the
-    learner; the Ray backend on an actor."""
+    learner; the Ray backend on an actor. The lost games are walked by ``workers`` solver
+    processes started for the hunt (one: in this process)."""
     cfg = config
     learner = NeuralAgent(evaluator, sims=0, temp=0.0, name="learner")
 
@@ -401,18 +403,23 @@ def mistake_hunt_rows(
 
     rows: dict[str, tuple[np.ndarray, ...]] = {}
     metrics: dict[str, float] = {}
-    for role in cfg.roles:
-        hunt = collect_mistakes(
-            learner,
-            role,
-            cfg.opponents,
-            cfg.games,
-            int(rng.integers(2**31)),
-            openings=cfg.openings,
-            node_limit=cfg.node_limit,
-            preferences=preferences,
-            rollouts=cfg.rollouts,
-        )
+    with SolverPool("inline" if cfg.workers == 1 else "processes", cfg.workers) as pool:
+        hunts = [
+            (role, collect_mistakes(
+                learner,
+                role,
+                cfg.opponents,
+                cfg.games,
+                int(rng.integers(2**31)),
+                openings=cfg.openings,
+                node_limit=cfg.node_limit,
+                preferences=preferences,
+                rollouts=cfg.rollouts,
+                pool=pool,
+            ))
+            for role in cfg.roles
+        ]
+    for role, hunt in hunts:
         if hunt.mistakes:
             rows[role] = tuple(mistake_rows(hunt.mistakes))
         metrics[f"{role}/mistakes/lost_rate"] = hunt.lost / hunt.games

@@ -406,6 +406,13 @@ class MistakesConfig:
         "solver node budget per position when walking a lost game back to its losing move",
         min=1,
     )
+    workers: int = _field(
+        1,
+        "solver worker processes walking the lost games back (1: in the process that hunts); "
+        "the mistakes found are the same for any number",
+        min=1,
+        max=1024,
+    )
     candidates: int = _field(
         10,
         "where listing every winning move exceeds the budget, try this many of the "

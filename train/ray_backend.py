@@ -11,8 +11,8 @@ Layout (after muzero-general's actors, with its memory kept bounded):
   buffers and the mistake positions, trains, checkpoints and evaluates as the local trainer
   does. New weights are published once per iteration with a single ``ray.put``; every actor
   reads that one object.
-* **Solver targets** are Ray tasks (``selfplay.solver_workers`` per batch) instead of local
-  worker processes; **the mistake hunt** (``mistakes``) runs on its own actor, overlapping
+* **Solver targets** are computed by a :class:`orderchaos.agents.solver_pool.SolverPool` of
+  ``selfplay.solver_workers`` Ray actors instead of local worker processes; **the mistake hunt** (``mistakes``) runs on its own actor, overlapping
   the learner's training, and its rows join the learner one iteration later (or at the next
 checkpoint, which waits for them).
 * **Bounded memory**: a local instance gets an object store of ``run.object_store_mb``;
@@ -37,7 +37,6 @@ unreachable ``run.ray_address`` gives one error after at most :data:`CONNECT_TIM
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import time
@@ -61,7 +60,7 @@ from orderchaos.train.alphazero import (
     play_training_games,
 )
 from orderchaos.train.config import TrainConfig, config_from_dict, config_to_dict
-from orderchaos.train.solver_targets import PendingTargets, SolverTargets, deal, solver_targets
+from orderchaos.train.solver_targets import SolverWorker
 from orderchaos.train.trainer import build_network
 
 MAX_CONSECUTIVE_FAILURES = 5
@@ -183,58 +182,6 @@ class SelfPlayActor:
         return rows, metrics
 
 
-def _solve_share(
-    x: np.ndarray, o: np.ndarray, node_limit: int, moves: bool,
-    candidates: list[list[int]] | None, fastest_plies: int,
-) -> SolverTargets:
-    """:func:`solver_targets` on positions given as bitboards."""
-    states = [State(int(a), int(b)) for a, b in zip(x, o)]
-    return solver_targets(states, node_limit, moves, candidates, fastest_plies)
-
-
-class RaySolverWorker:
-    """:class:`orderchaos.train.solver_targets.SolverWorker`'s interface on Ray tasks: a
-    batch is dealt out among ``workers`` tasks; a task that fails loses that batch of
-    targets (with a warning), never the run."""
-
-    def __init__(self, workers: int, num_cpus: float) -> None:
-        self.workers = workers
-        self.failures = 0
-        self._task = ray.remote(_solve_share).options(num_cpus=num_cpus, max_retries=0)
-
-    def submit(
-        self,
-        states: list[State],
-        node_limit: int,
-        moves: bool,
-        candidates: list[list[int]] | None = None,
-        fastest_plies: int = 0,
-    ) -> PendingTargets:
-        """Start the tasks and return at once."""
-        refs = [
-            (k, functools.partial(ray.get, self._task.remote(
-                np.array([s.x for s in share], np.int64), np.array([s.o for s in share], np.int64),
-                node_limit, moves, share_candidates, fastest_plies)))
-            for k, share, share_candidates in deal(list(states), candidates, self.workers)
-        ]
-        return PendingTargets(refs, self.workers, (RayError,), functools.partial(self._failed, len(states)))
-
-    def _failed(self, count: int, exc: BaseException) -> None:
-        self.failures += 1
-        warnings.warn(
-            f"a solver task failed ({type(exc).__name__}; failure {self.failures}); "
-            f"this batch of {count} positions keeps its game-outcome targets",
-            stacklevel=4,
-        )
-
-    def targets(self, *args: Any, **kwargs: Any) -> SolverTargets:
-        """Like :func:`solver_targets`, on Ray, waiting for the result."""
-        return self.submit(*args, **kwargs).result()
-
-    def close(self) -> None:
-        """Nothing to stop: the tasks end with their batch."""
-
-
 # ---------------------------------------------------------------------------------------
 # Connecting.
 # ---------------------------------------------------------------------------------------
@@ -292,7 +239,9 @@ class RayAlphaZeroTrainer(AlphaZeroTrainer):
         # Fractional CPUs when the cluster has fewer than are asked for: the OS shares the
         # cores instead of Ray queueing solver tasks behind actors that never finish.
         self.cpus_per_worker = min(1.0, math.floor(1e4 * cpus / users) / 1e4)
-        self.solver = RaySolverWorker(config.selfplay.solver_workers, self.cpus_per_worker)
+        if config.selfplay.solver_depth and config.selfplay.solver_process:
+            self.solver.close()
+            self.solver = SolverWorker(config.selfplay.solver_workers, kind="ray", num_cpus=self.cpus_per_worker)
         self._weights_ref: Any = None
         self._weights_version = -1
         self._inflight: list[tuple[Any, int]] = []  # (ObjectRef, actor index), oldest first

@@ -1,26 +1,21 @@
-"""Exact solver targets for training positions, optionally computed in a worker process.
+"""Exact solver targets for training positions, optionally computed by solver workers.
 
 For positions late in a game the exact solver (``orderchaos.agents.solver.solve``) gives the true
 value and, for a position the mover wins, the set of winning moves. :class:`SolverWorker`
-runs the solver in one persistent spawned process (this module imports no torch, so the
-worker starts fast): if the compiled solver crashes, the run loses that batch of targets
-with a warning instead of dying.
+runs the solver on a :class:`orderchaos.agents.solver_pool.SolverPool`: persistent spawned
+processes (this module imports no torch, so they start fast) or Ray actors. If a worker
+crashes, the run loses that batch of targets with a warning instead of dying.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import threading
-import time
 import warnings
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
-from orderchaos.agents.solver import default_solver, first_proven_win, solve
+from orderchaos.agents.solver import Solver, default_solver, first_proven_win
+from orderchaos.agents.solver_pool import PoolBatch, SolverPool, SolverPoolError
 from orderchaos.envs.rules import ORDER, State
 
 
@@ -40,6 +35,7 @@ def solver_targets(
     moves: bool,
     candidates: list[list[int]] | None = None,
     fastest_plies: int = 0,
+    solver: Solver | None = None,
 ) -> SolverTargets:
     """Solve each state within ``node_limit`` nodes (``orderchaos.agents.solver.solve``); unproven ones
     are left out.
@@ -52,10 +48,13 @@ def solver_targets(
     With ``fastest_plies``, a listed set of Order's winning moves is narrowed to those
     that force a five soonest, looking up to that many plies ahead within a quarter of the
     budget (``Solver.fastest_wins``); kept whole when no five is that close.
+
+    ``solver`` defaults to the module-wide one (:func:`orderchaos.agents.solver.default_solver`).
     """
+    solver = solver if solver is not None else default_solver()
     out = SolverTargets()
     for i, state in enumerate(states):
-        result = solve(state, node_limit=node_limit, moves=moves)
+        result = solver.solve(state, node_limit=node_limit, moves=moves)
         if result.winner is None:
             continue
         wins = result.winner == state.to_play
@@ -65,46 +64,46 @@ def solver_targets(
         if result.best_actions:
             winning = list(result.best_actions)
             if fastest_plies and state.to_play == ORDER:
-                quick = default_solver().fastest_wins(
+                quick = solver.fastest_wins(
                     state, winning, fastest_plies, node_limit=max(1, node_limit // 4)
                 )
                 winning = quick[0] if quick is not None else winning
             out.winning_moves[i] = winning
         elif candidates is not None:
-            found = first_proven_win(state, candidates[i], max(1, node_limit // 4), solve)
+            found = first_proven_win(state, candidates[i], max(1, node_limit // 4), solver.solve)
             if found is not None:
                 out.winning_moves[i] = [found]
     return out
 
 
-
-def _exit_with_parent(parent_pid: int) -> None:
-    """Worker initializer: end this process once its parent is gone (e.g. a trainer killed
-    with SIGKILL), instead of idling forever on the pool's queue."""
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(1.0)
-        os._exit(0)
-
-    threading.Thread(target=watch, daemon=True).start()
+def targets_job(
+    solver: Solver,
+    states: list[State],
+    node_limit: int,
+    moves: bool,
+    candidates: list[list[int]] | None,
+    fastest_plies: int,
+) -> SolverTargets:
+    """:func:`solver_targets` with a pool worker's Solver (a :class:`SolverPool` job)."""
+    return solver_targets(states, node_limit, moves, candidates, fastest_plies, solver=solver)
 
 
 class SolverWorker:
-    """Computes :func:`solver_targets` in persistent worker processes (``workers`` of them;
-    a batch is dealt out among them), so that a crash of the compiled solver loses one batch
-    of targets (with a warning), never the run."""
+    """Computes :func:`solver_targets` on a :class:`SolverPool` of ``workers`` workers of
+    ``kind`` (``processes``, or ``ray`` with ``num_cpus`` per actor): a batch is dealt out
+    among them (:func:`deal`), so that a crash of the compiled solver loses one batch of
+    targets (with a warning), never the run. Local workers start on first use."""
 
-    def __init__(self, workers: int = 1) -> None:
+    def __init__(self, workers: int = 1, *, kind: str = "processes", num_cpus: float | None = None) -> None:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         self.workers = workers
-        self._pool: ProcessPoolExecutor | None = None
+        self.pool = SolverPool(kind, workers, num_cpus=num_cpus)
         self.failures = 0
 
     def targets(self, *args: Any, **kwargs: Any) -> SolverTargets:
         """Like :func:`solver_targets` (same arguments), in the workers, waiting for the
-        result; empty targets if a worker died."""
+        result; empty targets if a worker failed."""
         return self.submit(*args, **kwargs).result()
 
     def submit(
@@ -118,40 +117,25 @@ class SolverWorker:
         """Start :func:`solver_targets` in the workers and return at once; the caller
         collects the targets with :meth:`PendingTargets.result` (and can work meanwhile)."""
         states = list(states)
-        if not states:
-            return PendingTargets([], 1)
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_exit_with_parent,
-                initargs=(os.getpid(),),
-            )
-        try:
-            futures = [
-                (k, self._pool.submit(solver_targets, share, node_limit, moves, share_candidates, fastest_plies).result)
-                for k, share, share_candidates in deal(states, candidates, self.workers)
-            ]
-        except BrokenProcessPool:
-            self._lost(len(states))
-            return PendingTargets([], 1)
-        return PendingTargets(futures, self.workers, (BrokenProcessPool,), lambda _: self._lost(len(states)))
+        shares = deal(states, candidates, self.workers)
+        batch = self.pool.map_async(
+            targets_job, [(share, node_limit, moves, share_candidates, fastest_plies) for _, share, share_candidates in shares]
+        )
+        return PendingTargets(batch, self.workers, lambda exc: self._lost(len(states), exc))
 
-    def _lost(self, count: int) -> None:
-        """Record a dead worker (a later call starts new ones) and warn."""
+    def _lost(self, count: int, exc: SolverPoolError) -> None:
+        """Count a failed batch and warn (after a dead worker process, the next batch
+        starts new ones)."""
         self.failures += 1
-        self.close()
         warnings.warn(
-            f"the solver worker died (failure {self.failures}); this batch of "
-            f"{count} positions keeps its game-outcome targets",
+            f"{exc} (solver failure {self.failures}); this batch of {count} positions keeps "
+            f"its game-outcome targets",
             stacklevel=3,
         )
 
     def close(self) -> None:
-        """Stop the worker processes (a later call starts new ones)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """Stop the workers (local ones start again on the next batch)."""
+        self.pool.close()
 
 
 def deal(
@@ -160,40 +144,40 @@ def deal(
     """Deal a batch of positions (and their candidate moves) out among ``workers``: share
     ``k`` takes positions ``k, k + workers, ...`` (neighbouring positions come from the same
     ply of different games, so striding spreads the hard ones evenly); no empty shares.
-    :meth:`PendingTargets.result` puts the shares' targets back in batch order."""
+    :func:`merge` puts the shares' targets back in batch order."""
     return [
         (k, states[k::workers], None if candidates is None else candidates[k::workers])
         for k in range(min(workers, len(states)))
     ]
 
 
+def merge(shares: list[SolverTargets], stride: int) -> SolverTargets:
+    """The targets of the shares of :func:`deal` (in share order, dealt with ``stride``
+    workers), keyed by position in the batch again."""
+    out = SolverTargets()
+    for k, share in enumerate(shares):
+        out.values.update({k + stride * j: v for j, v in share.values.items()})
+        out.winning_moves.update({k + stride * j: m for j, m in share.winning_moves.items()})
+    return out
+
+
 class PendingTargets:
-    """Solver targets being computed in the shares of :func:`deal` (by worker processes, or
-    by Ray tasks in :mod:`orderchaos.train.ray_backend`): ``shares`` pairs each share's
-    index with a call that waits for its targets; a wait that raises one of ``failures``
-    loses the batch (``on_failure`` is told, and the targets are empty)."""
+    """Solver targets being computed by the jobs of ``batch`` (one per share of
+    :func:`deal`, dealt with ``stride`` workers); if a job fails the batch is lost:
+    ``on_failure`` is told, and the targets are empty."""
 
     def __init__(
-        self,
-        shares: list[tuple[int, Callable[[], SolverTargets]]],
-        stride: int,
-        failures: tuple[type[BaseException], ...] = (),
-        on_failure: Callable[[BaseException], None] | None = None,
+        self, batch: PoolBatch, stride: int, on_failure: Callable[[SolverPoolError], None] | None = None
     ) -> None:
-        self._shares, self._stride = shares, stride
-        self._failures, self._on_failure = failures, on_failure
+        self._batch, self._stride, self._on_failure = batch, stride, on_failure
 
     def result(self) -> SolverTargets:
         """Wait for the targets (keyed by position in the submitted list); empty ones if a
         share failed."""
-        out = SolverTargets()
         try:
-            for k, wait in self._shares:
-                share = wait()
-                out.values.update({k + self._stride * j: v for j, v in share.values.items()})
-                out.winning_moves.update({k + self._stride * j: m for j, m in share.winning_moves.items()})
-        except self._failures as exc:
+            shares = self._batch.wait()
+        except SolverPoolError as exc:
             if self._on_failure is not None:
                 self._on_failure(exc)
             return SolverTargets()
-        return out
+        return merge(shares, self._stride)

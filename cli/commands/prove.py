@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     from orderchaos.agents.proof_book import ProofBook, ProofBookError, shipped_book_path
     from orderchaos.arena.proof_meta import BookMeta, meta_path
     from orderchaos.arena.proof_status import format_progress, status
-    from orderchaos.arena.prove import INF, ProveConfig, Prover, ProverWorkerError, parse_action, verify
+    from orderchaos.agents.solver_pool import SolverPoolError
+    from orderchaos.arena.prove import INF, ProveConfig, Prover, parse_action, verify
     from orderchaos.files import check_output_file
     from orderchaos.envs.rules import BoardStringError, parse_board
     from orderchaos.ray_setup import RayBackendError, check_address
@@ -158,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     except RayBackendError as e:  # raised before the run changed anything
         print(f"orderchaos prove: {e}", file=sys.stderr)
         return 2
-    except ProverWorkerError as e:  # the book was saved on the way out
+    except SolverPoolError as e:  # the book was saved on the way out
         print(f"orderchaos prove: {e}; the book keeps what was solved before", file=sys.stderr)
         return 1
     summary = {
