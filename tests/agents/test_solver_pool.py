@@ -68,6 +68,8 @@ def test_inline_and_worker_processes_give_the_same_results_in_order() -> None:
         assert [r[:5] for r in pool.map(solve_task, work)] == one
     with SolverPool("processes", 3, tt_bits=16) as pool:
         assert pool.map(mistake_job, walks) == mistakes
+        slow, quick = (1, State().x, State().o, 300_000), (2, State().x, State().o, 10)
+        assert [r[0] for r in pool.map(solve_task, [(slow,), (quick,)])] == [1, 2]  # the quick one finishes first
     assert [r[0] for r in one] == list(range(len(work)))
     assert any(r[2] is not None for r in one) and any(m is not None for m in mistakes)
 

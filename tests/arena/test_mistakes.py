@@ -16,6 +16,7 @@ from orderchaos.arena.mistakes import (
     collect_mistakes,
     find_mistake,
     find_practical_mistake,
+    mistake_job,
     mistake_rows,
 )
 from orderchaos.envs.encoding import action_masks
@@ -97,6 +98,50 @@ def test_unlisted_wins_fall_back_to_the_first_proven_preferred_move() -> None:
     )
     assert picked == Mistake(full.state, full.played, (full.winning[-1],))
     assert find_mistake(actions, ORDER, node_limit=10**7, start_ply=LATE, solver=NoListing(16)) is None
+
+
+def test_a_walk_job_starts_from_a_cleared_solver() -> None:
+    """A pool worker's solver holds whatever it solved before; the walk of a lost game must
+    not depend on it (a node-limited proof can, as here)."""
+    from orderchaos.agents.solver import Solver
+
+    states = random_game(22)
+    actions, role = game_actions(states), CHAOS if states[-1].winner == ORDER else ORDER
+    warm = Solver(tt_bits=16)
+    for state in states[14:-1]:
+        warm.solve(state, node_limit=10**6)
+    walks = [find_mistake(actions, role, node_limit=1000, start_ply=14, solver=s) for s in (Solver(tt_bits=16), warm)]
+    assert walks[0] != walks[1]  # the table matters here
+    assert mistake_job(warm, actions, role, 1000, 14) == mistake_job(Solver(tt_bits=16), actions, role, 1000, 14)
+
+
+def test_hunts_find_the_same_mistakes_whatever_the_workers() -> None:
+    """A hunt on two worker processes, and one in this process, find what walking each lost
+    game with a fresh solver finds, in game order; preferred moves place wins the solver
+    could not list (a second walk of those games)."""
+    from orderchaos.agents.solver import Solver
+    from orderchaos.agents.solver_pool import SolverPool
+    from orderchaos.arena.matches import play_match
+
+    opponents, seed, limit = ["random", "heuristic"], 3, 20_000
+    liked = lambda s: s.legal_actions()  # noqa: E731
+    learner, lost = make("random", seed=0), []
+    for k, spec in enumerate(opponents):
+        records = play_match(learner, spec, 6, seed=seed + k, openings=2, keep_games=True).records
+        lost += [r for r in records if r.winner != ORDER]
+    expected = [find_mistake(r.actions, ORDER, node_limit=limit, start_ply=r.opening_plies, preferences=liked,
+                             solver=Solver()) for r in lost]
+    expected = [m for m in expected if m is not None]
+
+    def hunt(pool=None, preferences=liked):
+        return collect_mistakes(make("random", seed=0), ORDER, opponents, 6, seed, openings=2, node_limit=limit,
+                                preferences=preferences, pool=pool)
+
+    inline = hunt()
+    with SolverPool("processes", 2) as pool:
+        assert hunt(pool) == inline
+    assert inline.mistakes == expected and inline.lost == len(lost)
+    assert len(hunt(preferences=None).mistakes) < len(expected)
 
 
 class LowestMove:

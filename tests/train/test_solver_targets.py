@@ -1,13 +1,9 @@
-"""Solver targets and the solver worker process(es)."""
+"""Solver targets and the solver worker process(es) (on orderchaos.agents.solver_pool)."""
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import time
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +12,8 @@ import pytest
 from orderchaos.envs.rules import State
 from orderchaos.train.config import load_config
 from orderchaos.train.factory import make_trainer
-from orderchaos.train.solver_targets import PendingTargets, SolverTargets, deal
+from orderchaos.agents.solver_pool import SolverPool
+from orderchaos.train.solver_targets import PendingTargets, SolverTargets, deal, merge, targets_job
 
 from helpers import SMOKE, endgames
 
@@ -28,8 +25,8 @@ def test_solver_worker_matches_in_process_targets_and_survives_a_dead_worker() -
     worker = SolverWorker()
     try:
         assert worker.targets(late, 20_000, True) == solver_targets(late, 20_000, True)
-        os.kill(next(iter(worker._pool._processes)), signal.SIGKILL)  # a crashed solver
-        with pytest.warns(UserWarning, match="solver worker died"):
+        os.kill(worker.pool.worker_pids()[0], signal.SIGKILL)  # a crashed solver
+        with pytest.warns(UserWarning, match="solver worker process died .* keeps its game-outcome targets"):
             assert worker.targets(late, 20_000, True).values == {}
         assert worker.failures == 1
         assert worker.targets(late, 20_000, True) == solver_targets(late, 20_000, True)
@@ -51,43 +48,6 @@ def test_solver_workers_deal_out_a_batch_and_merge_it_in_order() -> None:
         worker.close()
     with pytest.raises(ValueError, match="workers"):
         SolverWorker(workers=0)
-
-
-WORKER_SCRIPT = """
-import sys, time
-from orderchaos.envs.rules import State
-from orderchaos.train.solver_targets import SolverWorker
-worker = SolverWorker()
-worker.targets([State().apply(0)], node_limit=10, moves=False)
-print(*worker._pool._processes, flush=True)
-time.sleep(600)
-"""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/status") as fh:  # a zombie is as good as gone
-        return "zombie" not in fh.read()
-
-
-@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc")
-def test_solver_worker_exits_when_its_trainer_is_killed() -> None:
-    proc = subprocess.Popen([sys.executable, "-c", WORKER_SCRIPT], stdout=subprocess.PIPE, text=True)
-    try:
-        worker_pid = int(proc.stdout.readline().split()[0])
-        assert _alive(worker_pid)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-        deadline = time.monotonic() + 15
-        while _alive(worker_pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not _alive(worker_pid), "the solver worker outlived its killed parent"
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_solver_targets_from_the_worker_join_the_replay_when_flushed(tmp_path: Path) -> None:
@@ -177,9 +137,9 @@ def test_fastest_plies_narrow_orders_winning_moves_to_the_quickest_forced_fives(
 
 
 def test_shares_are_dealt_by_stride_and_merged_back_in_batch_order() -> None:
-    """The one striding and merging code both backends use: share k holds positions
-    k, k + w, ...; each share's targets come back under their batch index; a share whose
-    wait fails (a dead worker, a failed Ray task) loses the batch and says so once."""
+    """The striding and merging of every kind of worker: share k holds positions k, k + w,
+    ...; each share's targets come back under their batch index; a share that fails (a
+    dead worker, a failed Ray actor, a job that raised) loses the batch and says so once."""
     states = [State(x=1 << i) for i in range(7)]
     shares = deal(states, [[i] for i in range(7)], 3)
     assert [(k, [s.x.bit_length() - 1 for s in share], cands) for k, share, cands in shares] == [
@@ -187,16 +147,14 @@ def test_shares_are_dealt_by_stride_and_merged_back_in_batch_order() -> None:
     ]
     assert deal(states[:2], None, 3) == [(0, [states[0]], None), (1, [states[1]], None)]
 
-    def answer(k: int, share: list[State]) -> SolverTargets:
+    def answer(share: list[State]) -> SolverTargets:
         return SolverTargets(values={j: float(s.x.bit_length() - 1) for j, s in enumerate(share)})
 
-    merged = PendingTargets([(k, lambda k=k, share=share: answer(k, share)) for k, share, _ in shares], 3).result()
-    assert merged.values == {i: float(i) for i in range(7)}
+    assert merge([answer(share) for _, share, _ in shares], 3).values == {i: float(i) for i in range(7)}
 
     failures: list[BaseException] = []
-
-    def dead() -> SolverTargets:
-        raise BrokenProcessPool("gone")
-
-    lost = PendingTargets([(0, lambda: answer(0, [states[0]])), (1, dead)], 2, (BrokenProcessPool,), failures.append)
-    assert lost.result() == SolverTargets() and len(failures) == 1
+    with SolverPool(tt_bits=14) as pool:
+        bad = State(1, 1)  # X and O on one cell: the solver refuses it
+        batch = pool.map_async(targets_job, [([states[0]], 10, False, None, 0), ([bad], 10, False, None, 0)])
+        assert PendingTargets(batch, 2, failures.append).result() == SolverTargets()
+    assert len(failures) == 1 and "solver job targets_job failed" in str(failures[0])
