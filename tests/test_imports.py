@@ -1,11 +1,14 @@
 """``import orderchaos`` (and its envs and agents rooms) stays light: no torch, ray, OpenSpiel
-or web stack until something that needs them is used (checked in a fresh interpreter)."""
+or web stack until something that needs them is used (checked in a fresh interpreter); and
+each room imports only from its own floor and the floors below (docs/architecture.md)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +31,57 @@ def heavy_modules_after(module: str, heavy: tuple[str, ...] = HEAVY) -> list[str
 @pytest.mark.parametrize("module", ["orderchaos", "orderchaos.envs", "orderchaos.agents"])
 def test_importing_stays_light(module: str) -> None:
     assert heavy_modules_after(module) == []
+
+
+@pytest.mark.parametrize("module", ["orderchaos.agents.solver_pool", "orderchaos.train.solver_targets",
+                                    "orderchaos.arena.mistakes", "orderchaos.arena.prove"])
+def test_the_solver_pool_and_its_jobs_stay_light(module: str) -> None:
+    """A worker process imports the pool and the module of each job it runs: no torch or ray,
+    so that it starts fast."""
+    assert heavy_modules_after(module) == []
+
+
+REPO = Path(__file__).resolve().parent.parent
+FLOORS = {
+    "envs": {"envs"},
+    "agents": {"envs", "agents"},
+    "arena": {"envs", "agents", "arena"},
+    "train": {"envs", "agents", "arena", "train"},
+    "bench": {"envs", "agents", "arena", "train", "bench"},
+}
+"""The rooms each room may import from (the CLI, on top, may import them all)."""
+
+
+def upward_imports(room: str) -> list[str]:
+    """``file: module`` for each import of ``orderchaos.<room>`` in ``room``'s files
+    (anywhere in them: at the top or inside a function) that its floor does not allow."""
+    found = []
+    for path in sorted((REPO / room).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "orderchaos" and len(parts) > 1 and parts[1] in {*FLOORS, "cli"} \
+                        and parts[1] not in FLOORS[room]:
+                    found.append(f"{path.relative_to(REPO)}: {name}")
+    return found
+
+
+@pytest.mark.parametrize("room", sorted(FLOORS))
+def test_each_room_imports_only_its_floor_and_below(room: str) -> None:
+    assert upward_imports(room) == []
+
+
+def test_the_floor_check_sees_an_upward_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "pool.py").write_text("def f():\n    from orderchaos import arena\n    import orderchaos.envs.rules\n")
+    monkeypatch.setattr(f"{__name__}.REPO", tmp_path)
+    assert upward_imports("agents") == ["agents/pool.py: orderchaos.arena"]
 
 
 def test_the_probe_sees_a_heavy_import() -> None:
