@@ -3,7 +3,10 @@ oracles live in tests/helpers.py (imported as ``helpers``)."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,3 +31,20 @@ def repo() -> Path:
 def smoke_config() -> Path:
     """configs/smoke.yaml: the tiny training config."""
     return helpers.SMOKE
+
+
+@pytest.fixture
+def in_process_ray() -> Iterator[Any]:
+    """The ray module, connected to an in-process Ray instance (2 CPUs, on 127.0.0.1) that is
+    shut down afterwards, or to the process's connection when there is one already (left
+    open). Skips when ray is not installed."""
+    ray = pytest.importorskip("ray")
+    owns = not ray.is_initialized()
+    if owns:
+        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20,
+                 _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
+    try:
+        yield ray
+    finally:
+        if owns:
+            ray.shutdown()

@@ -4,7 +4,6 @@ no worker process left behind."""
 
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import os
 import signal
@@ -187,47 +186,38 @@ def test_bad_settings_are_refused() -> None:
 
 
 @pytest.mark.slow  # about a minute: a Ray instance, and solves waited for twice
-def test_ray_actors_match_inline_and_resubmit_a_dead_actor_s_job_once() -> None:
+def test_ray_actors_match_inline_and_resubmit_a_dead_actor_s_job_once(in_process_ray) -> None:
     """On an in-process Ray instance (2 CPUs): one actor gives the inline results; an actor
     killed mid-job is restarted and its job resubmitted with a warning, giving the same
     result; a job whose second try dies too fails with SolverPoolError; a job that raises
     fails with its first line; the pool leaves the process's Ray connection open."""
-    ray = pytest.importorskip("ray")
-    owns = not ray.is_initialized()
-    if owns:
-        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20,
-                 _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
-    try:
-        work = [(t,) for t in tasks()]
-        with SolverPool("ray", 1, tt_bits=16) as pool:
-            assert [r[:5] for r in pool.map(solve_task, work)] == [r[:5] for r in run_inline(solve_task, work, 16)]
-            with pytest.raises(SolverPoolError, match="^solver job solve_task failed: BoardStringError: "):
-                pool.map(solve_task, [(OVERLAPPING,)])
+    work = [(t,) for t in tasks()]
+    with SolverPool("ray", 1, tt_bits=16) as pool:
+        assert [r[:5] for r in pool.map(solve_task, work)] == [r[:5] for r in run_inline(solve_task, work, 16)]
+        with pytest.raises(SolverPoolError, match="^solver job solve_task failed: BoardStringError: "):
+            pool.map(solve_task, [(OVERLAPPING,)])
 
-        slow = (1, State().x, State().o, 1_000_000)  # about 2 s of solving, left open
-        reference = run_inline(solve_task, [(slow,)], 16)[0][:5]
-        with SolverPool("ray", 2, tt_bits=16) as pool:
-            pids = pool.worker_pids()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                ticket = pool.submit(solve_task, slow)  # to actor 0
-                os.kill(pids[0], signal.SIGKILL)
-                assert pool.result(ticket)[:5] == reference  # solved again by actor 1
-            messages = [str(w.message) for w in caught]
-            assert any("solver actor 0 died" in m and "resubmitted" in m for m in messages), messages
+    slow = (1, State().x, State().o, 1_000_000)  # about 2 s of solving, left open
+    reference = run_inline(solve_task, [(slow,)], 16)[0][:5]
+    with SolverPool("ray", 2, tt_bits=16) as pool:
+        pids = pool.worker_pids()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ticket = pool.submit(solve_task, slow)  # to actor 0
+            os.kill(pids[0], signal.SIGKILL)
+            assert pool.result(ticket)[:5] == reference  # solved again by actor 1
+        messages = [str(w.message) for w in caught]
+        assert any("solver actor 0 died" in m and "resubmitted" in m for m in messages), messages
 
-            restarted = pool.worker_pids()[0]
-            assert restarted != pids[0]
-            with warnings.catch_warnings(record=True), pytest.raises(SolverPoolError, match="second try"):
-                warnings.simplefilter("always")
-                pool.submit(solve_task, ENDLESS)  # to actor 1, then resubmitted to the restarted actor 0
-                os.kill(pids[1], signal.SIGKILL)
-                killed = False
-                while pool.wait(timeout=1.0) is None:
-                    if pool.resubmitted == 2 and not killed:
-                        os.kill(restarted, signal.SIGKILL)
-                        killed = True
-        assert ray.is_initialized()
-    finally:
-        if owns:
-            ray.shutdown()
+        restarted = pool.worker_pids()[0]
+        assert restarted != pids[0]
+        with warnings.catch_warnings(record=True), pytest.raises(SolverPoolError, match="second try"):
+            warnings.simplefilter("always")
+            pool.submit(solve_task, ENDLESS)  # to actor 1, then resubmitted to the restarted actor 0
+            os.kill(pids[1], signal.SIGKILL)
+            killed = False
+            while pool.wait(timeout=1.0) is None:
+                if pool.resubmitted == 2 and not killed:
+                    os.kill(restarted, signal.SIGKILL)
+                    killed = True
+    assert in_process_ray.is_initialized()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import os
 import signal
 import socket
@@ -393,29 +392,20 @@ def _entries(path: Path) -> dict[int, str]:
     return {k: w for k, w, _ in ProofBook.load(path).items()}
 
 
-def test_ray_backend_matches_local(tmp_path: Path) -> None:
+def test_ray_backend_matches_local(tmp_path: Path, in_process_ray) -> None:
     """On an in-process Ray instance (2 CPUs): one Ray actor writes byte for byte the book of
     one local worker (same tasks in the same order, one warm solver table), and the prover
     uses the process's Ray connection and leaves it open. (The pool's fault handling on Ray
     is tested in tests/agents/test_solver_pool.py.)"""
-    ray = pytest.importorskip("ray")
-    owns = not ray.is_initialized()
-    if owns:
-        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20,
-                 _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
-    try:
-        s = parse_board(MEDIUM)
-        books = {}
-        for backend in ("local", "ray"):
-            path = tmp_path / f"{backend}.ocb"
-            r = Prover(s, ProofBook(), config=dataclasses.replace(SMALL, backend=backend), book_path=path).run(300)
-            assert r.winner == ORDER and not r.interrupted
-            books[backend] = path.read_bytes()
-        assert books["ray"] == books["local"] and len(ProofBook.load(tmp_path / "ray.ocb")) > 100
-        assert ray.is_initialized()  # the prover used this process's connection and left it open
-    finally:
-        if owns:
-            ray.shutdown()
+    s = parse_board(MEDIUM)
+    books = {}
+    for backend in ("local", "ray"):
+        path = tmp_path / f"{backend}.ocb"
+        r = Prover(s, ProofBook(), config=dataclasses.replace(SMALL, backend=backend), book_path=path).run(300)
+        assert r.winner == ORDER and not r.interrupted
+        books[backend] = path.read_bytes()
+    assert books["ray"] == books["local"] and len(ProofBook.load(tmp_path / "ray.ocb")) > 100
+    assert in_process_ray.is_initialized()  # the prover used this process's connection and left it open
 
 
 def test_cli_ray_backend_with_two_workers_agrees_with_local(tmp_path: Path) -> None:
