@@ -185,7 +185,6 @@ def test_bad_settings_are_refused() -> None:
             SolverPool(**kwargs)
 
 
-@pytest.mark.slow  # about a minute: a Ray instance, and solves waited for twice
 def test_ray_actors_match_inline_and_resubmit_a_dead_actor_s_job_once(in_process_ray) -> None:
     """On an in-process Ray instance (2 CPUs): one actor gives the inline results; an actor
     killed mid-job is restarted and its job resubmitted with a warning, giving the same
