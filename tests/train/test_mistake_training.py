@@ -99,3 +99,37 @@ def test_the_finetune_config_trains_from_the_shipped_weights_with_mistakes(tmp_p
     assert {f"{role}/mistakes/{key}" for role in (ORDER, CHAOS) for key in ("found", "practical", "kept")} <= set(metrics)
     assert metrics["chaos/mistakes/kept"] == metrics["chaos/mistakes/found"] >= metrics["chaos/mistakes/practical"]
     assert np.isfinite(metrics["order/losses/policy"])
+
+
+def test_the_hunt_finds_the_same_rows_on_any_number_of_solver_workers(tmp_path: Path, monkeypatch) -> None:
+    """mistakes.workers: the lost games are walked by that many solver processes, and the
+    rows and metrics are those of one worker in the training process."""
+    import dataclasses
+
+    from orderchaos.agents.solver_pool import SolverPool
+    from orderchaos.train import alphazero
+
+    started: list[tuple[str, int]] = []
+
+    class Recorded(SolverPool):
+        def __init__(self, kind: str = "inline", workers: int = 1, **kwargs) -> None:
+            started.append((kind, workers))
+            super().__init__(kind, workers, **kwargs)
+
+    monkeypatch.setattr(alphazero, "SolverPool", Recorded)
+    config = mistake_config(tmp_path, "mistakes.opponents=[random, heuristic]")
+    trainer = make_trainer(config, tmp_path / "run")
+    try:
+        hunts = [
+            alphazero.mistake_hunt_rows(trainer.evaluator, dataclasses.replace(config.mistakes, workers=w),
+                                        np.random.default_rng(5))
+            for w in (1, 2)
+        ]
+    finally:
+        trainer.close()
+    assert started == [("inline", 1), ("processes", 2)]
+    (rows_one, metrics_one), (rows_two, metrics_two) = hunts
+    assert metrics_one == metrics_two and sum(metrics_one[f"{r}/mistakes/found"] for r in (ORDER, CHAOS)) > 0
+    assert rows_one.keys() == rows_two.keys()
+    for role in rows_one:
+        assert all(np.array_equal(a, b) for a, b in zip(rows_one[role], rows_two[role]))
