@@ -38,6 +38,8 @@ from orderchaos.cli.web.services import Limits, Services  # noqa: E402
 from orderchaos.cli.web.store import GameStore  # noqa: E402
 from orderchaos.envs.rules import State  # noqa: E402
 
+from helpers import HEURISTIC_VS_RANDOM_GAME, RANDOM_SEED_3_GAME  # noqa: E402
+
 STATIC = Path(sessions.__file__).parent / "static"
 FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, max_message_bytes=4096, max_upload_bytes=8192,
               rate=1000, burst=1000)
@@ -161,13 +163,6 @@ def test_page_language_follows_accept_language(client: TestClient) -> None:
 
 
 # -- against an agent --------------------------------------------------------------------
-
-
-# The game of X on the first empty cell each move against ``random:seed=3``: the seeded
-# agent's replies are fixed, so the whole game is.
-RANDOM_SEED_3_GAME = ["a1 X", "f5 X", "b1 X", "e1 O", "c1 X", "d2 O", "d1 X", "a3 O", "f1 X", "f2 O", "a2 X",
-                      "b6 X", "b2 X", "c6 O", "c2 X", "a5 X", "e2 X", "b3 O", "c3 X", "e3 O", "d3 X", "d4 O",
-                      "f3 X", "b5 O", "a4 X", "e5 O", "b4 X", "d5 X", "c4 X", "f4 O", "e4 X"]
 
 
 def test_full_game_against_random_as_order(client: TestClient) -> None:
@@ -652,9 +647,8 @@ def test_watch_plays_pauses_and_steps(client: TestClient) -> None:
     view = receive(ws, "state", "watch")
     while view["winner"] is None:
         view = receive(ws, "state", "watch")
-    # the server seeds its players (seed 0): heuristic Order's diagonal b2-f6 in nine moves
-    assert [m["move"] for m in view["moves"]] == ["d4 X", "a6 O", "c3 X", "f4 X", "e5 X", "e3 O", "b2 X", "c2 O",
-                                                 "f6 X"]
+    # the server seeds its players (seed 0)
+    assert [m["move"] for m in view["moves"]] == HEURISTIC_VS_RANDOM_GAME
     assert (view["winner"], view["line"], view["running"]) == ("order", "b2–f6", False)
     ws.send_json({"type": "watch", "order": "random", "chaos": "random", "delay_ms": 2000})
     receive(ws, "state", "watch")
@@ -708,7 +702,7 @@ def test_study_opens_files_by_name_only_inside_the_folder(client: TestClient, tm
     # to Order's diagonal b2-f6
     assert (first["order"], first["winner"], first["length"]) == ("heuristic", "order", 9)
     assert len(first["positions"]) == 10  # board facts per position, from the server
-    assert first["moves"] == ["d4 X", "a6 O", "c3 X", "f4 X", "e5 X", "e3 O", "b2 X", "c2 O", "f6 X"]
+    assert first["moves"] == HEURISTIC_VS_RANDOM_GAME
     assert first["positions"][-1]["winning_line"] == [7, 14, 21, 28, 35]
     ws.send_json({"type": "analyse", "game": 0})
     analysed = receive(ws, "analysis")
