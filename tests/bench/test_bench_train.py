@@ -133,3 +133,18 @@ def test_the_small_recipe_rows_play_with_trained_networks_of_its_own_shape(monke
     row = recipe_throughput(small, 4, networks=trained_networks(small))
     assert batches[0] == 2 and row["evals_per_game"] * 4 == sum(batches[1:]) > 0
     assert row["mean_length"] >= 9  # a five needs nine stones
+
+
+def test_rates_are_the_items_of_the_timed_calls_over_their_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a clock of 1/4 s per reading, asked for at least 0.9 s: one untimed warm-up call,
+    then four timed calls, the fourth reading 1 s after the start. A rate that counted the
+    warm-up, or divided by the time asked for, comes out different."""
+    import types
+
+    import orderchaos.bench.train as bench_train
+
+    readings = iter(0.25 * k for k in range(1, 100))
+    monkeypatch.setattr(bench_train, "time", types.SimpleNamespace(perf_counter=lambda: next(readings)))
+    calls: list[int] = []
+    assert bench_train._rate(lambda: calls.append(1), 8, 0.9) == 4 * 8 / 1.0
+    assert len(calls) == 5
