@@ -26,6 +26,15 @@ FULL_BOARD_NO_FIVE = "XXOXXO" "OOXOOX" "XXOXXO" "OOXOOX" "XXOXXO" "OOXOOX"
 WIN_IN_ONE = parse_board("XXXX.. OO.... " + "." * 24)  # Order to move: X on e1 (action 8) wins
 LONE_FOUR = parse_board("XXXX.. .....O " + "." * 24)  # Chaos to move: only O on e1 (action 9) holds
 
+# Seeded games the web tests play and check move by move. X on the first empty cell each
+# move against ``random:seed=3``: e4 X completes the diagonal b1-f5.
+RANDOM_SEED_3_GAME = ["a1 X", "f5 X", "b1 X", "e1 O", "c1 X", "d2 O", "d1 X", "a3 O", "f1 X", "f2 O", "a2 X",
+                      "b6 X", "b2 X", "c6 O", "c2 X", "a5 X", "e2 X", "b3 O", "c3 X", "e3 O", "d3 X", "d4 O",
+                      "f3 X", "b5 O", "a4 X", "e5 O", "b4 X", "d5 X", "c4 X", "f4 O", "e4 X"]
+# ``heuristic`` as Order against ``random``, both seeded 0 (as the server seeds its players):
+# f6 X completes the diagonal b2-f6.
+HEURISTIC_VS_RANDOM_GAME = ["d4 X", "a6 O", "c3 X", "f4 X", "e5 X", "e3 O", "b2 X", "c2 O", "f6 X"]
+
 
 # ---------------------------------------------------------------------------------------
 # Random games and positions.

@@ -214,7 +214,10 @@ def test_time_limit_stops_the_search_at_the_first_reading_past_it(monkeypatch, e
     result = search.search(State())
     assert clock.readings == 1 + 5, clock.readings
     assert not result.out_of_memory and result.proven is None
-    assert result.simulations > 0 and result.visits.sum() == result.simulations - 1
+    # four checks before the deadline: the rollout loop runs one simulation and then three
+    # chunks of _CHUNK, the wave loop one simulation per wave
+    assert result.simulations == (1 + 3 * mcts_module._CHUNK if evaluator == "rollout" else 4)
+    assert result.visits.sum() == result.simulations - 1
 
 
 def test_node_limit_stops_the_search_and_says_so() -> None:

@@ -71,11 +71,11 @@ def test_heuristic_chaos_never_completes_an_avoidable_five(state: State) -> None
         if state.is_terminal:
             return
     legal = state.legal_actions()
-    avoidable = any(not completes_a_five(state.x, state.o, a) for a in legal)
+    avoidable = any(not state.apply(b).has_five for b in legal)  # from the rules
     a = HeuristicAgent(seed=5).act(state)
-    if avoidable:
-        assert not completes_a_five(state.x, state.o, a)
     nxt = state.apply(a)
+    if avoidable:
+        assert not nxt.has_five
     can_leave_no_threat = any(
         not state.apply(b).is_terminal and not state.apply(b).threats() for b in legal
     )
@@ -109,6 +109,57 @@ def test_double_threat_moves_are_exactly_the_moves_leaving_two_completion_cells(
         if blocked.has_five or blocked.threats() or leaves_double_threat(blocked):
             expected_followups.append(a)
     assert single_threat_followups(state.x, state.o) == expected_followups
+
+
+@pytest.mark.parametrize(
+    "board, action, completes",
+    [
+        ("XXXX.. " + "." * 30, 8, True),  # X on e1: a1-e1
+        ("XXXX.. " + "." * 30, 9, False),  # O on e1
+        ("XX.XXX " + "." * 30, 4, True),  # X on c1 makes six in a row: a five stands
+        ("O..... O..... O..... O..... ...... ......", 49, True),  # O on a5: column a
+        ("O..... O..... O..... O..... ...... ......", 48, False),  # X on a5
+        ("...... .X.... ..X... ...X.. ....X. ......", 70, True),  # X on f6: the diagonal b2-f6
+        (".....O ....O. ...O.. ..O... ...... ......", 51, True),  # O on b5: the diagonal f1-b5
+        (".....O ....O. ...O.. ..O... ...... ......", 61, False),  # O on a6: four O on e2-a6, b5 still empty
+    ],
+)
+def test_completes_a_five_on_hand_built_boards(board: str, action: int, completes: bool) -> None:
+    state = parse_board(board)
+    assert completes_a_five(state.x, state.o, action) is completes
+
+
+def test_chaos_on_the_last_cell_writes_the_symbol_that_makes_no_five() -> None:
+    # One empty cell, e1: X there ends a1-e1 XXXXX, O there makes no line.
+    state = parse_board("XXXX.O OOXOOX XXOXXO OOXOOX XXOXXO OOXOOX")
+    assert state.to_play == "chaos" and state.legal_actions() == [8, 9]
+    assert HeuristicAgent(seed=0).best_actions(state) == [9]
+
+
+def test_chaos_with_only_losing_moves_may_play_any() -> None:
+    # The last cell, e1: X there ends row 1 as XXXXX, O there ends column e as OOOOO.
+    state = parse_board("XXXX.O OOXOOX XXOXOO OOXOOX XXOXOO OOXOXX")
+    assert not state.has_five and state.to_play == "chaos"
+    assert HeuristicAgent(seed=0).best_actions(state) == [8, 9]
+
+
+def test_lost_chaos_blocks_one_of_two_fours() -> None:
+    # Order completes row 1 with X on e1 and row 3 with O on e3. Chaos can block one: O on
+    # e1 (action 9) or X on e3 (action 32); any other move leaves both.
+    state = parse_board("XXXX.. ...... OOOO.. ...... ...... .....X")
+    assert state.to_play == "chaos"
+    assert HeuristicAgent(seed=0).best_actions(state) == [9, 32]
+
+
+def test_chaos_leaves_order_no_double_threat_when_it_can() -> None:
+    # Order has X on f3, f4, f5 (column f: windows f1-f5 and f2-f6) and on e2, d3, c4 (the
+    # diagonal from f1 to a6: windows f1-b5 and e2-a6). Killing one family leaves the other
+    # a double threat (X on b5 leaves f1 and a6; X on f2 leaves f1 and f6). f1 is the one
+    # cell in a window of each family: O there leaves two windows with no common empty cell,
+    # so each X next makes one completion cell only. (X on f1 would make a four.)
+    state = parse_board("...... ....X. ...X.X ..X..X .....X ..X...")
+    assert state.to_play == "chaos" and not state.threats()
+    assert HeuristicAgent(seed=0).best_actions(state) == [11]
 
 
 def test_single_threat_followup_is_found() -> None:

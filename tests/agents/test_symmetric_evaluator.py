@@ -14,12 +14,32 @@ from orderchaos.agents.network_agent import NetworkEvaluator, NeuralAgent
 from orderchaos.agents.registry import SpecError, make
 from orderchaos.agents.symmetric_evaluator import SymmetricEvaluator
 from orderchaos.envs.rules import State
-from orderchaos.envs.symmetry import ACTION_PERM, transform_state
+from orderchaos.envs.symmetry import transform_state
 
 from helpers import HashEvaluator, positions
 
 torch.manual_seed(3)
 NETS = {role: PolicyValueNet(8, 1, 16, window_features=True).eval() for role in ("order", "chaos")}
+
+
+def image_moves(state: State, g: int) -> dict[int, int]:
+    """For each legal move ``a`` of ``state``, the move ``b`` of its image under symmetry
+    ``g`` that means the same: image(state + a) == image(state) + b. Built from what the
+    moves do, not from the permutation table the evaluator gathers with."""
+    image = transform_state(state, g)
+    by_result = {image.apply(b): b for b in image.legal_actions()}
+    return {a: by_result[transform_state(state.apply(a), g)] for a in state.legal_actions()}
+
+
+def test_image_moves_of_a_hand_worked_example() -> None:
+    """X on b1 with the board turned a quarter (g=1) or mirrored, and the colours swapped."""
+    state = State().apply(2 * 1)  # X on b1
+    images = {g: transform_state(state, g) for g in range(16)}
+    mirrored = next(g for g in range(8) if images[g].cell(4) == "X")  # b1 -> e1: left-right mirror
+    assert image_moves(state, mirrored)[2 * 0 + 1] == 2 * 5 + 1  # O on a1 is O on f1 there
+    swapped = mirrored + 8
+    assert images[swapped].cell(4) == "O"  # the same mirror with X and O swapped
+    assert image_moves(state, swapped)[2 * 0 + 1] == 2 * 5  # O on a1 is X on f1 there
 
 
 @settings(max_examples=40, deadline=None)
@@ -28,38 +48,43 @@ def test_averaging_over_all_sixteen_images_makes_the_network_equivariant(state: 
     averaged = SymmetricEvaluator(NetworkEvaluator(NETS, compiled=False), 16)
     priors, values = averaged.evaluate([state, transform_state(state, g)])
     # the image's prior on the image of a move is the position's prior on the move
-    np.testing.assert_allclose(priors[1][ACTION_PERM[g]], priors[0], atol=2e-6)
+    moves = image_moves(state, g)
+    legal = list(moves)
+    np.testing.assert_allclose(priors[1][[moves[a] for a in legal]], priors[0][legal], atol=2e-6)
     assert values[1] == pytest.approx(values[0], abs=2e-6)
-    legal = np.zeros(72, bool)
-    legal[state.legal_actions()] = True
-    assert priors[0].sum() == pytest.approx(1.0, abs=1e-5) and not priors[0][~legal].any()
+    mask = np.zeros(72, bool)
+    mask[legal] = True
+    assert priors[0].sum() == pytest.approx(1.0, abs=1e-5) and not priors[0][~mask].any()
+    image_mask = np.zeros(72, bool)
+    image_mask[list(moves.values())] = True
+    assert not priors[1][~image_mask].any()
 
 
 def test_the_plain_network_is_not_equivariant_so_the_check_above_can_fail() -> None:
     network = NetworkEvaluator(NETS, compiled=False)
     state = State().apply(14).apply(3)
     priors, _ = network.evaluate([state, transform_state(state, 1)])
-    assert not np.allclose(priors[1][ACTION_PERM[1]], priors[0], atol=1e-4)
+    moves = image_moves(state, 1)
+    legal = list(moves)
+    assert not np.allclose(priors[1][[moves[a] for a in legal]], priors[0][legal], atol=1e-4)
 
 
-def test_eight_board_images_average_without_swapping_colours() -> None:
+@pytest.mark.parametrize("symmetries", [8, 16])
+def test_the_images_average_with_moves_mapped_back(symmetries: int) -> None:
+    """Eight board images, or sixteen with X and O swapped as well: each image's prior on
+    the image of a move counts for the move, and the values are the images' mean."""
     inner = HashEvaluator()
     state = State().apply(14).apply(21)
-    priors, values = SymmetricEvaluator(inner, 8).evaluate([state])
-    images = [transform_state(state, g) for g in range(8)]
+    priors, values = SymmetricEvaluator(inner, symmetries).evaluate([state])
+    images = [transform_state(state, g) for g in range(symmetries)]
     image_priors, image_values = HashEvaluator().evaluate(images)
-    # Expected from what the moves mean, not from the permutation table the code gathers
-    # with: the image of move a is the move b with image(state + a) == image(state) + b.
     expected = np.zeros(72)
-    for a in state.legal_actions():
-        for g, image in enumerate(images):
-            after = transform_state(state.apply(a), g)
-            (b,) = [b for b in image.legal_actions() if image.apply(b) == after]
-            expected[a] += image_priors[g][b] / 8
-    legal = state.legal_actions()
-    np.testing.assert_allclose(priors[0][legal], expected[legal], atol=1e-6)
+    for g in range(symmetries):
+        for a, b in image_moves(state, g).items():
+            expected[a] += image_priors[g][b] / symmetries
+    np.testing.assert_allclose(priors[0], expected, atol=1e-6)
     assert values[0] == pytest.approx(float(np.mean(image_values)), abs=1e-6)
-    assert inner.batch_sizes == [8]  # one batch of the images
+    assert inner.batch_sizes == [symmetries]  # one batch of the images
     one = HashEvaluator()
     assert np.array_equal(SymmetricEvaluator(one, 1).evaluate([state])[0], HashEvaluator().evaluate([state])[0])
 

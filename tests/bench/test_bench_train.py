@@ -108,9 +108,22 @@ def test_compiled_and_module_forward_play_the_same_games() -> None:
         assert compiled[key] == module[key]
 
 
-def test_the_small_recipe_rows_play_with_trained_networks_of_its_own_shape() -> None:
+def test_the_small_recipe_rows_play_with_trained_networks_of_its_own_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The row's evaluations per game are the positions its network evaluated during the
+    games (counted here, batch by batch), without the two of the warm-up before them."""
+    import orderchaos.bench.train as bench_train
+    from orderchaos.agents.network_agent import NetworkEvaluator
     from orderchaos.agents.policy_files import load_policy_dir
     from orderchaos.bench.train import RECIPES, trained_networks
+
+    batches: list[int] = []
+
+    class CountingEvaluator(NetworkEvaluator):
+        def evaluate_arrays(self, planes, masks, roles):  # type: ignore[no-untyped-def]
+            batches.append(planes.shape[0])
+            return super().evaluate_arrays(planes, masks, roles)
+
+    monkeypatch.setattr(bench_train, "NetworkEvaluator", CountingEvaluator)
 
     small = "alphazero_selfplay_small.yaml"
     assert [o for n, o, _ in RECIPES if n == small] == [(), ("mcts.prefetch=true", "mcts.evaluation_cache=true")]
@@ -118,4 +131,20 @@ def test_the_small_recipe_rows_play_with_trained_networks_of_its_own_shape() -> 
     nets, meta = load_policy_dir(trained_networks(small))
     assert nets["chaos"].architecture()["channels"] == 16 and meta["network"]["channels"] == 16
     row = recipe_throughput(small, 4, networks=trained_networks(small))
-    assert row["mean_length"] >= 9 and row["evals_per_game"] > 0
+    assert batches[0] == 2 and row["evals_per_game"] * 4 == sum(batches[1:]) > 0
+    assert row["mean_length"] >= 9  # a five needs nine stones
+
+
+def test_rates_are_the_items_of_the_timed_calls_over_their_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a clock of 1/4 s per reading, asked for at least 0.9 s: one untimed warm-up call,
+    then four timed calls, the fourth reading 1 s after the start. A rate that counted the
+    warm-up, or divided by the time asked for, comes out different."""
+    import types
+
+    import orderchaos.bench.train as bench_train
+
+    readings = iter(0.25 * k for k in range(1, 100))
+    monkeypatch.setattr(bench_train, "time", types.SimpleNamespace(perf_counter=lambda: next(readings)))
+    calls: list[int] = []
+    assert bench_train._rate(lambda: calls.append(1), 8, 0.9) == 4 * 8 / 1.0
+    assert len(calls) == 5

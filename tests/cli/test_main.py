@@ -46,9 +46,15 @@ def test_bench_quick_writes_figures(target: str, tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
     assert main(["bench", target, "--quick", "--json", str(out)]) == 0
     figures = json.loads(out.read_text())
-    assert figures and all(isinstance(v, dict) and v for v in figures.values())
+    expected = {"search": ["orderchaos.bench.search:run", "orderchaos.bench.solver:run"],
+                "train": ["orderchaos.bench.train:run"]}[target]
+    assert list(figures) == expected and all(isinstance(v, dict) and v for v in figures.values())
+    if target == "search":
+        search = figures["orderchaos.bench.search:run"]
+        assert (search["simulations"], search["repeats"]) == (2000, 1)  # quick mode
+        assert search["like_for_like"]["match"]["games"] == 4
     if target == "train":
         (train,) = figures.values()
-        assert all(row["bf16_pos_per_sec"] > 0 for row in train["network"])
+        assert [(row["net"], row["batch"]) for row in train["network"]] == [("32x4", 1), ("32x4", 64), ("32x4", 256)]
         fast = [row for row in train["recipes"] if row["config"] == "alphazero_selfplay_fast.yaml"]
         assert [row["precision"] for row in fast] == ["bfloat16", "bfloat16"]  # fresh and trained

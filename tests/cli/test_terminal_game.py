@@ -121,8 +121,11 @@ def test_hint_uses_the_given_oracle_and_says_unknown() -> None:
     assert "hint: chaos wins with perfect play from here" in text
 
 
-def test_hint_sentence_when_the_solver_proves_a_win() -> None:
-    assert "can force a win" in hint_sentence(State(), Hint("order", [0]), 1.0)
+def test_hint_sentences_for_a_proven_win_and_a_proven_loss() -> None:
+    assert hint_sentence(State(), Hint("order", [0]), 1.0) == "hint: you (order) can force a win; a winning move: a1 X"
+    assert hint_sentence(State(), Hint("order", None), 1.0) == "hint: you (order) can force a win"
+    assert hint_sentence(State().apply(0), Hint("order", None), 1.0) == (
+        "hint: order wins with perfect play from here; every move loses")
 
 
 def test_an_illegal_agent_move_stops_the_session_cleanly() -> None:
@@ -166,14 +169,15 @@ def test_play_command_with_scripted_input() -> None:
     hints = [line.split("> ", 1)[-1] for line in out.splitlines() if "hint" in line and "> " in line]
     assert hints == ["hint: unknown (the solver could not prove a result within 0.2 s)"], hints
     assert "took back your move c3 X" in out and "nothing to undo" in out
-    assert out.count("random plays") == 2
+    # random (seed 1) answers c3 X with f3 O, and again after the undo and X on d4
+    assert [line for line in out.splitlines() if "plays" in line] == ["random plays f3 O"] * 2
     assert out.rstrip().endswith("bye")
     assert "Traceback" not in proc.stderr
 
 
 def test_play_command_as_chaos_and_bad_spec() -> None:
     proc = _run_cli(["play", "--as", "chaos", "--vs", "heuristic"], "quit\n")
-    assert proc.returncode == 0 and "heuristic plays" in proc.stdout
+    assert proc.returncode == 0 and "heuristic plays d4 X" in proc.stdout  # its seeded first move
     bad = _run_cli(["play", "--vs", "grandmaster"], "")
     assert bad.returncode == 2
     assert "unknown agent 'grandmaster'" in bad.stderr and "accepted" in bad.stderr

@@ -38,6 +38,8 @@ from orderchaos.cli.web.services import Limits, Services  # noqa: E402
 from orderchaos.cli.web.store import GameStore  # noqa: E402
 from orderchaos.envs.rules import State  # noqa: E402
 
+from helpers import HEURISTIC_VS_RANDOM_GAME, RANDOM_SEED_3_GAME  # noqa: E402
+
 STATIC = Path(sessions.__file__).parent / "static"
 FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, max_message_bytes=4096, max_upload_bytes=8192,
               rate=1000, burst=1000)
@@ -170,11 +172,10 @@ def test_full_game_against_random_as_order(client: TestClient) -> None:
     while view["winner"] is None:
         ws.send_json({"type": "move", "cell": empty_cell(view), "symbol": "X"})
         view = until_turn(ws, "order")
-    assert view["winner"] in ("order", "chaos")
-    assert [m["side"] for m in view["moves"]] == ["order", "chaos"] * (len(view["moves"]) // 2) + (
-        ["order"] if len(view["moves"]) % 2 else [])
-    if view["winner"] == "order":
-        assert len(view["winning_line"]) >= 5 and re.fullmatch(r"[a-f][1-6]–[a-f][1-6]", view["line"])
+    assert [m["move"] for m in view["moves"]] == RANDOM_SEED_3_GAME
+    assert [m["side"] for m in view["moves"]] == ["order", "chaos"] * 15 + ["order"]
+    # e4 X completes the diagonal b1-f5 (cells 1, 8, 15, 22, 29)
+    assert (view["winner"], view["line"], view["winning_line"]) == ("order", "b1–f5", [1, 8, 15, 22, 29])
 
 
 def test_play_as_chaos_the_agent_moves_first_and_undo_takes_back_a_pair(client: TestClient) -> None:
@@ -437,15 +438,21 @@ def test_a_newer_hint_replaces_the_older_and_closing_stops_it(monkeypatch: pytes
 
 
 def test_hint_gives_the_solvers_winning_move(client: TestClient) -> None:
+    """X on b1, c1 and d1 against ``random:seed=1`` (which answers f3 O and b4 O, then e5
+    X): row 1 reads .XXX.., and only X on e1 leaves two completion cells (a1 and f1), a
+    win the solver proves at once. X on a1 would leave one, which Chaos blocks."""
     ws = connect(client)
-    new_agent_game(ws, "order", "random")
+    new_agent_game(ws, "order", "random:seed=1")
+    for cell in (1, 2, 3):
+        ws.send_json({"type": "move", "cell": cell, "symbol": "X"})
+        view = until_turn(ws, "order")
+    assert [m["move"] for m in view["moves"]] == ["b1 X", "f3 O", "c1 X", "b4 O", "d1 X", "e5 X"]
     ws.send_json({"type": "hint"})
-    hint = receive(ws, "hint")
-    assert hint["source"] in ("solver", "network", "none")
-    near_win = State.from_string("XXXX." + "." * 31)
+    assert receive(ws, "hint") == {"type": "hint", "mode": "play", "time": 0.3, "to_play": "order", "winner": "order",
+                                   "actions": [8], "moves": ["e1 X"], "source": "solver", "more": 0, "value": None}
+    near_win = State.from_string("XXXX." + "." * 31)  # X on e1 is the one five
     services = Services(FAST)
-    found = analysis.hint(near_win, services.solve, 0.3)
-    assert found.source == "solver" and found.winner == "order" and 8 in found.actions
+    assert analysis.hint(near_win, services.solve, 0.3) == analysis.Hint("order", [8], "solver", 0)
 
 
 # -- against a friend ------------------------------------------------------------------------
@@ -547,10 +554,19 @@ def test_rematch_swaps_the_sides_and_moves_the_tokens(client: TestClient) -> Non
     assert receive(order, "joined")["seat"] == "chaos"
 
 
-def test_a_random_side_is_one_of_the_two(client: TestClient) -> None:
-    ws = connect(client)
-    ws.send_json({"type": "play_friend", "side": "random"})
-    assert receive(ws, "joined")["seat"] in ("order", "chaos")
+def test_a_random_side_is_drawn_from_the_two(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    draws: list[int] = []
+
+    def draw(n: int) -> int:
+        draws.append(n)
+        return len(draws) - 1  # 0, then 1
+
+    monkeypatch.setattr(sessions.secrets, "randbelow", draw)
+    for seat in ("order", "chaos"):
+        ws = connect(client)
+        ws.send_json({"type": "play_friend", "side": "random"})
+        assert receive(ws, "joined")["seat"] == seat
+    assert draws == [2, 2]
 
 
 # -- the store -------------------------------------------------------------------------------
@@ -631,7 +647,9 @@ def test_watch_plays_pauses_and_steps(client: TestClient) -> None:
     view = receive(ws, "state", "watch")
     while view["winner"] is None:
         view = receive(ws, "state", "watch")
-    assert view["winner"] in ("order", "chaos") and not view["running"]
+    # the server seeds its players (seed 0)
+    assert [m["move"] for m in view["moves"]] == HEURISTIC_VS_RANDOM_GAME
+    assert (view["winner"], view["line"], view["running"]) == ("order", "b2–f6", False)
     ws.send_json({"type": "watch", "order": "random", "chaos": "random", "delay_ms": 2000})
     receive(ws, "state", "watch")
     ws.send_json({"type": "pause"})
@@ -680,16 +698,16 @@ def test_study_opens_files_by_name_only_inside_the_folder(client: TestClient, tm
     games = receive(ws, "games")
     assert games["file"] == "match.jsonl" and len(games["games"]) == 2
     first = games["games"][0]
-    assert first["order"] == "heuristic" and len(first["moves"]) == first["length"]
-    assert len(first["positions"]) == first["length"] + 1  # board facts per position, from the server
-    if first["winner"] == "order":
-        assert len(first["positions"][-1]["winning_line"]) >= 5
+    # heuristic (seed 0) against random (seed 0): the game the watch test sees, nine moves
+    # to Order's diagonal b2-f6
+    assert (first["order"], first["winner"], first["length"]) == ("heuristic", "order", 9)
+    assert len(first["positions"]) == 10  # board facts per position, from the server
+    assert first["moves"] == HEURISTIC_VS_RANDOM_GAME
+    assert first["positions"][-1]["winning_line"] == [7, 14, 21, 28, 35]
     ws.send_json({"type": "analyse", "game": 0})
     analysed = receive(ws, "analysis")
-    n = first["length"]
-    assert len(analysed["verdicts"]) == n + 1 and len(analysed["marks"]) == n and len(analysed["values"]) == n + 1
-    assert analysed["verdicts"][-1] == first["winner"]
-    assert analysed["values"][-1] == (1.0 if first["winner"] == "order" else -1.0)
+    assert len(analysed["verdicts"]) == 10 and len(analysed["marks"]) == 9 and len(analysed["values"]) == 10
+    assert analysed["verdicts"][-1] == "order" and analysed["values"][-1] == 1.0
 
 
 def test_study_upload_names_are_made_safe_and_no_server_path_is_shown(client: TestClient, tmp_path: Path) -> None:

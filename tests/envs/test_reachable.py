@@ -3,6 +3,8 @@ board with fives that no single last move made, in one line saying why."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -61,7 +63,10 @@ def test_random_dense_boards_agree_with_taking_back_one_stone(seed: int, density
         assert unreachable_reason(x, o) is None
         assert parse_board(board) == State(x, o)
     else:
-        assert unreachable_reason(x, o) is not None
+        reason = unreachable_reason(x, o) or ""
+        found = re.fullmatch(r"its (\d+) fives share no cell, so no single last move made them; "
+                             r"a game ends at its first five", reason)
+        assert found and int(found.group(1)) >= 2, reason  # one five always has a last move
         with pytest.raises(BoardStringError, match="no game reaches the board"):
             parse_board(board)
 
@@ -98,8 +103,9 @@ def test_boards_a_game_ends_on_are_accepted() -> None:
 
 def test_broken_bitboards_are_refused() -> None:
     assert unreachable_reason(1, 1) == "a cell holds both X and O"
-    assert "outside" in unreachable_reason(1 << 36, 0)
-    assert unreachable_reason(FULL, 0) is not None
+    assert unreachable_reason(1 << 36, 0) == "a stone lies outside the 36 cells"
+    assert unreachable_reason(FULL, 0) == (  # every one of the 32 windows is a five of X
+        "its 32 fives share no cell, so no single last move made them; a game ends at its first five")
 
 
 def _bits(board: str) -> tuple[int, int]:

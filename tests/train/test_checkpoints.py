@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -25,7 +26,7 @@ from orderchaos.cli.main import main
 from orderchaos.train.config import load_config
 from orderchaos.train.factory import make_trainer
 
-from helpers import REPO, SMOKE, train_smoke
+from helpers import REPO, SMOKE, run_weights, train_smoke
 
 
 def run_cli(*argv: str) -> int:
@@ -74,11 +75,17 @@ def test_init_from_starts_both_networks_from_a_policy_and_refuses_a_mismatch(tmp
 
 def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    first = train_smoke(run_dir)  # two iterations
+    straight = make_trainer(load_config(SMOKE, ["eval.enabled=false", "run.iterations=2"]), run_dir)
+    straight.fit()  # two iterations
+    first = run_weights(run_dir)
     config = load_config(SMOKE, ["eval.enabled=false", "run.iterations=3"])
     trainer = make_trainer(config, run_dir, resume=True)
     assert trainer.iteration == 2 and trainer.games_played == 2 * config.selfplay.games
-    assert len(trainer.replay["order"]) > 0
+    for role in ("order", "chaos"):  # the replay buffers come back as they were
+        assert len(trainer.replay[role]) == len(straight.replay[role]) > 0
+        n = len(straight.replay[role])
+        for field in ("planes", "masks", "policies", "values"):
+            assert np.array_equal(getattr(trainer.replay[role], field)[:n], getattr(straight.replay[role], field)[:n])
     for role in first:
         for key, value in trainer.nets[role].state_dict().items():
             assert torch.equal(value.cpu(), first[role][key])

@@ -62,7 +62,9 @@ def test_resume_skips_a_checkpoint_with_any_damaged_file(
     loaded = load_latest_good_checkpoint(run_dir)
     assert loaded is not None and loaded.path == older
     assert [p for p, _ in loaded.skipped] == [newest]
-    assert name in loaded.skipped[0][1] or "meta.json" in loaded.skipped[0][1]
+    reason = loaded.skipped[0][1]
+    why = "not valid JSON (" if name == META_FILE else "its SHA-256 does not match meta.json"
+    assert reason.startswith(f"{newest / name} is damaged: {why}"), reason
 
     config = load_config(SMOKE, ["run.iterations=3", "eval.enabled=false"])
     with warnings.catch_warnings(record=True) as caught:
