@@ -176,13 +176,26 @@ def test_the_replay_on_a_toy_board_counts_each_kind_of_end(monkeypatch: pytest.M
     # Row 3 and c4: Order completes fives, Chaos completes fives that Order's X made
     # possible, and lines of play end with only border cells (off the toy centre) left.
     board, cert = toy_game("a3 b3 c3 d3 e3 f3 c4", [], "b3 d3 e3 c4")
-    monkeypatch.setattr(cc, "PROGRESS_EVERY", 50)
     seen: list[int] = []
+    cc.check_replay(board, cert, C3_X, 0, seen.append)
+    assert seen == []  # fewer positions than PROGRESS_EVERY
+    monkeypatch.setattr(cc, "PROGRESS_EVERY", 50)
     assert cc.check_replay(board, cert, C3_X, 0, seen.append) == {
         "order_to_move_positions": 138, "order_completes_a_five": 17, "chaos_completed_a_five": 6,
         "left_to_the_lemma": 54, "border_moves_allowed": 0}
     assert seen == [50, 100]
     assert cc.check_replay(board, cert, C3_X, 0)["order_to_move_positions"] == 138
+
+
+def test_the_replay_allows_chaos_moves_off_the_centre_up_to_the_allowance() -> None:
+    # Chaos's border moves are answered on their partners and leave the toy centre as it
+    # was; the first move off both that the search takes, e5 O, is answered on the toy,
+    # which then fills with Order to move and no centre move left.
+    board, cert = toy_game("a3 b3 c3 d3 e3 f3 c4", [], "b3 d3 e3 c4")
+    with pytest.raises(cc.CheckFailed) as failed:
+        cc.check_replay(board, cert, C3_X, 1)
+    s = place("c3 X", "e5 O", "b3 X", "c4 O", "d3 X", "e3 O")
+    assert str(failed.value) == f"no centre move for centre board .XXXO.O (position {s.to_string()})"
 
 
 def test_check_runs_the_parts_in_order_and_reports_replay_progress(monkeypatch: pytest.MonkeyPatch) -> None:
