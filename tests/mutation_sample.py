@@ -22,6 +22,7 @@ Not a test module: pytest collects only ``test_*.py`` files.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import random
 import signal
@@ -57,6 +58,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--sample", type=int, default=0, metavar="N",
                         help="how many mutants to run (default: all of them)")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="the seed of the draw (default 0)")
+    parser.add_argument("--ids", default="", metavar="ID,ID",
+                        help="run these mutant ids (comma-separated) instead of a sample")
     parser.add_argument("--list", action="store_true", help="print the module's mutant ids and stop")
     args = parser.parse_intermixed_args(argv)
     if not Path("pyproject.toml").is_file() or not Path("tests").is_dir():
@@ -72,8 +75,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     missing = [t for t in args.tests if not Path(t).exists()]
     if missing:
         bad_input(f"no such test path: {missing[0]}")
+    try:
+        args.ids = [int(i) for i in args.ids.split(",")] if args.ids else []
+    except ValueError:
+        bad_input(f"--ids takes mutant ids separated by commas, not {args.ids!r}")
+    if args.ids and args.sample:
+        bad_input("give --ids or --sample, not both")
     if args.sample < 0:
-        bad_input(f"--sample must be positive, not {args.sample}")
+        bad_input(f"--sample must be a number of mutants (0: all), not {args.sample}")
     return args
 
 
@@ -150,7 +159,6 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         bad_input("mutmut is not installed: pip install -e '.[mutation]'")
     from mutmut import BAD_SURVIVED, BAD_TIMEOUT, OK_KILLED
-    from mutmut.cache import get_unified_diff
 
     module = args.module
     ids = register_mutants(module)
@@ -159,10 +167,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.sample > len(ids):
         bad_input(f"--sample {args.sample}: {module} has {len(ids)} mutants")
-    chosen = sorted(random.Random(args.seed).sample(sorted(ids), args.sample)) if args.sample else list(ids)
+    unknown = [i for i in args.ids if i not in ids]
+    if unknown:
+        bad_input(f"--ids: {unknown[0]} is not a mutant of {module} (--list shows them)")
+    if args.ids:
+        chosen = args.ids
+    else:
+        chosen = sorted(random.Random(args.seed).sample(sorted(ids), args.sample)) if args.sample else list(ids)
     path = Path(module)
     original = path.read_bytes()
     what = f"{len(chosen)} of {len(ids)} mutants" + (f" (seed {args.seed})" if args.sample else "")
+    what += " given by id" if args.ids else ""
     print(f"{module}: {what}; tests: {' '.join(args.tests)}", flush=True)
     outcome, baseline = run_tests(args.tests, None)
     if outcome != "passed":
@@ -192,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{module}: {what}: {killed} killed, {len(survivors)} survived"
           + (f": {' '.join(map(str, survivors))}" if survivors else ""))
     for pk in survivors:
-        print(f"\nmutant {pk}:\n{get_unified_diff(pk, [''])}", end="")
+        mutated = mutant_source(module, ids[pk], original.decode())
+        diff = difflib.unified_diff(original.decode().splitlines(), mutated.splitlines(), module, module, lineterm="")
+        print(f"\nmutant {pk}:", *diff, sep="\n")
     return 1 if survivors else 0
 
 
