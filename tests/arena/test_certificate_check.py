@@ -93,10 +93,11 @@ def test_partners_that_are_not_the_ends_of_a_line_fail() -> None:
 
 
 def test_a_first_move_off_the_centre_fails_before_any_part_holds() -> None:
-    for move in ("a1 X", "f6 O", "b1 X"):
+    for move in ("a1 X", "f6 O", "b1 X", "f5 X"):
         report = cc.check(certificate(first_move=move))
         assert report.failure == f"first move {move} is not on a central cell" and report.parts == []
-    assert cc.check(certificate(first_move="e5 O")).failure.startswith("no centre move")
+    for move in ("e5 O", "b2 X"):
+        assert cc.check(certificate(first_move=move)).failure.startswith("no centre move")
 
 
 def test_a_missing_centre_move_fails_after_the_pairs_hold() -> None:
@@ -164,6 +165,15 @@ def test_the_centre_game_on_a_toy_board() -> None:
         "order_to_move_centre_boards": 3, "entries_in_file": 3, "chaos_moves_making_a_line": 3}
 
 
+def test_the_centre_game_goes_on_after_a_move_that_makes_no_line() -> None:
+    # Lines: c3 with each other cell, and d3 c4 d4. Chaos's X makes one with c3 X; Order
+    # answers an O with an O that makes none, after which each Chaos move makes one.
+    board, _ = toy_game("c3 d3 c4 d4", ["c3 d3", "c3 c4", "c3 d4", "d3 c4 d4"], "d3")
+    cert = certificate({"XO..": "c4 O", "X.O.": "d3 O", "X..O": "d3 O"})
+    assert cc.check_centre(board, cert, C3_X) == {
+        "order_to_move_centre_boards": 3, "entries_in_file": 3, "chaos_moves_making_a_line": 9}
+
+
 def test_the_centre_filling_without_a_line_fails() -> None:
     board, cert = toy_game("c3 d3 c4", [], "d3 c4")
     with pytest.raises(cc.CheckFailed) as failed:
@@ -208,7 +218,7 @@ def test_check_runs_the_parts_in_order_and_reports_replay_progress(monkeypatch: 
         return {"order_to_move_positions": 2_000_000}
 
     ticks = itertools.count()
-    monkeypatch.setattr(cc, "time", SimpleNamespace(perf_counter=lambda: 0.5 * next(ticks)))
+    monkeypatch.setattr(cc, "time", SimpleNamespace(perf_counter=lambda: 100 + 0.5 * next(ticks)))
     monkeypatch.setattr(cc, "check_centre", lambda board, cert, first: {"boards": first})
     monkeypatch.setattr(cc, "check_replay", replay)
     messages: list[str] = []
@@ -218,7 +228,12 @@ def test_check_runs_the_parts_in_order_and_reports_replay_progress(monkeypatch: 
         ("pairs", {"pairs": 10}, 0.5), ("centre game", {"boards": C3_X}, 0.5),
         ("lemma", {"lines": 10, "cases": 140}, 0.5), ("replay", {"order_to_move_positions": 2_000_000}, 0.5)]
     assert calls == [(C3_X, 3, False)] and messages == ["replay: 1,234,567 positions"]
-    assert cc.describe(report)[-1] == "  (c) replay: holds; order to move positions 2,000,000 (0.5 s)"
+    assert cc.describe(report) == [
+        "  pairs: holds; pairs 10 (0.5 s)",
+        f"  (a) centre game: holds; boards {C3_X} (0.5 s)",
+        "  (b) lemma: holds; lines 10, cases 140 (0.5 s)",
+        "  (c) replay: holds; order to move positions 2,000,000 (0.5 s)",
+    ]
     assert cc.check(certificate()).ok and calls[-1] == (C3_X, 0, True)
 
 
