@@ -12,8 +12,10 @@ draws the sample, runs the tests once unmutated, then for each sampled mutant wr
 the module, runs the tests and writes the module back. Any failing status of the tests kills
 the mutant (a collection error included); a run past ten times the unmutated run's time, or
 30 s more than it, is killed too (a mutant that loops). The module is written back whatever
-happens, Ctrl-C included. Run no other mutmut command meanwhile: ``mutmut show`` reads the
-module as it is on disk and would register the planted change in the cache. Exit status: 0 when every sampled mutant was killed, 1 when some
+happens, Ctrl-C included. ``--ids`` runs given mutants again (after a test is added), and
+``--list`` prints every id. Meanwhile run no other mutmut command (``mutmut show`` reads the
+module as it is on disk and would register the planted change in the cache), and leave the
+tests it runs unchanged. Exit status: 0 when every mutant run was killed, 1 when some
 survived or the tests fail unmutated, 2 for bad arguments.
 
 Not a test module: pytest collects only ``test_*.py`` files.
