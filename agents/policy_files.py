@@ -45,7 +45,6 @@ from orderchaos.files import atomic_write_bytes, fsync_directory, git_commit, sh
 POLICY_FORMAT = "orderchaos-policy"
 META_FILE = "meta.json"
 WEIGHT_FILES = tuple(f"{role}.safetensors" for role in AGENTS)
-POLICY_FILES = WEIGHT_FILES + (META_FILE,)
 TRAINER_STATE = "trainer_state.pt"
 CHECKPOINTS_DIR = "checkpoints"
 LATEST = "latest"
@@ -304,8 +303,13 @@ def _prune(root: Path, keep: int) -> None:
     for old in steps[:-keep]:
         if old.resolve() != current:
             shutil.rmtree(old, ignore_errors=True)
-    for leftover in root.glob(".*.tmp*"):  # temp dirs of a crashed save
-        if leftover.is_dir():
+    # What a save killed midway leaves: the hidden directory it assembled the checkpoint in,
+    # the old copy of a step it was saving again, or its temporary ``latest`` link.
+    for leftover in [*root.glob(f".{STEP_PREFIX}*"), *root.glob(f".stale.{STEP_PREFIX}*"),
+                     *root.glob(f".{LATEST}.*.tmp")]:
+        if leftover.is_symlink():
+            leftover.unlink()
+        elif leftover.is_dir():
             shutil.rmtree(leftover, ignore_errors=True)
 
 

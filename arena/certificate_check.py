@@ -42,6 +42,10 @@ from orderchaos.arena.certificate import Certificate, parse_move
 from orderchaos.envs.rules import CELLS, SIZE, State, action_name, cell_name, parse_cell
 
 
+PROGRESS_EVERY = 1_000_000
+"""The replay reports its count to ``progress`` each time this many positions are checked."""
+
+
 class CheckFailed(Exception):
     """A part of the certificate does not hold; the message names the first failing position."""
 
@@ -223,7 +227,7 @@ def check_replay(board: _Board, cert: Certificate, first: int, border_moves: int
             if s.is_full:
                 raise CheckFailed(f"the board is full without a five at {s.to_string()}")
             order_moves += 1
-            if progress is not None and order_moves % 1_000_000 == 0:
+            if progress is not None and order_moves % PROGRESS_EVERY == 0:
                 progress(order_moves)
             after = s.apply(_order_move(board, cert, s))
             if after.has_five:

@@ -109,8 +109,7 @@ class OrderChaosVectorEnv(VectorEnv):
         self.game.reset(boards=self._start_boards)
         # A new array: the previous one was handed out as ``terminated`` by the last step.
         self._needs_reset = self.game.xp.zeros((self.num_envs,), self.game.xp.bool_)
-        zeros = self.game.xp.zeros((self.num_envs,), self.game.xp.float32)
-        return self._observations(), self._info(zeros, self.game.terminated, None)
+        return self._observations(), self._info(self.game.terminated, None)
 
     def _boards_from(self, options: dict[str, Any] | None) -> list[State] | None:
         """Validated start positions, one per game, or None for empty boards."""
@@ -143,13 +142,13 @@ class OrderChaosVectorEnv(VectorEnv):
             game.reset(idx=restarting, boards=[self._start_boards[int(i)] for i in rows])
         self._needs_reset = result.terminated
         truncated = xp.zeros((self.num_envs,), xp.bool_)
-        info = self._info(result.reward, result.terminated, result.illegal)
+        info = self._info(result.terminated, result.illegal)
         return self._observations(), result.reward, result.terminated, truncated, info
 
     def _observations(self) -> dict[str, Any]:
         return {"observation": self.game.observations(), "action_mask": self.game.action_masks()}
 
-    def _info(self, reward: Any, ended: Any, illegal: Any) -> dict[str, Any]:
+    def _info(self, ended: Any, illegal: Any) -> dict[str, Any]:
         """Info arrays (see the class docstring) after a step with these results."""
         game, xp = self.game, self.game.xp
         winner = xp.copy(game.winner)

@@ -176,15 +176,20 @@ def test_window_tables() -> None:
 
 @pytest.mark.parametrize("length", [0, 35, 37])
 def test_board_of_wrong_length_names_the_length(length: int) -> None:
-    with pytest.raises(BoardStringError, match=f"found {length}"):
+    with pytest.raises(BoardStringError) as raised:
         parse_board("." * length)
+    assert str(raised.value) == (f"a board string needs 36 cells of 'X', 'O' or '.', found {length} "
+                                 "(whitespace and '/' are ignored)")
 
 
 def test_board_bad_character_names_character_and_position() -> None:
-    with pytest.raises(BoardStringError, match=r"bad character 'x' at position 3"):
-        parse_board("...x" + "." * 32)
-    with pytest.raises(BoardStringError, match="must be a str"):
+    with pytest.raises(BoardStringError) as raised:
+        parse_board("X / .x" + "." * 32)
+    assert str(raised.value) == ("bad character 'x' at position 5 of the board string (board cell 2); "
+                                 "accepted: 'X', 'O', '.', whitespace and '/'")
+    with pytest.raises(BoardStringError) as raised:
         parse_board(None)  # type: ignore[arg-type]
+    assert str(raised.value) == "a board string must be a str, got NoneType"
 
 
 def test_board_ignores_whitespace_and_slashes() -> None:
@@ -195,41 +200,59 @@ def test_board_ignores_whitespace_and_slashes() -> None:
 @pytest.mark.parametrize(
     "action, message",
     [
-        (-1, "outside 0..71"),
-        (72, "outside 0..71"),
-        (2.0, "must be an integer"),
-        ("4", "must be an integer"),
-        (None, "must be an integer"),
-        (True, "must be an integer"),
-        (0, "already holds X"),
-        (1, "already holds X"),
+        (-1, "action -1 is outside 0..71 (action = 2*cell + symbol, cell 0..35, symbol 0=X 1=O)"),
+        (72, "action 72 is outside 0..71 (action = 2*cell + symbol, cell 0..35, symbol 0=X 1=O)"),
+        (2.0, "action must be an integer in 0..71 (2*cell + symbol), got float 2.0"),
+        ("4", "action must be an integer in 0..71 (2*cell + symbol), got str '4'"),
+        (None, "action must be an integer in 0..71 (2*cell + symbol), got NoneType None"),
+        (True, "action must be an integer in 0..71 (2*cell + symbol), got bool True"),
+        (0, "action 0 places X on a1 (cell 0), which already holds X; choose an empty cell"),
+        (1, "action 1 places O on a1 (cell 0), which already holds X; choose an empty cell"),
     ],
 )
 def test_illegal_actions_raise_clear_errors(action: object, message: str) -> None:
     state = State().apply(0)  # X on a1
-    with pytest.raises(IllegalActionError, match=message):
+    with pytest.raises(IllegalActionError) as raised:
         state.apply(action)  # type: ignore[arg-type]
+    assert str(raised.value) == message
     assert issubclass(IllegalActionError, ValueError)
 
 
 def test_no_action_after_the_end() -> None:
     state = parse_board(FULL_BOARD_NO_FIVE)
-    with pytest.raises(IllegalActionError, match="game is over"):
+    with pytest.raises(IllegalActionError) as raised:
         state.apply(0)
+    assert str(raised.value) == "the game is over (chaos won); no action is legal, call reset()"
     five = parse_board("XXXXX." + "." * 30)
-    with pytest.raises(IllegalActionError, match="game is over"):
+    with pytest.raises(IllegalActionError) as raised:
         five.apply(10)
+    assert str(raised.value) == "the game is over (order won); no action is legal, call reset()"
+
+
+def test_occupied_cells_and_the_rewards_of_a_game_not_over() -> None:
+    state = State().apply(0).apply(15)  # X on a1, O on b2 (cell 7)
+    assert state.occupied == 1 | 1 << 7
+    assert state.rewards() == {"order": 0, "chaos": 0}
 
 
 def test_names_and_rendering() -> None:
     assert cell_name(0) == "a1" and cell_name(35) == "f6" and parse_cell("C3") == 14
     assert action_name(29) == "c3 O"
-    with pytest.raises(ValueError, match="column a-f and a row 1-6"):
+    with pytest.raises(ValueError) as raised:
         parse_cell("z9")
-    text = render_ascii(parse_board("XXXXX." + "." * 30), last_action=8)
-    assert "[X]" in text and "game over: order wins" in text and "last move e1 X" in text
-    text = render_ascii(State().apply(15), last_action=15)
-    assert "(O)" in text and "chaos to move" in text
+    assert str(raised.value) == "bad cell 'z9': expected a column a-f and a row 1-6, like 'c3'"
+    text = render_ascii(parse_board("XXXXX." + "." * 30), last_action=8).splitlines()
+    assert text[1] == " 1 [X][X][X][X][X] ." and text[-1] == "game over: order wins (last move e1 X)"
+    assert render_ascii(State().apply(15), last_action=15) == "\n".join([
+        "    a  b  c  d  e  f",
+        " 1  .  .  .  .  .  .",
+        " 2  . (O) .  .  .  .",
+        " 3  .  .  .  .  .  .",
+        " 4  .  .  .  .  .  .",
+        " 5  .  .  .  .  .  .",
+        " 6  .  .  .  .  .  .",
+        "chaos to move (last move b2 O)",
+    ])
 
 
 @settings(max_examples=600, deadline=None)

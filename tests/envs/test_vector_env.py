@@ -15,6 +15,7 @@ from orderchaos.envs import (
 )
 from orderchaos.envs.render import render_rgb
 from orderchaos.envs.rules import State, parse_board, render_ascii
+from helpers import FULL_BOARD_NO_FIVE
 
 
 def test_make_vec_gives_the_native_vector_env() -> None:
@@ -117,8 +118,10 @@ def test_vector_board_option_and_restart_position() -> None:
     vec.step(np.array([8, 2]))  # game 0: X on e1 makes five
     _, reward, terminated, _, _ = vec.step(np.array([10, 4]))
     assert vec.game.states()[0] == parse_board("XXXX" + "." * 32)  # restarted from its board
-    with pytest.raises(ValueError, match="one per game"):
+    with pytest.raises(ValueError) as wrong_count:
         vec.reset(options={"board": ["." * 36]})
+    assert str(wrong_count.value) == ("options['board'] holds 1 boards for 2 games; "
+                                      "give one board (string or State) for all, or one per game")
     with pytest.raises(BoardStringError, match="already over"):
         vec.reset(options={"board": "XXXXX" + "." * 31})
 
@@ -167,7 +170,8 @@ def test_reset_after_a_finished_game_plays_the_next_action(backend: str, board: 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 def test_step_before_reset_raises(backend: str) -> None:
     env = OrderChaosVectorEnv(3, backend=backend)
-    with pytest.raises(gymnasium.error.ResetNeeded, match="call reset"):
+    with pytest.raises(gymnasium.error.ResetNeeded,
+                       match=r"^call reset\(\) before step\(\): no games have been started$"):
         env.step(np.zeros(3, dtype=np.int64))
     env.reset()
     env.step(np.zeros(3, dtype=np.int64))
@@ -179,3 +183,15 @@ def test_reset_does_not_change_the_terminated_array_a_step_returned() -> None:
     _, _, terminated, _, _ = env.step(np.array([8]))
     env.reset()
     assert terminated.tolist() == [True]
+
+
+def test_the_defaults_are_one_game_that_goes_on_when_decided() -> None:
+    env = OrderChaosVectorEnv()
+    assert env.num_envs == 1
+    assert env.single_action_space == gymnasium.spaces.Discrete(72)
+    assert env.action_space == gymnasium.spaces.MultiDiscrete([72])
+    decided = FULL_BOARD_NO_FIVE[:-2] + ".."  # no five is possible any more
+    assert parse_board(decided).decided
+    env.reset(options={"board": decided})
+    with pytest.raises(BoardStringError, match="end_when_decided"):
+        OrderChaosVectorEnv(end_when_decided=True).reset(options={"board": decided})
