@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from orderchaos.agents.solver import SolveResult, Solver
     from orderchaos.agents.solver_pool import SolverPool
     from orderchaos.arena.game_files import GameRecord
+    from orderchaos.arena.positions import LabelledPosition
 
 Preferences = Callable[[State], Sequence[int]]
 """The moves a player likes best in a position, most favoured first."""
@@ -315,9 +316,29 @@ def mistake_rows(mistakes: Sequence[Mistake]) -> tuple[np.ndarray, np.ndarray, n
     """Training rows ``(planes, masks, policies, values)`` for mistakes: each position with
     a uniform policy over its winning moves and value +1 (the mover wins, in theory or, for
     a practical mistake, against that opponent)."""
-    states = [m.state for m in mistakes]
-    policies = np.zeros((len(mistakes), ACTIONS), np.float32)
-    for row, mistake in enumerate(mistakes):
-        policies[row, list(mistake.winning)] = 1.0 / len(mistake.winning)
-    return encode_states(states), action_masks(states), policies, np.ones(len(mistakes), np.float32)
+    return winning_rows([m.state for m in mistakes], [list(m.winning) for m in mistakes])
+
+
+def winning_rows(
+    states: Sequence[State], winning: Sequence[Sequence[int]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Training rows ``(planes, masks, policies, values)`` for positions the mover wins:
+    a uniform policy over ``winning[i]``, the moves that keep the win, and value +1."""
+    policies = np.zeros((len(states), ACTIONS), np.float32)
+    for row, moves in enumerate(winning):
+        policies[row, list(moves)] = 1.0 / len(moves)
+    return encode_states(list(states)), action_masks(list(states)), policies, np.ones(len(states), np.float32)
+
+
+def labelled_rows(
+    positions: Sequence["LabelledPosition"], roles: Sequence[str]
+) -> dict[str, tuple[np.ndarray, ...]]:
+    """:func:`winning_rows` for solver-labelled positions (``orderchaos.arena.positions``),
+    split by the side to move; only ``roles`` are kept, and a role with no position is left out."""
+    out: dict[str, tuple[np.ndarray, ...]] = {}
+    for role in roles:
+        mine = [p for p in positions if p.state.to_play == role]
+        if mine:
+            out[role] = winning_rows([p.state for p in mine], [p.good_actions for p in mine])
+    return out
 

@@ -278,6 +278,7 @@ class MakeStats:
     mover_lost: int = 0
     all_moves_win: int = 0
     duplicates: int = 0
+    excluded: int = 0
     solver_seconds: float = 0.0
     seconds: float = 0.0
     empties: dict[int, int] = field(default_factory=dict)
@@ -297,6 +298,8 @@ def make_positions(
     progress: bool = False,
     epsilon: float = 0.3,
     stats: MakeStats | None = None,
+    side: str | None = None,
+    exclude: Sequence[LabelledPosition] = (),
 ) -> list[LabelledPosition]:
     """Make ``n`` solver-labelled positions with ``empties[0]..empties[1]`` empty cells.
 
@@ -307,12 +310,18 @@ def make_positions(
     (seconds per position) is an extra cap that makes the set depend on the machine's
     speed. Gives up after ``200 * n`` attempts and returns what it has. Pass a MakeStats as
     ``stats`` to learn what was dropped and how long the solver took.
+
+    ``side`` (``"order"`` or ``"chaos"``) draws only empty counts where that side moves
+    (Order: even, Chaos: odd), so every position has it to move. ``exclude`` holds positions
+    that are never chosen, up to symmetry (a training set kept apart from the evaluation
+    sets); such candidates count as ``excluded``.
     """
     from tqdm import tqdm
 
     from orderchaos.agents.solver import Solver
 
     lo, hi = _check_empties(empties)
+    counts = _side_empties(lo, hi, side)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"the number of positions must be a positive integer, got {n!r}")
     if time_limit is not None and not time_limit > 0:
@@ -325,17 +334,22 @@ def make_positions(
     start = time.perf_counter()
     solver = Solver()
     seen: set[int] = set()
+    excluded = {canonical_key(p.state.x, p.state.o) for p in exclude}
     found: list[LabelledPosition] = []
     bar = tqdm(total=n, disable=not progress, unit="pos", leave=False)
     try:
         while len(found) < n and stats.attempts < 200 * n:
             rng = np.random.default_rng([seed, stats.attempts])
             stats.attempts += 1
-            state = epsilon_heuristic_position(int(rng.integers(lo, hi + 1)), rng, epsilon)
+            target = int(rng.integers(lo, hi + 1)) if counts is None else int(rng.choice(counts))
+            state = epsilon_heuristic_position(target, rng, epsilon)
             if state is None:
                 stats.ended_early += 1
                 continue
             key = canonical_key(state.x, state.o)
+            if key in excluded:
+                stats.excluded += 1
+                continue
             if key in seen:
                 stats.duplicates += 1
                 continue
@@ -360,6 +374,20 @@ def make_positions(
         bar.close()
     stats.seconds = time.perf_counter() - start
     return found
+
+
+def _side_empties(lo: int, hi: int, side: str | None) -> list[int] | None:
+    """The empty counts in lo..hi where ``side`` moves (None: no restriction)."""
+    if side is None:
+        return None
+    if side not in AGENTS:
+        raise ValueError(f"side must be one of {', '.join(AGENTS)}, got {side!r}")
+    # Order moves on an even stone count, so on an even number of empty cells (36 is even)
+    parity = 0 if side == AGENTS[0] else 1
+    counts = [e for e in range(lo, hi + 1) if e % 2 == parity]
+    if not counts:
+        raise ValueError(f"{side} never moves with {lo}-{hi} empty cells; widen the range")
+    return counts
 
 
 def _check_empties(empties: tuple[int, int]) -> tuple[int, int]:

@@ -33,7 +33,7 @@ from orderchaos.agents.solver_pool import SolverPool
 from orderchaos.envs.batch import BatchGame
 from orderchaos.envs.rules import ACTIONS, AGENTS, CHAOS, State
 from orderchaos.arena.matches import random_quiet_action
-from orderchaos.arena.mistakes import collect_mistakes, mistake_rows, ranked_moves
+from orderchaos.arena.mistakes import collect_mistakes, labelled_rows, mistake_rows, ranked_moves
 from orderchaos.train.replay_buffer import ReplayBuffer
 from orderchaos.train.solver_targets import PendingTargets, SolverTargets, SolverWorker, solver_targets
 from orderchaos.train.trainer import Trainer
@@ -488,6 +488,7 @@ class AlphaZeroTrainer(Trainer):
         super().__init__(config, run_dir)
         self.replay = {role: ReplayBuffer(config.replay.capacity) for role in AGENTS}
         self.mistakes = {role: ReplayBuffer(config.mistakes.capacity) for role in AGENTS}
+        self.load_labelled_positions(config.mistakes.positions)
         self.evaluator = NetworkEvaluator(
             self.nets,
             device=self.device,
@@ -498,6 +499,21 @@ class AlphaZeroTrainer(Trainer):
         # bf16 autocast of the learner's forward pass: CUDA only (the CPU path stays float32)
         self.bf16 = config.optim.bf16 and self.device.type == "cuda"
         self._pending: list[tuple[TrainingRows, list[int], PendingTargets]] = []
+
+    def load_labelled_positions(self, paths: list[str]) -> None:
+        """Add the positions of ``mistakes.positions`` files to the mistake positions of the
+        side to move (for the sides in ``mistakes.roles``). A resumed run's checkpoint then
+        replaces the buffers with what they held when it was saved."""
+        from orderchaos.arena.positions import PositionsFileError, load_positions
+
+        for path in paths:
+            try:
+                positions = load_positions(path)
+            except PositionsFileError as exc:
+                raise ValueError(f"mistakes.positions: {exc}") from None
+            rows = labelled_rows(positions, self.config.mistakes.roles)
+            for role, role_rows in rows.items():
+                self.mistakes[role].add(*role_rows)
 
     def close(self) -> None:
         """Stop the solver worker."""

@@ -435,6 +435,12 @@ class MistakesConfig:
     min_rows: int = _field(
         32, "mistake positions a role needs before they join its batches", min=1
     )
+    positions: list[str] = _field(
+        [],
+        "solver-labelled positions files (`orderchaos positions --make`) whose positions, for "
+        "the sides to move in `roles`, join the mistake positions when the run starts (uniform "
+        "policy over the winning moves, value +1); they need no hunt (`games` may be 0)",
+    )
 
 
 @dataclass

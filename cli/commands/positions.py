@@ -6,9 +6,12 @@
       stage of the game (12-18, 19-22, 23-26 and 27-30 empty cells); --file (repeatable)
       scores only the given files, --limit only the first N positions of each;
   orderchaos positions --make N --empties 12-18 --out F.jsonl [--seed S] [--node-limit N]
+                      [--side order|chaos] [--exclude F.jsonl ...]
       label N positions from sensible (epsilon-heuristic) play with the exact solver; the
       same arguments give the same file, and a smaller N a prefix of it. It prints how many
-      candidates were dropped and why (unproven: the solver hit the node limit).
+      candidates were dropped and why (unproven: the solver hit the node limit). --side keeps
+      only positions with that side to move; --exclude (repeatable) never picks a position of
+      the given files, up to symmetry (a training set apart from the evaluation sets).
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="F.jsonl", help="with --make: where to write the set")
     parser.add_argument("--node-limit", type=options.NODES, default=1_000_000, metavar="N",
                         help="with --make: solver nodes per position, else skip it (default 1000000)")
+    parser.add_argument("--side", choices=("order", "chaos"), default=None,
+                        help="with --make: only positions with this side to move (default: both)")
+    parser.add_argument("--exclude", metavar="F.jsonl", action="append", default=[],
+                        help="with --make: never pick a position of this file, up to symmetry; "
+                             "repeat for several files")
     parser.add_argument("--time-limit", type=options.SECONDS, default=None, metavar="S",
                         help="with --make: also a cap in solver seconds per position (default none; "
                              "a time cap makes the set depend on the machine)")
@@ -104,13 +112,20 @@ def _cell(tally: dict) -> str:
 
 
 def _make(args: argparse.Namespace) -> int:
-    from orderchaos.arena.positions import MakeStats, make_positions, parse_empties, save_positions
+    from orderchaos.arena.positions import (
+        MakeStats,
+        load_positions,
+        make_positions,
+        parse_empties,
+        save_positions,
+    )
 
     from orderchaos.files import check_output_file, write_with_fallback
 
     if not args.out:
         raise ValueError("--make needs --out F.jsonl (where to write the positions)")
     check_output_file(args.out, "positions file")
+    exclude = [p for path in args.exclude for p in load_positions(path)]
     stats = MakeStats()
     positions = make_positions(
         args.make,
@@ -120,6 +135,8 @@ def _make(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         progress=sys.stderr.isatty(),
         stats=stats,
+        side=args.side,
+        exclude=exclude,
     )
     saved, error = write_with_fallback(args.out, lambda p: save_positions(p, positions))
     if error is not None:
@@ -134,6 +151,7 @@ def _make(args: argparse.Namespace) -> int:
               f"(solver {stats.solver_seconds:.1f} s, node limit {args.node_limit})")
         print(f"  attempts {stats.attempts}: game ended early {stats.ended_early}, unproven "
               f"{stats.unproven}, mover lost {stats.mover_lost}, every move wins "
-              f"{stats.all_moves_win}, duplicates {stats.duplicates}")
+              f"{stats.all_moves_win}, duplicates {stats.duplicates}"
+              + (f", excluded {stats.excluded}" if args.exclude else ""))
         print(f"  by empties: {dict(sorted(stats.empties.items()))}")
     return 0 if len(positions) == args.make else 1

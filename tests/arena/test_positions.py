@@ -55,6 +55,36 @@ def test_made_sets_are_seeded(small_set) -> None:
     assert again == small_set
 
 
+@pytest.mark.parametrize("side", ["order", "chaos"])
+def test_a_side_keeps_only_positions_it_moves_in(side: str) -> None:
+    made = make_positions(6, empties=(5, 8), seed=1, side=side)
+    assert len(made) == 6
+    counts = {p.state.num_empty for p in made}
+    assert all(p.state.to_play == side for p in made)
+    assert counts <= ({6, 8} if side == "order" else {5, 7}) and len(counts) == 2
+    for p in made:
+        assert p.good_actions == winning_moves(p.state)
+
+
+def test_a_side_that_never_moves_in_the_range_is_refused() -> None:
+    with pytest.raises(ValueError, match="chaos never moves with 6-6 empty cells"):
+        make_positions(2, empties=(6, 6), side="chaos")
+    with pytest.raises(ValueError, match="side must be one of order, chaos, got 'x'"):
+        make_positions(2, empties=(6, 7), side="x")
+
+
+def test_excluded_positions_are_never_chosen_up_to_symmetry(small_set) -> None:
+    """The same seed without the first three positions (given as mirror images): the rest
+    of the set moves up, and three candidates count as excluded."""
+    from orderchaos.arena.positions import MakeStats
+
+    mirrored = [LabelledPosition(p.board[::-1], []) for p in small_set[:3]]  # the 180° turn
+    stats = MakeStats()
+    again = make_positions(8, empties=(5, 7), seed=1, exclude=mirrored, stats=stats)
+    assert again[:5] == small_set[3:] and stats.excluded == 3
+    assert not {p.board for p in again} & {p.board for p in small_set[:3]}
+
+
 def test_solver_scores_one_and_random_does_not(small_set) -> None:
     assert positions_accuracy("solver", small_set).accuracy == 1.0
     scores = [positions_accuracy("random", small_set, seed=s).accuracy for s in range(5)]

@@ -41,6 +41,19 @@ def test_positions_command_makes_a_set(tmp_path, capsys) -> None:
     assert len(load_positions(out)) == 3
 
 
+def test_positions_command_makes_a_set_for_one_side_apart_from_another(tmp_path, capsys) -> None:
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    argv = ["positions", "--make", "3", "--empties", "5-7", "--seed", "2", "--side", "chaos"]
+    assert main([*argv, "--out", str(first)]) == 0
+    assert main([*argv, "--out", str(second), "--exclude", str(first)]) == 0
+    report = capsys.readouterr().out
+    assert "excluded 3" in report.splitlines()[-2]
+    made = load_positions(first) + load_positions(second)
+    assert all(p.state.to_play == "chaos" for p in made) and len({p.board for p in made}) == 6
+    assert main([*argv, "--out", str(tmp_path / "x.jsonl"), "--exclude", str(tmp_path / "none.jsonl")]) == 2
+    assert "none.jsonl: no such file" in capsys.readouterr().err
+
+
 def test_positions_command_scores_every_stage(capsys) -> None:
     """By default: one row per shipped set (stage of the game), split by side to move."""
     assert main(["positions", "--agent", "random", "--limit", "6", "--json"]) == 0

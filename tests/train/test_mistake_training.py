@@ -133,3 +133,52 @@ def test_the_hunt_finds_the_same_rows_on_any_number_of_solver_workers(tmp_path: 
     assert rows_one.keys() == rows_two.keys()
     for role in rows_one:
         assert all(np.array_equal(a, b) for a, b in zip(rows_one[role], rows_two[role]))
+
+
+def test_labelled_positions_files_join_the_mistake_positions_of_the_side_to_move(tmp_path: Path) -> None:
+    """``mistakes.positions``: each file's positions join the buffer of the side to move
+    (only the sides in ``mistakes.roles``) with a uniform policy over the winning moves and
+    value +1, and a resume keeps the buffer as saved instead of adding them twice."""
+    from orderchaos.arena.positions import SHIPPED_SETS, load_positions, save_positions
+
+    shipped = load_positions(SHIPPED_SETS["27_30"])[:12]
+    path = tmp_path / "train.jsonl"
+    save_positions(path, shipped)
+    chaos = [p for p in shipped if p.state.to_play == CHAOS]
+    assert 0 < len(chaos) < len(shipped)
+    config = load_config(SMOKE, [f"mistakes.positions=[{path}]", "mistakes.roles=[chaos]",
+                                 "run.iterations=1"])
+    trainer = make_trainer(config, tmp_path / "run")
+    try:
+        assert len(trainer.mistakes[ORDER]) == 0 and len(trainer.mistakes[CHAOS]) == len(chaos)
+        buf = trainer.mistakes[CHAOS]
+        for row, position in enumerate(chaos):
+            expected = np.zeros(72, np.float32)
+            expected[position.good_actions] = 1 / len(position.good_actions)
+            assert np.array_equal(buf.policies[row], expected)
+            assert buf.values[row] == 1.0
+        trainer.fit()
+    finally:
+        trainer.close()
+    again = make_trainer(config, tmp_path / "run", resume=True)
+    try:
+        assert len(again.mistakes[CHAOS]) == len(chaos) and len(again.mistakes[ORDER]) == 0
+    finally:
+        again.close()
+
+
+def test_a_bad_positions_file_is_refused_before_the_run_starts(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"board": "XX", "good_actions": [1]}\n')
+    out = subprocess.run(
+        [sys.executable, "-m", "orderchaos", "train", str(SMOKE), f"mistakes.positions=[{bad}]",
+         "--run-dir", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr == f"error: mistakes.positions: {bad}:1: malformed board: a board string " \
+        "needs 36 cells of 'X', 'O' or '.', found 2 (whitespace and '/' are ignored)\n"
+    assert not (tmp_path / "run").exists()
