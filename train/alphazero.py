@@ -503,17 +503,25 @@ class AlphaZeroTrainer(Trainer):
     def load_labelled_positions(self, paths: list[str]) -> None:
         """Add the positions of ``mistakes.positions`` files to the mistake positions of the
         side to move (for the sides in ``mistakes.roles``). A resumed run's checkpoint then
-        replaces the buffers with what they held when it was saved."""
+        replaces the buffers with what they held when it was saved. Raises ValueError for a
+        file that cannot be read and for more positions of a side than ``mistakes.capacity``
+        holds (the buffer would drop the first ones without a word)."""
         from orderchaos.arena.positions import PositionsFileError, load_positions
 
+        positions = []
         for path in paths:
             try:
-                positions = load_positions(path)
+                positions += load_positions(path)
             except PositionsFileError as exc:
                 raise ValueError(f"mistakes.positions: {exc}") from None
-            rows = labelled_rows(positions, self.config.mistakes.roles)
-            for role, role_rows in rows.items():
-                self.mistakes[role].add(*role_rows)
+        capacity = self.config.mistakes.capacity
+        for role, role_rows in labelled_rows(positions, self.config.mistakes.roles).items():
+            if len(role_rows[-1]) > capacity:
+                raise ValueError(
+                    f"mistakes.positions: {len(role_rows[-1])} positions with {role} to move do not "
+                    f"fit mistakes.capacity={capacity}; raise mistakes.capacity to at least that"
+                )
+            self.mistakes[role].add(*role_rows)
 
     def close(self) -> None:
         """Stop the solver worker."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from orderchaos.agents.policy_files import latest_checkpoint, load_checkpoint
 from orderchaos.agents.registry import make
@@ -182,3 +183,24 @@ def test_a_bad_positions_file_is_refused_before_the_run_starts(tmp_path: Path) -
     assert out.stderr == f"error: mistakes.positions: {bad}:1: malformed board: a board string " \
         "needs 36 cells of 'X', 'O' or '.', found 2 (whitespace and '/' are ignored)\n"
     assert not (tmp_path / "run").exists()
+
+
+def test_more_labelled_positions_than_the_buffer_holds_are_refused(tmp_path: Path) -> None:
+    from orderchaos.arena.positions import SHIPPED_SETS, load_positions, save_positions
+
+    shipped = load_positions(SHIPPED_SETS["27_30"])[:12]
+    chaos = sum(p.state.to_play == CHAOS for p in shipped)
+    path = tmp_path / "train.jsonl"
+    save_positions(path, shipped)
+    config = load_config(SMOKE, [f"mistakes.positions=[{path}]", "mistakes.roles=[chaos]",
+                                 f"mistakes.capacity={chaos - 1}"])
+    with pytest.raises(ValueError, match=f"mistakes.positions: {chaos} positions with chaos to move "
+                       f"do not fit mistakes.capacity={chaos - 1}; raise mistakes.capacity"):
+        make_trainer(config, tmp_path / "run")
+    config = load_config(SMOKE, [f"mistakes.positions=[{path}]", "mistakes.roles=[chaos]",
+                                 f"mistakes.capacity={chaos}"])
+    trainer = make_trainer(config, tmp_path / "run")
+    try:
+        assert len(trainer.mistakes[CHAOS]) == chaos
+    finally:
+        trainer.close()
