@@ -324,10 +324,11 @@ def winning_rows(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Training rows ``(planes, masks, policies, values)`` for positions the mover wins:
     a uniform policy over ``winning[i]``, the moves that keep the win, and value +1."""
+    states = list(states)
     policies = np.zeros((len(states), ACTIONS), np.float32)
     for row, moves in enumerate(winning):
         policies[row, list(moves)] = 1.0 / len(moves)
-    return encode_states(list(states)), action_masks(list(states)), policies, np.ones(len(states), np.float32)
+    return encode_states(states), action_masks(states), policies, np.ones(len(states), np.float32)
 
 
 def labelled_rows(

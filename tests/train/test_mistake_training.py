@@ -136,16 +136,21 @@ def test_the_hunt_finds_the_same_rows_on_any_number_of_solver_workers(tmp_path: 
         assert all(np.array_equal(a, b) for a, b in zip(rows_one[role], rows_two[role]))
 
 
-def test_labelled_positions_files_join_the_mistake_positions_of_the_side_to_move(tmp_path: Path) -> None:
-    """``mistakes.positions``: each file's positions join the buffer of the side to move
-    (only the sides in ``mistakes.roles``) with a uniform policy over the winning moves and
-    value +1, and a resume keeps the buffer as saved instead of adding them twice."""
+def labelled_file(tmp_path: Path) -> tuple[Path, list, list]:
+    """The first 12 positions of the shipped 27-30 set in a file: (path, all, Chaos to move)."""
     from orderchaos.arena.positions import SHIPPED_SETS, load_positions, save_positions
 
     shipped = load_positions(SHIPPED_SETS["27_30"])[:12]
     path = tmp_path / "train.jsonl"
     save_positions(path, shipped)
-    chaos = [p for p in shipped if p.state.to_play == CHAOS]
+    return path, shipped, [p for p in shipped if p.state.to_play == CHAOS]
+
+
+def test_labelled_positions_files_join_the_mistake_positions_of_the_side_to_move(tmp_path: Path) -> None:
+    """``mistakes.positions``: each file's positions join the buffer of the side to move
+    (only the sides in ``mistakes.roles``) with a uniform policy over the winning moves and
+    value +1, and a resume keeps the buffer as saved instead of adding them twice."""
+    path, shipped, chaos = labelled_file(tmp_path)
     assert 0 < len(chaos) < len(shipped)
     config = load_config(SMOKE, [f"mistakes.positions=[{path}]", "mistakes.roles=[chaos]",
                                  "run.iterations=1"])
@@ -186,12 +191,8 @@ def test_a_bad_positions_file_is_refused_before_the_run_starts(tmp_path: Path) -
 
 
 def test_more_labelled_positions_than_the_buffer_holds_are_refused(tmp_path: Path) -> None:
-    from orderchaos.arena.positions import SHIPPED_SETS, load_positions, save_positions
-
-    shipped = load_positions(SHIPPED_SETS["27_30"])[:12]
-    chaos = sum(p.state.to_play == CHAOS for p in shipped)
-    path = tmp_path / "train.jsonl"
-    save_positions(path, shipped)
+    path, _, chaos_positions = labelled_file(tmp_path)
+    chaos = len(chaos_positions)
     config = load_config(SMOKE, [f"mistakes.positions=[{path}]", "mistakes.roles=[chaos]",
                                  f"mistakes.capacity={chaos - 1}"])
     with pytest.raises(ValueError, match=f"mistakes.positions: {chaos} positions with chaos to move "
