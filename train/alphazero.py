@@ -192,6 +192,8 @@ def play_selfplay_games(
     full_search_fraction: float = 0.25,
     evaluation_cache: bool = False,
     prefetch: bool = False,
+    erring_order: Collection[int] = (),
+    order_error_rate: float = 0.0,
 ) -> list[SelfPlayGame]:
     """Play ``n_games`` games in lockstep (:func:`play_lockstep`) with batched PUCT search
     for every network move: one search wave evaluates the leaves of all trees at once.
@@ -222,6 +224,12 @@ def play_selfplay_games(
     once; ``evaluator.positions_evaluated`` counts only what reached the network. With
     ``prefetch`` (Gumbel only) each search evaluates the root children of its first round of
     sequential halving in one batch (:class:`orderchaos.agents.gumbel.GumbelSearch`).
+
+    In the games listed in ``erring_order`` Order errs as a fallible player does: each of its
+    moves is, with probability ``order_error_rate``, drawn from its network's policy
+    (temperature 1) instead of searched, and its positions there are not logged (their
+    outcomes carry its errors). Chaos, searching as usual, meets the saveable positions that
+    self-play against a strong Order seldom reaches.
     """
     from orderchaos.agents.gumbel import GumbelSearch
     from orderchaos.agents.mcts import MCTS, SearchResult
@@ -232,6 +240,8 @@ def play_selfplay_games(
 
     opponents = opponents or {}
     on_policy = set(int(g) for g in on_policy)
+    erring = np.zeros(n_games, bool)
+    erring[list(erring_order)] = True
     opponent_seat = np.full(n_games, -1)
     for g, (seat, _) in opponents.items():
         opponent_seat[g] = seat
@@ -257,6 +267,13 @@ def play_selfplay_games(
         moves = [0] * len(states)
         targets: list[np.ndarray | None] = [None] * len(states)
         by_network = [i for i, s in enumerate(states) if opponent_seat[games[i]] != s.to_play_index]
+        erring_moves: list[int] = []
+        fallible = [i for i in by_network if erring[games[i]] and states[i].to_play == "order"]
+        if fallible:
+            draws = rng.random(len(fallible))
+            erring_moves = [i for i, draw in zip(fallible, draws) if draw < order_error_rate]
+            skipped = set(erring_moves)
+            by_network = [i for i in by_network if i not in skipped]
         full, fast = by_network, []
         if fast_simulations and by_network:
             draws = rng.random(len(by_network))
@@ -295,6 +312,12 @@ def play_selfplay_games(
             priors, _ = asked.evaluate([states[i] for i in greedy])
             for i, prior in zip(greedy, priors):
                 moves[i] = int(np.argmax(prior))
+        if erring_moves:
+            priors, _ = asked.evaluate([states[i] for i in erring_moves])
+            for i, prior in zip(erring_moves, priors):
+                moves[i] = sample_from(prior.astype(np.float64), 1.0, rng)
+        for i in fallible:
+            targets[i] = None
         for i, state in enumerate(states):
             if opponent_seat[games[i]] == state.to_play_index:
                 moves[i] = opponents[int(games[i])][1].act(state)
@@ -374,6 +397,8 @@ def play_training_games(
         full_search_fraction=cfg.mcts.full_search_fraction,
         evaluation_cache=cfg.mcts.evaluation_cache,
         prefetch=cfg.mcts.prefetch,
+        erring_order=range(n_games - int(round(cfg.selfplay.erring_order_fraction * n_games)), n_games),
+        order_error_rate=cfg.selfplay.order_error_rate,
     )
     play_seconds = time.perf_counter() - started
     imitation: list[SelfPlayGame] = []

@@ -166,6 +166,21 @@ class SelfPlayConfig:
         min=0,
         max=1,
     )
+    erring_order_fraction: float = _field(
+        0.0,
+        "fraction of the self-play games (the last ones of each batch) "
+        "in which Order errs at `order_error_rate`; Order's positions there are not trained on, "
+        "so that Chaos meets and learns the positions a fallible Order lets it save",
+        min=0,
+        max=1,
+    )
+    order_error_rate: float = _field(
+        0.1,
+        "with erring_order_fraction: the chance that each Order move of those games is drawn "
+        "from its network's policy (temperature 1) instead of its search's choice",
+        min=0,
+        max=1,
+    )
     solver_depth: int = _field(
         0,
         "positions with at most this many empty cells get exact solver values as value "

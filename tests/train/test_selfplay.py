@@ -307,3 +307,68 @@ def test_the_evaluation_cache_and_prefetch_play_the_same_games_with_fewer_evalua
     assert cached.evaluated < (0.95 if cache else 1.0) * plain.evaluated
     if prefetch:
         assert len(cached.batch_sizes) < 0.5 * len(plain.batch_sizes)
+
+
+class _OrderFavoursTheLastCell:
+    """A stub evaluator: Order's policy is all on its highest legal action, Chaos's uniform,
+    every value 0."""
+
+    def evaluate(self, states):
+        priors = np.zeros((len(states), ACTIONS), np.float32)
+        for row, state in zip(priors, states):
+            legal = state.legal_actions()
+            if state.to_play == "order":
+                row[max(legal)] = 1.0
+            else:
+                row[legal] = 1.0 / len(legal)
+        return priors, np.zeros(len(states), np.float32)
+
+
+def _play_erring(erring, rate: float, monkeypatch=None) -> tuple[list, list]:
+    """Four games with Order erring in ``erring`` at ``rate``; the logs and the roles of the
+    positions searched."""
+    from orderchaos.agents.mcts import MCTS
+    from orderchaos.train.alphazero import play_selfplay_games
+
+    searched_roles: list[str] = []
+    search_batch = MCTS.search_batch
+
+    def recording(self, states, *args, **kwargs):
+        searched_roles.extend(s.to_play for s in states)
+        return search_batch(self, states, *args, **kwargs)
+
+    monkeypatch.setattr(MCTS, "search_batch", recording)
+    logs = play_selfplay_games(
+        _OrderFavoursTheLastCell(), 4, simulations=8, c_puct=1.5, dirichlet_alpha=0.3,
+        dirichlet_fraction=0.25, temperature=1.0, temperature_moves=2,
+        rng=np.random.default_rng(0), erring_order=erring, order_error_rate=rate,
+    )
+    return logs, searched_roles
+
+
+def test_erring_order_games_log_only_chaos_positions(monkeypatch) -> None:
+    logs, _ = _play_erring([2, 3], 0.5, monkeypatch)
+    for log in logs[:2]:
+        assert {s.to_play for s in log.states} == {"order", "chaos"}
+    for log in logs[2:]:
+        assert log.states and all(s.to_play == "chaos" for s in log.states)
+
+
+def _follows(before: State, after: State, order_move) -> bool:
+    """Whether ``after`` is ``before`` plus some Chaos move and then Order's ``order_move(state)``."""
+    for chaos in before.legal_actions():
+        middle = before.apply(chaos)
+        if not middle.is_terminal and middle.apply(order_move(middle)) == after:
+            return True
+    return False
+
+
+def test_erring_order_moves_are_drawn_from_its_policy_without_search(monkeypatch) -> None:
+    logs, searched = _play_erring(range(4), 1.0, monkeypatch)
+    assert "order" not in searched and "chaos" in searched
+    favourite = lambda state: max(state.legal_actions())  # noqa: E731 - the stub's only action
+    for log in logs:
+        assert log.states[0] == State().apply(ACTIONS - 1)
+        assert all(_follows(a, b, favourite) for a, b in zip(log.states, log.states[1:]))
+    _, searched = _play_erring(range(4), 0.0, monkeypatch)
+    assert "order" in searched  # rate 0: Order searches every move
