@@ -312,6 +312,34 @@ class Solver:
                 return quick, plies
         return None
 
+    def holding_moves(
+        self,
+        state: State,
+        plies: int,
+        *,
+        time_limit: float | None = None,
+        node_limit: int | None = None,
+    ) -> list[int] | None:
+        """Chaos's legal moves in ``state`` after which Order cannot force a five within
+        ``plies`` plies (Order's reply counted as the first); None when a limit was hit.
+
+        In a position lost in theory these are the moves that make a practical Order look
+        further than a short combination to win.
+        """
+        _check_state(state)
+        _check_limits(time_limit, node_limit)
+        if state.to_play != CHAOS:
+            raise ValueError("holding_moves is for positions with Chaos to move")
+        budget = _Budget(time_limit, node_limit)
+        holding: list[int] = []
+        for a in state.legal_actions():
+            r = self._within(state.apply(a), plies, budget)
+            if r is None:
+                return None
+            if not r:
+                holding.append(a)
+        return holding
+
     def _within(self, state: State, plies: int, budget: _Budget) -> bool | None:
         if state.has_five:
             return True

@@ -491,7 +491,9 @@ class TrainingRows:
         (``exact`` is keyed by position in ``rows``): the value, and for a proven win a
         policy over the winning moves only: uniform, or (``weights="search"``) in
         proportion to the policy target already there (uniform if it gave them nothing).
-        With ``practical_chaos``, a Chaos position proven lost keeps its game-outcome value."""
+        With ``practical_chaos``, a Chaos position proven lost keeps its game-outcome value.
+        A Chaos position with ``holding_moves`` keeps its policy target on those moves only
+        (renormalised; uniform if it gave them nothing)."""
         for j, value in exact.values.items():
             if practical_chaos and value < 0 and self.states[rows[j]].to_play == CHAOS:
                 continue
@@ -502,6 +504,13 @@ class TrainingRows:
                 kept = np.ones(len(winning))
             self.policies[rows[j]] = 0.0
             self.policies[rows[j], winning] = kept / kept.sum()
+        for j, holding in exact.holding_moves.items():
+            policy = self.policies[rows[j]]
+            if j in exact.winning_moves or policy.sum() <= 0:  # a value-only row stays one
+                continue
+            kept = policy[holding] if policy[holding].sum() > 0 else np.ones(len(holding))
+            policy[:] = 0.0
+            policy[holding] = kept / kept.sum()
 
 
 class AlphaZeroTrainer(Trainer):
@@ -621,7 +630,10 @@ class AlphaZeroTrainer(Trainer):
             return {}
         late_states = [rows.states[i] for i in late]
         candidates = [rows.favourite_moves(i, cfg.solver_candidates) for i in late] if cfg.solver_candidates else None
-        args = (late_states, cfg.solver_node_limit, cfg.solver_policy, candidates, cfg.solver_fastest_plies)
+        args = (
+            late_states, cfg.solver_node_limit, cfg.solver_policy, candidates, cfg.solver_fastest_plies,
+            cfg.solver_holding_plies,
+        )
         if cfg.solver_process:
             self._pending.append((rows, late, self.solver.submit(*args)))
             return {"charts/solver_positions": float(len(late))}

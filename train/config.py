@@ -288,6 +288,16 @@ class SelfPlayConfig:
         min=0,
         max=35,
     )
+    solver_holding_plies: int = _field(
+        0,
+        "where Chaos is to move within solver_depth and the solver does not prove Chaos wins, "
+        "the policy target keeps only the moves after which Order cannot force a five within "
+        "this many plies, when some but not all moves hold out that long: in positions lost in "
+        "theory Chaos learns not to walk into the short combinations a practical Order finds "
+        "(0: off)",
+        min=0,
+        max=35,
+    )
     chaos_practical_values: bool = _field(
         False,
         "where the solver proves a Chaos position lost, keep the game's outcome as its value "

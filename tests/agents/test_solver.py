@@ -137,6 +137,19 @@ def test_fastest_wins_are_the_moves_with_the_shortest_forced_five(seed: int, emp
         assert fresh_solver().fastest_wins(state, actions, max_plies=int(best) - 1) is None
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10**9), st.sampled_from([3, 5, 7]), st.sampled_from([1, 3]))
+def test_holding_moves_are_chaos_moves_without_a_short_forced_five(seed: int, empties: int, plies: int) -> None:
+    state = random_board(seed, empties)  # an odd number of empty cells: Chaos to move
+    expected = [a for a in state.legal_actions() if not order_wins_within(state.apply(a), plies)]
+    assert fresh_solver().holding_moves(state, plies) == expected
+
+
+def test_holding_moves_are_asked_for_chaos_only() -> None:
+    with pytest.raises(ValueError, match="Chaos to move"):
+        fresh_solver().holding_moves(State(), 3)
+
+
 @settings(max_examples=6, deadline=None)
 @given(st.integers(0, 10**6), st.integers(12, 18))
 def test_symmetric_images_get_equal_values(seed: int, empties: int) -> None:

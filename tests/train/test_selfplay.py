@@ -108,6 +108,23 @@ def test_solver_policy_keeps_only_proven_winning_moves(weights: str) -> None:
     assert rows.policies[2, 4] == 1.0 and rows.policies[2].sum() == 1.0
 
 
+def test_holding_moves_narrow_chaos_policy_targets_but_not_value_only_rows() -> None:
+    from orderchaos.train.alphazero import TrainingRows
+    from orderchaos.train.solver_targets import SolverTargets
+
+    chaos_to_move = State().apply(0)
+    policies = np.zeros((3, ACTIONS), np.float32)
+    policies[0, [4, 6, 9]] = [0.5, 0.3, 0.2]  # the search's target: 0.3 and 0.2 on holding moves
+    policies[1, 11] = 1.0  # nothing on the holding moves
+    rows = TrainingRows([chaos_to_move] * 3, np.zeros((3, 3, 6, 6), np.int8), np.ones((3, ACTIONS), np.int8),
+                        policies, np.zeros(3, np.float32))  # row 2: a value-only row (all zero)
+    rows.apply([0, 1, 2], SolverTargets(values={0: -1.0}, holding_moves={0: [6, 9], 1: [2, 3], 2: [5]}))
+    assert rows.policies[0, [6, 9]] == pytest.approx([0.6, 0.4])
+    assert rows.policies[1, [2, 3]] == pytest.approx([0.5, 0.5])
+    assert rows.policies[:2].sum(1) == pytest.approx([1.0, 1.0]) and rows.policies[2].sum() == 0.0
+    assert rows.values.tolist() == [-1.0, 0.0, 0.0]
+
+
 @pytest.mark.parametrize("practical_chaos", [False, True])
 def test_practical_chaos_values_keep_the_outcome_only_where_chaos_is_proven_lost(practical_chaos: bool) -> None:
     from orderchaos.train.alphazero import TrainingRows

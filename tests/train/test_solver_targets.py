@@ -158,3 +158,26 @@ def test_shares_are_dealt_by_stride_and_merged_back_in_batch_order() -> None:
         batch = pool.map_async(targets_job, [([states[0]], 10, False, None, 0), ([bad], 10, False, None, 0)])
         assert PendingTargets(batch, 2, failures.append).result() == SolverTargets()
     assert len(failures) == 1 and "solver job targets_job failed" in str(failures[0])
+
+
+def test_holding_plies_list_chaos_moves_that_escape_a_short_forced_five() -> None:
+    from orderchaos.agents.solver import Solver
+    from orderchaos.train.alphazero import play_heuristic_games
+    from orderchaos.train.solver_targets import solver_targets
+
+    logs = play_heuristic_games(8, 4, np.random.default_rng(5))
+    positions = [s for log in logs for s in log.states if 14 <= s.num_empty <= 20]
+    plain = solver_targets(positions, 20_000, True)
+    holding = solver_targets(positions, 20_000, True, holding_plies=3)
+    assert holding.values == plain.values and holding.winning_moves == plain.winning_moves
+    assert not plain.holding_moves and holding.holding_moves
+    check = Solver(tt_bits=16)
+    for i, state in enumerate(positions):
+        if state.to_play != "chaos" or holding.values.get(i) == 1.0:
+            assert i not in holding.holding_moves  # Order's, and Chaos's proven wins
+            continue
+        expected = check.holding_moves(state, 3)
+        if expected and len(expected) < len(state.legal_actions()):
+            assert holding.holding_moves[i] == expected
+        else:  # every move holds, or none does: nothing to narrow
+            assert i not in holding.holding_moves
