@@ -181,3 +181,39 @@ def test_holding_plies_list_chaos_moves_that_escape_a_short_forced_five() -> Non
             assert holding.holding_moves[i] == expected
         else:  # every move holds, or none does: nothing to narrow
             assert i not in holding.holding_moves
+
+
+@pytest.mark.parametrize("in_process", [False, True])
+def test_holding_plies_reach_the_chaos_replay_rows(tmp_path: Path, in_process: bool) -> None:
+    from orderchaos.agents.solver import Solver
+    from orderchaos.train.alphazero import play_heuristic_games
+
+    depth = 24
+    config = load_config(SMOKE, [
+        "eval.enabled=false", f"selfplay.solver_depth={depth}", f"selfplay.solver_process={str(in_process).lower()}",
+        "selfplay.solver_holding_plies=3",
+    ])
+    trainer = make_trainer(config, tmp_path / "run")
+    try:
+        logs = play_heuristic_games(6, 2, np.random.default_rng(4))
+        for log in logs:  # a search's target: some weight on every legal move
+            log.policies = [mask.astype(np.float32) / mask.sum() for mask in log.masks]
+        trainer.store(logs)
+        trainer.flush()
+    finally:
+        trainer.close()
+    chaos_states = [s for log in logs for s in log.states if s.to_play == "chaos"]
+    buffer = trainer.replay["chaos"]
+    assert len(buffer) == len(chaos_states)
+    check, limit = Solver(tt_bits=16), config.selfplay.solver_node_limit
+    narrowed = 0
+    for row, state in enumerate(chaos_states):
+        if state.num_empty > depth or check.solve(state, node_limit=limit).winner == "chaos":
+            continue
+        holding = check.holding_moves(state, 3, node_limit=limit // 4)
+        if holding and len(holding) < len(state.legal_actions()):
+            assert set(np.flatnonzero(buffer.policies[row])) == set(holding)
+            narrowed += 1
+        else:
+            assert np.count_nonzero(buffer.policies[row]) == len(state.legal_actions())
+    assert narrowed > 0
