@@ -484,6 +484,23 @@ class TrainingRows:
         order = np.argsort(-policy, kind="stable")[:count]
         return [int(a) for a in order if policy[a] > 0]
 
+    def hold_against_fours(self, plies: int) -> int:
+        """Narrow the policy target of every Chaos row (value-only rows excepted) to the moves
+        after which Order has no win by continuous fours within ``plies`` plies
+        (:func:`orderchaos.agents.fours.holding_moves`), renormalised (uniform over them if
+        the target gave them nothing), where some but not all moves hold. Returns how many
+        rows were narrowed."""
+        from orderchaos.agents.fours import holding_moves
+
+        narrowed = 0
+        for row, state in enumerate(self.states):
+            if state.to_play != CHAOS or self.policies[row].sum() <= 0:
+                continue
+            holding = holding_moves(state, plies)
+            if holding and len(holding) < len(state.legal_actions()):
+                narrowed += self._narrow(row, holding)
+        return narrowed
+
     def apply(
         self, rows: list[int], exact: SolverTargets, weights: str = "uniform", practical_chaos: bool = False
     ) -> None:
@@ -505,12 +522,19 @@ class TrainingRows:
             self.policies[rows[j]] = 0.0
             self.policies[rows[j], winning] = kept / kept.sum()
         for j, holding in exact.holding_moves.items():
-            policy = self.policies[rows[j]]
-            if j in exact.winning_moves or policy.sum() <= 0:  # a value-only row stays one
-                continue
-            kept = policy[holding] if policy[holding].sum() > 0 else np.ones(len(holding))
-            policy[:] = 0.0
-            policy[holding] = kept / kept.sum()
+            if j not in exact.winning_moves:
+                self._narrow(rows[j], holding)
+
+    def _narrow(self, row: int, moves: list[int]) -> bool:
+        """Keep ``row``'s policy target on ``moves`` only, renormalised (uniform over them if
+        it gave them nothing); a value-only row (all zero) stays one. Whether it changed."""
+        policy = self.policies[row]
+        if policy.sum() <= 0:
+            return False
+        kept = policy[moves] if policy[moves].sum() > 0 else np.ones(len(moves))
+        policy[:] = 0.0
+        policy[moves] = kept / kept.sum()
+        return True
 
 
 class AlphaZeroTrainer(Trainer):
@@ -624,6 +648,8 @@ class AlphaZeroTrainer(Trainer):
         depth = cfg.solver_depth if solver_depth is None else solver_depth
         if rows is None:
             return {}
+        if cfg.fours_holding_plies:
+            rows.hold_against_fours(cfg.fours_holding_plies)
         late = [i for i, s in enumerate(rows.states) if s.num_empty <= depth] if depth else []
         if not late:
             self._add(rows)
