@@ -40,7 +40,7 @@ def order_to_move(states: list[State]) -> list[State]:
     return [s for s in states if s.to_play == "order" and not s.is_terminal]
 
 
-@pytest.mark.parametrize("plies", [1, 3, 5, 9])
+@pytest.mark.parametrize("plies", [1, 2, 3, 4, 5, 6, 9])
 def test_wins_by_fours_match_the_definition_on_played_positions(plies: int) -> None:
     positions = order_to_move(sensible_positions(40, 18, seed=3) + sensible_positions(40, 26, seed=4))
     assert len(positions) > 20

@@ -341,7 +341,7 @@ class _OrderFavoursTheLastCell:
         return priors, np.zeros(len(states), np.float32)
 
 
-def _play_erring(erring, rate: float, monkeypatch=None) -> tuple[list, list]:
+def _play_erring(erring, rate: float, monkeypatch) -> tuple[list, list]:
     """Four games with Order erring in ``erring`` at ``rate``; the logs and the roles of the
     positions searched."""
     from orderchaos.agents.mcts import MCTS
