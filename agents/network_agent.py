@@ -166,7 +166,8 @@ class NeuralAgent:
     root that the solve does not settle first seeks a proven win among the network's
     likeliest moves (``seek_nodes``); a Chaos root the solve does not settle, with at most
     ``D + 7`` empty cells, has the search's move checked and, where the solver proves it
-    lost, replaced by the next one not proven lost (``avoid_nodes``); search
+    lost, replaced by the next one not proven lost (``avoid_nodes``; a second pass with
+    more nodes a move, ``recheck_nodes``); search
     leaves with at most ``D`` empty cells are solved under ``leaf_nodes`` nodes each and
     marked proven in the tree. A root
     proven lost (by the solver at the root, or by the search's proofs) is searched again
@@ -202,6 +203,7 @@ class NeuralAgent:
         leaf_nodes: int | None = None,
         seek_nodes: int | None = None,
         avoid_nodes: int | None = None,
+        recheck_nodes: int | None = None,
         cache: int = DEFAULT_CAPACITY,
         sym: int = 1,
     ) -> None:
@@ -229,6 +231,7 @@ class NeuralAgent:
             tuning = {
                 "root_depth": root_depth, "root_nodes": root_nodes, "leaf_nodes": leaf_nodes,
                 "seek_nodes": seek_nodes, "avoid_nodes": avoid_nodes,
+                "recheck_nodes": recheck_nodes,
             }
             self.assist = SolverAssist(
                 self.solver_depth, book=book, **{k: v for k, v in tuning.items() if v is not None}
@@ -402,22 +405,25 @@ def run_dir_agent(
     sym: int = 1,
     name: str | None = None,
     avoid: int | None = None,
+    recheck: int | None = None,
 ) -> NeuralAgent:
     """The agent of a training run directory (its latest checkpoint) or of a policy directory;
     ``solver=D`` adds the book and the solver, ``avoid`` sets the solver nodes of Chaos's
-    check of its move (0: off; default ``AVOID_NODE_LIMIT``), ``sym`` symmetry averaging (see
+    check of its move (0: off; default ``AVOID_NODE_LIMIT``), ``recheck`` those of its second
+    pass (0: one pass; default ``RECHECK_NODE_LIMIT``), ``sym`` symmetry averaging (see
     :class:`NeuralAgent`). ``name`` defaults to ``run:<directory name>``."""
     return NeuralAgent(
         shared_evaluator(path), sims=sims, temp=temp, c=c, seed=seed,
         name=name or f"run:{Path(path).name}", solver=solver, sym=sym, avoid_nodes=avoid,
+        recheck_nodes=recheck,
     )
 
 
 def pretrained_agent(**options: Any) -> NeuralAgent:
     """The shipped pretrained Order and Chaos policies as one agent (registry ``pretrained``),
     with the options of :func:`run_dir_agent` (``sims``, ``temp``, ``c``, ``seed``, ``solver``,
-    ``avoid``, ``sym``); ``pretrained:sims=200,solver=26`` is the strongest player, ``sym=16`` averages
-    the networks over the game's symmetries (see :class:`NeuralAgent`)."""
+    ``avoid``, ``recheck``, ``sym``); ``pretrained:sims=200,solver=26`` is the strongest player,
+    ``sym=16`` averages the networks over the game's symmetries (see :class:`NeuralAgent`)."""
     where = pretrained_dir()
     if not (where / META_FILE).is_file():
         raise CheckpointError(

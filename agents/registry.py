@@ -33,6 +33,11 @@ class FactoryInfo:
     roles: tuple[str, ...] = ("order", "chaos")
 
 
+_NETWORK_OPTIONS = {
+    "sims": int, "temp": float, "c": float, "seed": int, "solver": int, "sym": int, "avoid": int, "recheck": int,
+}
+_NETWORK_RANGES = {"solver": (0, 36), "sym": (1, 16), "avoid": (0, 10**9), "recheck": (0, 10**9)}
+
 REGISTRY: dict[str, FactoryInfo] = {
     "random": FactoryInfo("orderchaos.agents.simple:RandomAgent", {"seed": int}, "uniform over legal actions"),
     "heuristic": FactoryInfo(
@@ -55,19 +60,20 @@ REGISTRY: dict[str, FactoryInfo] = {
     ),
     "pretrained": FactoryInfo(
         "orderchaos.agents.network_agent:pretrained_agent",
-        {"sims": int, "temp": float, "c": float, "seed": int, "solver": int, "sym": int, "avoid": int},
+        _NETWORK_OPTIONS,
         "the shipped Order and Chaos policies; sims>0 adds PUCT search; solver=D adds the proof "
         "book at the root and the exact solver at positions with at most D empty cells (avoid=N: "
-        "solver nodes for Chaos's check of its move, 0: off); sym=8 "
+        "solver nodes for Chaos's check of its move, 0: off; recheck=N: for its second pass, 0: "
+        "one pass); sym=8 "
         "or 16 averages the networks over the board symmetries (16: and with X and O swapped)",
-        {"solver": (0, 36), "sym": (1, 16), "avoid": (0, 10**9)},
+        _NETWORK_RANGES,
     ),
 }
 RUN_DIR = FactoryInfo(
     "orderchaos.agents.network_agent:run_dir_agent",
-    {"sims": int, "temp": float, "c": float, "seed": int, "solver": int, "sym": int, "avoid": int},
-    "a training run directory; sims>0 adds PUCT search; solver=D, avoid=N and sym=N as for pretrained",
-    {"solver": (0, 36), "sym": (1, 16), "avoid": (0, 10**9)},
+    _NETWORK_OPTIONS,
+    "a training run directory; sims>0 adds PUCT search; solver=D, avoid=N, recheck=N and sym=N as for pretrained",
+    _NETWORK_RANGES,
 )
 
 

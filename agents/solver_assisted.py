@@ -21,7 +21,8 @@ two things to its play:
   it proves; only when none is proven does the search choose. **Chaos checks the search's
   move** (:meth:`SolverAssist.avoid_lost`) at an unsettled root with up to ``root_depth +``
   :data:`AVOID_EXTRA_DEPTH` empty cells: when the solver proves it lost, Chaos plays the
-  next move, in the search's order, that the solver does not prove lost.
+  next move, in the search's order, that the solver does not prove lost; a second pass,
+  with five times the nodes a move, checks that choice again the same way.
 * **Inside the search** (:class:`SolverLeafEvaluator`): every leaf with at most ``D`` empty
   cells is first handed to the solver under a small node limit, ``leaf_nodes``. A proven
   leaf gets its exact value, +1 or -1, and is marked proven in the tree (MCTS-Solver, see
@@ -35,7 +36,9 @@ move is a table hit on the next).
 The node limits keep the cost of a move bounded: the root solve and the search for a
 proven winning move share ``root_nodes``; seeking one after an unsettled solve gets
 ``seek_nodes``; Chaos's check of its move gets ``avoid_nodes`` (0.8 to 1.2 s for each of the
-five checks timed in two games against ``heuristic``, another match on the other core); each
+five checks timed in two games against ``heuristic``, another match on the other core) and
+``recheck_nodes`` for its second pass (over 36 Chaos moves at 31 to 33 empty cells, 7.65 s a
+move on average with both passes against 6.66 s with the first alone, cold solver table); each
 leaf gets ``leaf_nodes``. On the 2-core
 machine the solver does roughly 0.2 to 0.4 million nodes per second (less when the machine
 is loaded), so the defaults cost at most a few seconds at the root, about twice that when
@@ -46,7 +49,7 @@ proofs at 26 empty cells or fewer take a few hundred nodes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,6 +84,10 @@ AVOID_CHILD_NODES = 200_000
 """Nodes for proving each checked Chaos move lost."""
 AVOID_NODE_LIMIT = 4_000_000
 """Default node budget for one Chaos move's check (0: no check)."""
+RECHECK_CHILD_NODES = 1_000_000
+"""Nodes for proving a move lost in the check's second pass."""
+RECHECK_NODE_LIMIT = 8_000_000
+"""Default node budget for the check's second pass (0: one pass only)."""
 
 STRATEGY, BOOK, SOLVER, LOST, OPEN = "strategy", "book", "solver", "lost", "open"
 """What :meth:`SolverAssist.root` found: the central-pairing strategy's move, a book move, a
@@ -198,7 +205,8 @@ class SolverAssist:
     ``seek_nodes``: node budget for seeking a proven winning move for Order when the root
     solve does not settle (0: no seeking).
     ``avoid_nodes``: node budget for :meth:`avoid_lost`, Chaos's check of the move it is
-    about to play (0: no check).
+    about to play (0: no check); ``recheck_nodes``: node budget for its second pass, with
+    more nodes a move (0: one pass only).
     ``use_strategy``: answer Order roots the central-pairing strategy covers with its move
     (default; False leaves every root to the book and the solver).
     """
@@ -214,6 +222,7 @@ class SolverAssist:
         leaf_nodes: int = LEAF_NODE_LIMIT,
         seek_nodes: int = SEEK_NODE_LIMIT,
         avoid_nodes: int = AVOID_NODE_LIMIT,
+        recheck_nodes: int = RECHECK_NODE_LIMIT,
         use_strategy: bool = True,
     ) -> None:
         self.depth = check_depth(depth)
@@ -226,6 +235,7 @@ class SolverAssist:
         self.leaf_nodes = _check_nodes("leaf_nodes", leaf_nodes)
         self.seek_nodes = _check_budget("seek_nodes", seek_nodes, "no seeking")
         self.avoid_nodes = _check_budget("avoid_nodes", avoid_nodes, "no check")
+        self.recheck_nodes = _check_budget("recheck_nodes", recheck_nodes, "one pass only")
         self.book = book if book is not None else shipped_book()
         self.solver = solver if solver is not None else Solver()
         self.use_strategy = use_strategy
@@ -278,13 +288,18 @@ class SolverAssist:
 
     def avoid_lost(self, state: State, move: int, others: Callable[[], Sequence[int]]) -> int | None:
         """Chaos's check, at a root the solver has not settled, of the ``move`` it is about
-        to play: None to keep it, or the first of ``others()`` (the other legal moves, in
-        the player's order) that the solver does not prove lost, when it proves ``move``
-        lost. Each move gets :data:`AVOID_CHILD_NODES` nodes; the check stops when fewer
-        than that are left of ``avoid_nodes``, and keeps ``move`` when every move it tried
-        is proven lost. It does not apply (None) to Order, to a root deeper than
-        ``root_depth + AVOID_EXTRA_DEPTH`` or with ``avoid_nodes`` 0; ``others`` is called
-        only when ``move`` is proven lost.
+        to play: None to keep it, or another move, when the solver proves ``move`` lost.
+
+        The check runs in two passes over ``move`` and then ``others()`` (the other legal
+        moves, in the player's order). The first gives each move :data:`AVOID_CHILD_NODES`
+        nodes, out of ``avoid_nodes``, and picks the first one the solver does not prove
+        lost. The second (when ``recheck_nodes`` is not 0) walks the same order again with
+        :data:`RECHECK_CHILD_NODES` nodes a move, out of ``recheck_nodes``, and its pick
+        replaces the first's; moves refuted in the first pass are table hits there. A pass
+        stops when fewer nodes than a move gets are left; one that finds no move keeps the
+        pick before it (``move`` when the first finds none). It does not apply (None) to
+        Order, to a root deeper than ``root_depth + AVOID_EXTRA_DEPTH`` or with
+        ``avoid_nodes`` 0; ``others`` is called only when a pass proves ``move`` lost.
 
         A move that is not proven lost may still lose, but against a perfect opponent a
         proven loss certainly does, and a loss the solver cannot prove cheaply is one the
@@ -294,20 +309,35 @@ class SolverAssist:
         """
         if state.to_play == ORDER or state.num_empty > self.root_depth + AVOID_EXTRA_DEPTH:
             return None
-        budget = self.avoid_nodes
+        rest: list[int] | None = None
 
-        def proven_lost(action: int) -> bool:
-            nonlocal budget
-            child = self.solver.solve(state.apply(action), node_limit=AVOID_CHILD_NODES)
-            budget -= child.nodes
-            return child.winner == ORDER
+        def in_order() -> Iterator[int]:
+            nonlocal rest
+            yield move
+            if rest is None:
+                rest = [int(a) for a in others() if a != move]
+            yield from rest
 
-        if budget < AVOID_CHILD_NODES or not proven_lost(move):
-            return None
-        for action in others():
-            if budget < AVOID_CHILD_NODES:  # every move checked gets the same chance to be refuted
+        chosen = move
+        for child_nodes, budget in ((AVOID_CHILD_NODES, self.avoid_nodes), (RECHECK_CHILD_NODES, self.recheck_nodes)):
+            if not budget:
                 break
-            if action != move and not proven_lost(action):
+            pick = self._first_not_proven_lost(state, in_order(), child_nodes, budget)
+            if pick is None:
+                break
+            chosen = pick
+        return None if chosen == move else chosen
+
+    def _first_not_proven_lost(self, state: State, moves: Iterable[int], child_nodes: int, budget: int) -> int | None:
+        """The first of ``moves`` that the solver does not prove lost for Chaos with
+        ``child_nodes`` nodes, or None when every move tried is, or when fewer than
+        ``child_nodes`` of ``budget`` are left (every move tried gets the same chance)."""
+        for action in moves:
+            if budget < child_nodes:
+                return None
+            child = self.solver.solve(state.apply(action), node_limit=child_nodes)
+            budget -= child.nodes
+            if child.winner != ORDER:
                 return int(action)
         return None
 
@@ -340,6 +370,8 @@ __all__ = [
     "LEAF_NODE_LIMIT",
     "LOST",
     "OPEN",
+    "RECHECK_CHILD_NODES",
+    "RECHECK_NODE_LIMIT",
     "ROOT_EXTRA_DEPTH",
     "ROOT_NODE_LIMIT",
     "SEEK_CANDIDATES",

@@ -17,7 +17,15 @@ from orderchaos.agents.proof_book import ProofBook, key_state, shipped_book
 from orderchaos.agents.registry import RUN_DIR, SpecError, make, resolve
 from orderchaos.agents.solver import Solver
 from orderchaos.agents.strategy import covers
-from orderchaos.agents.solver_assisted import AVOID_NODE_LIMIT, RootAnswer, SolverAssist, SolverLeafEvaluator
+from orderchaos.agents.solver_assisted import (
+    AVOID_CHILD_NODES,
+    AVOID_NODE_LIMIT,
+    RECHECK_CHILD_NODES,
+    RECHECK_NODE_LIMIT,
+    RootAnswer,
+    SolverAssist,
+    SolverLeafEvaluator,
+)
 from orderchaos.envs.rules import ORDER, State, action_name, parse_board
 from orderchaos.envs.symmetry import transform_action, transform_state
 
@@ -63,6 +71,8 @@ def test_the_solver_option_parses_for_pretrained_and_run_directories(tmp_path: P
     assert agent.assist.avoid_nodes == AVOID_NODE_LIMIT
     assert make("pretrained:sims=20,solver=26,avoid=0").assist.avoid_nodes == 0  # Chaos's check off
     assert make(f"{REPO / 'agents/data/pretrained'}:solver=26,avoid=300000").assist.avoid_nodes == 300_000
+    assert make(f"{REPO / 'agents/data/pretrained'}:solver=26,recheck=0").assist.recheck_nodes == 0  # one pass
+    assert agent.assist.recheck_nodes == RECHECK_NODE_LIMIT
 
 
 @pytest.mark.parametrize(
@@ -74,6 +84,8 @@ def test_the_solver_option_parses_for_pretrained_and_run_directories(tmp_path: P
         ("pretrained:solver=2.5", "must be int"),
         ("heuristic:solver=3", "unknown parameter 'solver' for agent 'heuristic'"),
         ("pretrained:solver=26,avoid=-1", "avoid='-1' in agent spec 'pretrained:solver=26,avoid=-1' must be from 0"),
+        ("pretrained:solver=26,recheck=-1", "recheck='-1' in agent spec"),
+        ("pretrained:solver=26,recheck=1M", "must be int"),
     ],
 )
 def test_bad_solver_values_are_refused_with_a_spec_error(spec: str, message: str) -> None:
@@ -95,7 +107,8 @@ def test_a_bad_depth_given_in_code_is_refused() -> None:
     "tuning, message",
     [({"root_nodes": 0}, "root_nodes must be a positive int"), ({"leaf_nodes": 1.5}, "leaf_nodes must be"),
      ({"seek_nodes": -1}, "seek_nodes must be an int >= 0"), ({"seek_nodes": True}, "seek_nodes must be"),
-     ({"avoid_nodes": -5}, "avoid_nodes must be an int >= 0"), ({"avoid_nodes": "1M"}, "avoid_nodes must be")],
+     ({"avoid_nodes": -5}, "avoid_nodes must be an int >= 0"), ({"avoid_nodes": "1M"}, "avoid_nodes must be"),
+     ({"recheck_nodes": -1}, "recheck_nodes must be an int >= 0"), ({"recheck_nodes": 0.5}, "recheck_nodes must be")],
 )
 def test_bad_solver_budgets_are_refused(tuning: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -351,6 +364,37 @@ def test_chaos_replaces_a_move_proven_lost_with_one_that_is_not() -> None:
     assert SolverAssist(26, book=ProofBook()).avoid_lost(SEEK_ROOT, seek_loss, SEEK_ROOT.legal_actions) is None
     # the budget runs out while every move tried is proven lost: the player keeps its own
     assert SolverAssist(26, book=ProofBook(), avoid_nodes=250_000).avoid_lost(AVOID_ROOT, lost, lambda: others) is None
+
+
+# From a game `heuristic` Order won against the strongest player as Chaos: at 33 empty cells
+# the search played d2 X, which the check's first pass does not refute and a million nodes
+# do; a1 X is not refuted with a million.
+RECHECK_ROOT = parse_board(".............X.......O.....O........")
+
+
+def test_the_second_pass_replaces_a_move_refuted_with_more_nodes() -> None:
+    (deeper_loss,) = _named(RECHECK_ROOT, "d2 X")
+    (survivor,) = _named(RECHECK_ROOT, "a1 X")
+    others = [survivor, *(a for a in RECHECK_ROOT.legal_actions() if a not in (survivor, deeper_loss))]
+    solver = Solver()
+    assert solver.solve(RECHECK_ROOT.apply(deeper_loss), node_limit=AVOID_CHILD_NODES).winner is None
+    assert solver.solve(RECHECK_ROOT.apply(deeper_loss), node_limit=RECHECK_CHILD_NODES).winner == ORDER
+    assert SolverAssist(26, book=ProofBook()).avoid_lost(RECHECK_ROOT, deeper_loss, lambda: others) == survivor
+    # one pass only, or too small a budget for a second: the first pass's pick stands
+    for recheck in (0, RECHECK_CHILD_NODES - 1):
+        one_pass = SolverAssist(26, book=ProofBook(), recheck_nodes=recheck)
+        assert one_pass.avoid_lost(RECHECK_ROOT, deeper_loss, lambda: others) is None
+
+
+def test_the_chaos_player_rechecks_the_move_its_network_likes() -> None:
+    (deeper_loss,) = _named(RECHECK_ROOT, "d2 X")
+    misled = PrefersMove(deeper_loss)
+    one_pass = NeuralAgent(misled, sims=20, solver=26, seed=0, recheck_nodes=0)
+    assert one_pass.act(RECHECK_ROOT) == deeper_loss and one_pass.last_reason == "search"
+    rechecked = NeuralAgent(misled, sims=20, solver=26, seed=0)
+    move = rechecked.act(RECHECK_ROOT)
+    assert move != deeper_loss and rechecked.last_reason == "solver (avoid)"
+    assert Solver().solve(RECHECK_ROOT.apply(move), node_limit=RECHECK_CHILD_NODES).winner is None
 
 
 def test_the_chaos_player_does_not_play_the_move_its_network_likes_when_it_is_proven_lost() -> None:
