@@ -37,6 +37,8 @@ _NETWORK_OPTIONS = {
     "sims": int, "temp": float, "c": float, "seed": int, "solver": int, "sym": int, "avoid": int, "recheck": int,
 }
 _NETWORK_RANGES = {"solver": (0, 36), "sym": (1, 16), "avoid": (0, 10**9), "recheck": (0, 10**9)}
+_ZERO_MEANS = {"solver": "no solver", "avoid": "no check", "recheck": "one pass of the check"}
+"""What 0 means for the network options whose range starts there."""
 
 REGISTRY: dict[str, FactoryInfo] = {
     "random": FactoryInfo("orderchaos.agents.simple:RandomAgent", {"seed": int}, "uniform over legal actions"),
@@ -138,8 +140,8 @@ def resolve(spec: str) -> tuple[FactoryInfo, str, dict[str, Any]]:
             low, high = info.ranges[key]
             if not low <= params[key] <= high:
                 raise SpecError(
-                    f"parameter {key}={value!r} in agent spec {spec!r} must be from {low:g} to {high:g}"
-                    + (" (0: off)" if low == 0 else "")
+                    f"parameter {key}={value!r} in agent spec {spec!r} must be from {low:,} to {high:,}"
+                    + (f" (0: {_ZERO_MEANS.get(key, 'off')})" if low == 0 else "")
                 )
     return info, name, params
 

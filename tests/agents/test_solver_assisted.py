@@ -78,13 +78,13 @@ def test_the_solver_option_parses_for_pretrained_and_run_directories(tmp_path: P
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("pretrained:solver=-1", "solver='-1' in agent spec 'pretrained:solver=-1' must be from 0 to 36 (0: off)"),
+        ("pretrained:solver=-1", "solver='-1' in agent spec 'pretrained:solver=-1' must be from 0 to 36 (0: no solver)"),
         ("pretrained:sims=20,solver=37", "must be from 0 to 36"),
         ("pretrained:solver=deep", "must be int"),
         ("pretrained:solver=2.5", "must be int"),
         ("heuristic:solver=3", "unknown parameter 'solver' for agent 'heuristic'"),
-        ("pretrained:solver=26,avoid=-1", "avoid='-1' in agent spec 'pretrained:solver=26,avoid=-1' must be from 0"),
-        ("pretrained:solver=26,recheck=-1", "recheck='-1' in agent spec"),
+        ("pretrained:solver=26,avoid=-1", "avoid='-1' in agent spec 'pretrained:solver=26,avoid=-1' must be from 0 to 1,000,000,000 (0: no check)"),
+        ("pretrained:solver=26,recheck=-1", "recheck='-1' in agent spec 'pretrained:solver=26,recheck=-1' must be from 0 to 1,000,000,000 (0: one pass of the check)"),
         ("pretrained:solver=26,recheck=1M", "must be int"),
     ],
 )
