@@ -37,9 +37,9 @@ The node limits keep the cost of a move bounded: the root solve and the search f
 proven winning move share ``root_nodes``; seeking one after an unsettled solve gets
 ``seek_nodes``; Chaos's check of its move gets ``avoid_nodes`` (0.8 to 1.2 s for each of the
 five checks timed in two games against ``heuristic``, another match on the other core) and
-``recheck_nodes`` for its second pass (over 36 Chaos moves at 31 to 33 empty cells, 7.65 s a
-move on average with both passes against 6.66 s with the first alone, cold solver table); each
-leaf gets ``leaf_nodes``. On the 2-core
+``recheck_nodes`` for its second pass (over 36 Chaos moves at 31 to 33 empty cells, each by a
+fresh player on the otherwise idle machine, 1.90 s a move on average with both passes against
+0.52 s with the first alone); each leaf gets ``leaf_nodes``. On the 2-core
 machine the solver does roughly 0.2 to 0.4 million nodes per second (less when the machine
 is loaded), so the defaults cost at most a few seconds at the root, about twice that when
 an unsettled Order root also seeks (10.4 s for the move in the position of
