@@ -194,6 +194,7 @@ def play_selfplay_games(
     prefetch: bool = False,
     erring_order: Collection[int] = (),
     order_error_rate: float = 0.0,
+    chaos_simulations: int = 0,
 ) -> list[SelfPlayGame]:
     """Play ``n_games`` games in lockstep (:func:`play_lockstep`) with batched PUCT search
     for every network move: one search wave evaluates the leaves of all trees at once.
@@ -230,6 +231,10 @@ def play_selfplay_games(
     (temperature 1) instead of searched, and its positions there are not logged (their
     outcomes carry its errors). Chaos, searching as usual, meets the saveable positions that
     self-play against a strong Order seldom reaches.
+
+    With ``chaos_simulations > 0`` Chaos's full searches get that many simulations instead
+    of ``simulations`` (Order's keep ``simulations``; the cheap searches keep
+    ``fast_simulations``): a search budget for the side whose policy targets are weaker.
     """
     from orderchaos.agents.gumbel import GumbelSearch
     from orderchaos.agents.mcts import MCTS, SearchResult
@@ -279,8 +284,15 @@ def play_selfplay_games(
             draws = rng.random(len(by_network))
             full = [i for i, draw in zip(by_network, draws) if draw < full_search_fraction]
             fast = [i for i, draw in zip(by_network, draws) if draw >= full_search_fraction]
+        groups = [(full, simulations), (fast, fast_simulations)]
+        if chaos_simulations and chaos_simulations != simulations:
+            # one batch per budget; without a Chaos budget the batches (and games) are as before
+            groups[0:1] = [
+                ([i for i in full if states[i].to_play == "order"], simulations),
+                ([i for i in full if states[i].to_play == "chaos"], chaos_simulations),
+            ]
         results: dict[int, SearchResult] = {}
-        for group, budget in ((full, simulations), (fast, fast_simulations)):
+        for group, budget in groups:
             if group:
                 found = search.search_batch([states[i] for i in group], simulations=budget, add_noise=True)
                 results.update(zip(group, found))
@@ -397,6 +409,7 @@ def play_training_games(
         full_search_fraction=cfg.mcts.full_search_fraction,
         evaluation_cache=cfg.mcts.evaluation_cache,
         prefetch=cfg.mcts.prefetch,
+        chaos_simulations=cfg.mcts.chaos_simulations,
         erring_order=range(n_games - int(round(cfg.selfplay.erring_order_fraction * n_games)), n_games),
         order_error_rate=cfg.selfplay.order_error_rate,
     )

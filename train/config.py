@@ -346,6 +346,13 @@ class MCTSConfig:
     max_considered: int = _field(
         16, "with gumbel: root moves considered (Gumbel-Top-k)", min=1, max=72
     )
+    chaos_simulations: int = _field(
+        0,
+        "simulations of Chaos's full searches (0: simulations, as Order's): a larger "
+        "search budget for the side whose policy targets are weaker",
+        min=0,
+        max=1_000_000,
+    )
     fast_simulations: int = _field(
         0,
         "playout cap randomisation (KataGo): simulations of the cheap searches that move "

@@ -293,6 +293,46 @@ def test_playout_cap_randomisation_logs_only_full_searches(gumbel: int, monkeypa
     assert per_stone < full_evaluations / sum(log.length for log in full_logs)
 
 
+@pytest.mark.parametrize("gumbel", [0, 8])
+def test_chaos_simulations_give_only_chaos_searches_their_budget(gumbel: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``chaos_simulations``: every full search of a Chaos position gets that budget, every
+    one of an Order position keeps ``simulations``; without it (0, or equal to
+    ``simulations``) the games are those of the plain call, move for move."""
+    from orderchaos.agents.gumbel import GumbelSearch
+    from orderchaos.agents.mcts import MCTS
+    from orderchaos.agents.network_agent import NetworkEvaluator
+    from orderchaos.train.alphazero import play_selfplay_games
+
+    budgets: list[tuple[set[str], int]] = []
+    search_class = GumbelSearch if gumbel else MCTS
+    original = search_class.search_batch
+
+    def recording(self, states, simulations=None, add_noise=False):  # type: ignore[no-untyped-def]
+        budgets.append(({s.to_play for s in states}, int(simulations or self.simulations)))
+        return original(self, states, simulations=simulations, add_noise=add_noise)
+
+    monkeypatch.setattr(search_class, "search_batch", recording)
+    torch.manual_seed(5)
+    nets = {role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")}
+
+    def play(chaos_simulations: int) -> list[tuple[int | None, int, list[str]]]:
+        logs = play_selfplay_games(
+            NetworkEvaluator(nets), 4, simulations=4, c_puct=1.5, dirichlet_alpha=0.3,
+            dirichlet_fraction=0.25, temperature=1.0, temperature_moves=4,
+            rng=np.random.default_rng(11), gumbel_considered=gumbel,
+            chaos_simulations=chaos_simulations,
+        )
+        return [(log.winner, log.length, [s.to_string() for s in log.states]) for log in logs]
+
+    plain = play(0)
+    assert {budget for _, budget in budgets} == {4}
+    budgets.clear()
+    assert play(4) == plain
+    budgets.clear()
+    play(12)
+    assert {(tuple(sides), budget) for sides, budget in budgets} == {(("order",), 4), (("chaos",), 12)}
+
+
 @pytest.mark.parametrize(("gumbel", "cache", "prefetch"), [(0, True, False), (16, True, False), (16, False, True), (16, True, True)])
 def test_the_evaluation_cache_and_prefetch_play_the_same_games_with_fewer_evaluations(
     gumbel: int, cache: bool, prefetch: bool
