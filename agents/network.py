@@ -128,6 +128,25 @@ class PolicyValueNet(nn.Module):
         return logits, torch.tanh(v.squeeze(1))
 
 
+def deepened(source: PolicyValueNet, blocks: int) -> PolicyValueNet:
+    """A copy of ``source`` with ``blocks`` residual blocks that computes the same function.
+
+    The source's blocks come first; each added block ends in a batch norm whose scale is
+    zero, so it passes its (non-negative, post-relu) input through unchanged until training
+    moves that scale. Lets a run continue trained weights with a deeper trunk.
+    """
+    if blocks < source.blocks:
+        raise ValueError(f"deepened: {blocks} blocks is fewer than the source's {source.blocks}")
+    arch = source.architecture()
+    arch["blocks"] = blocks
+    deeper = PolicyValueNet(**arch).to(source.policy_bias.device, source.policy_bias.dtype)
+    deeper.load_state_dict(source.state_dict(), strict=False)
+    for block in list(deeper.trunk)[source.blocks:]:
+        nn.init.zeros_(block.bn2.weight)
+        nn.init.zeros_(block.bn2.bias)
+    return deeper
+
+
 def trace_for_inference(net: nn.Module, example: torch.Tensor) -> torch.jit.ScriptModule | None:
     """``net``'s eval-mode forward traced on ``example`` (TorchScript), sharing ``net``'s
     parameters and buffers; None where tracing fails (or a future torch drops it).

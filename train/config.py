@@ -134,8 +134,10 @@ class NetworkConfig:
     init_from: str = _field(
         "",
         "start both networks from this policy: a policy directory, a run directory (its latest "
-        "checkpoint) or 'pretrained'; its network shape must match this section (empty: a "
-        "fresh random initialisation). A resumed run continues from its own checkpoint instead",
+        "checkpoint) or 'pretrained'; its network shape must match this section, except that "
+        "`blocks` may be larger: the added residual blocks start as the identity "
+        "(orderchaos.agents.network.deepened), so the run starts from the policy's play (empty: "
+        "a fresh random initialisation). A resumed run continues from its own checkpoint instead",
     )
 
 

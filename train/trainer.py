@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from orderchaos.agents.network import PolicyValueNet, resolve_device
+from orderchaos.agents.network import PolicyValueNet, deepened, resolve_device
 from orderchaos.agents.network_agent import NetworkEvaluator, NeuralAgent
 from orderchaos.agents.policy_files import (
     CheckpointError,
@@ -141,14 +141,15 @@ class Trainer:
         except CheckpointError as exc:
             raise ValueError(f"network.init_from: {exc}") from None
         wanted = self.nets["order"].architecture()
-        if nets["order"].architecture() != wanted:
+        found = nets["order"].architecture()
+        if {**found, "blocks": wanted["blocks"]} != wanted or found["blocks"] > wanted["blocks"]:
             raise ValueError(
-                f"network.init_from: the policy in {str(where)!r} has network "
-                f"{nets['order'].architecture()}, but this config builds {wanted}; set the "
-                f"network section to match it"
+                f"network.init_from: the policy in {str(where)!r} has network {found}, but this "
+                f"config builds {wanted}; set the network section to match it (more blocks "
+                f"than the policy's are accepted)"
             )
         for role in AGENTS:
-            self.nets[role].load_state_dict(nets[role].state_dict())
+            self.nets[role].load_state_dict(deepened(nets[role], wanted["blocks"]).state_dict())
 
     # -- construction ------------------------------------------------------------------
     @classmethod

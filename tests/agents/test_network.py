@@ -14,6 +14,7 @@ from orderchaos.agents.network import (
     InferenceForward,
     PolicyValueNet,
     WindowFeatures,
+    deepened,
     masked_softmax,
     trace_for_inference,
 )
@@ -26,7 +27,33 @@ from orderchaos.envs.encoding import action_mask, encode_states
 from orderchaos.envs.rules import ACTIONS, CELLS, WINDOW_CELLS, State
 from orderchaos.envs.symmetry import NUM_SYMMETRIES, transform_planes, transform_state
 
-from helpers import positions, tiny_nets
+from helpers import positions, random_game, tiny_nets
+
+
+def test_deepened_network_plays_as_its_source_until_trained() -> None:
+    torch.manual_seed(3)
+    source = PolicyValueNet(8, 2, 16, window_features=True)
+    for module in source.modules():  # batch norms that are not the identity, as after training
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.running_mean.uniform_(-0.5, 0.5)
+            module.running_var.uniform_(0.5, 2.0)
+            module.weight.data.uniform_(0.5, 1.5)
+            module.bias.data.uniform_(-0.3, 0.3)
+    deeper = deepened(source, 5)
+    assert deeper.blocks == 5 and deeper.architecture() == {**source.architecture(), "blocks": 5}
+    states = [state for seed in range(4) for state in random_game(seed)]
+    planes = torch.as_tensor(encode_states(states))
+    for train_mode in (False, True):
+        source.train(train_mode)
+        deeper.train(train_mode)
+        for got, want in zip(deeper(planes), source(planes)):
+            assert torch.allclose(got, want, atol=1e-6)
+    # The added blocks learn: one step moves the output away from the source's.
+    logits, values = deeper(planes)
+    (logits.square().mean() + values.sum()).backward()
+    assert deeper.trunk[4].bn2.weight.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="fewer"):
+        deepened(source, 1)
 
 
 def test_forward_shapes_and_value_range() -> None:

@@ -63,14 +63,22 @@ def test_init_from_starts_both_networks_from_a_policy_and_refuses_a_mismatch(tmp
             assert torch.equal(value.cpu(), source[role][key]), (role, key)
     fresh = make_trainer(load_config(SMOKE, ["eval.enabled=false"]), tmp_path / "fresh")
     assert any(not torch.equal(v.cpu(), source["order"][k]) for k, v in fresh.nets["order"].state_dict().items())
-    # A policy of another shape, or no policy at all, is refused naming the key.
-    args = ("run.iterations=1", "eval.enabled=false", f"network.init_from={tmp_path / 'source'}", "network.channels=4")
-    assert run_cli(SMOKE, *args, "--run-dir", str(tmp_path / "bad")) == 2
-    assert "network.init_from" in capsys.readouterr().err
+    # A deeper network keeps the policy's weights and adds blocks that start as the identity.
+    deeper = load_config(SMOKE, ["eval.enabled=false", f"network.init_from={tmp_path / 'source'}", "network.blocks=3"])
+    trainer = make_trainer(deeper, tmp_path / "deeper")
+    for role in source:
+        weights = trainer.nets[role].state_dict()
+        assert all(torch.equal(weights[key].cpu(), value) for key, value in source[role].items()), role
+        assert len(trainer.nets[role].trunk) == 3 and not trainer.nets[role].trunk[2].bn2.weight.any()
+    # A policy of another shape (or a deeper one), or no policy at all, is refused naming the key.
+    for i, shape in enumerate(("network.channels=4", "network.blocks=0")):
+        args = ("run.iterations=1", "eval.enabled=false", f"network.init_from={tmp_path / 'source'}", shape)
+        assert run_cli(SMOKE, *args, "--run-dir", str(tmp_path / f"bad{i}")) == 2
+        assert "network.init_from" in capsys.readouterr().err
     args = ("run.iterations=1", "eval.enabled=false", f"network.init_from={tmp_path / 'nowhere'}")
     assert run_cli(SMOKE, *args, "--run-dir", str(tmp_path / "bad2")) == 2
     assert "network.init_from" in capsys.readouterr().err
-    assert not (tmp_path / "bad").exists() and not (tmp_path / "bad2").exists()  # nothing written
+    assert not any((tmp_path / f"bad{i}").exists() for i in range(3))  # nothing written
 
 
 def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
