@@ -57,13 +57,25 @@ class ReplayBuffer:
         self.total_added += n
 
     def sample(
-        self, batch_size: int, rng: np.random.Generator, augment: bool = True
+        self,
+        batch_size: int,
+        rng: np.random.Generator,
+        augment: bool = True,
+        early_empties: int = 0,
+        early_weight: float = 1.0,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``batch_size`` rows drawn uniformly with replacement, each mapped through a random
-        symmetry when ``augment``. Returns ``(planes, masks, policies, values)`` copies."""
+        symmetry when ``augment``. Returns ``(planes, masks, policies, values)`` copies.
+
+        With ``early_empties`` (> 0), a row with at least that many empty cells is drawn
+        ``early_weight`` times as often as any other row.
+        """
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
-        idx = rng.integers(self.size, size=batch_size)
+        if early_empties and early_weight != 1.0:
+            idx = self._weighted_indices(batch_size, rng, early_empties, early_weight)
+        else:
+            idx = rng.integers(self.size, size=batch_size)
         planes, masks = self.planes[idx], self.masks[idx]
         policies, values = self.policies[idx], self.values[idx].copy()
         if augment:
@@ -76,6 +88,22 @@ class ReplayBuffer:
                 masks[rows] = transform_policy(masks[rows], int(g))
                 policies[rows] = transform_policy(policies[rows], int(g))
         return planes, masks, policies, values
+
+    def _weighted_indices(
+        self, batch_size: int, rng: np.random.Generator, early_empties: int, early_weight: float
+    ) -> np.ndarray:
+        """Row indices where each early row (at least ``early_empties`` empty cells) weighs
+        ``early_weight`` and each other row 1: a binomial split between the two groups, then
+        uniform draws within each."""
+        stones = self.planes[: self.size, :2].reshape(self.size, -1).sum(axis=1, dtype=np.int32)
+        early = stones <= OBS_SHAPE[1] * OBS_SHAPE[2] - early_empties
+        early_rows, other_rows = np.flatnonzero(early), np.flatnonzero(~early)
+        mass = early_weight * len(early_rows)
+        from_early = rng.binomial(batch_size, mass / (mass + len(other_rows)))
+        return np.concatenate([
+            early_rows[rng.integers(len(early_rows), size=from_early)] if from_early else early_rows[:0],
+            other_rows[rng.integers(len(other_rows), size=batch_size - from_early)] if from_early < batch_size else other_rows[:0],
+        ])
 
     def state_dict(self) -> dict[str, Any]:
         """The filled part of the buffer and its cursor, for a trainer-state file."""
