@@ -3,6 +3,8 @@ weighted draw of Chaos's early positions."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -70,7 +72,7 @@ def test_early_rows_are_drawn_by_their_weight_and_the_default_draw_is_unchanged(
         assert all(np.array_equal(x, y) for x, y in zip(plain, again))
 
 
-def test_only_chaos_batches_weigh_early_positions(tmp_path) -> None:
+def test_only_chaos_batches_weigh_early_positions(tmp_path: Path) -> None:
     config = load_config(SMOKE, ["eval.enabled=false", "replay.chaos_early_empties=27", "replay.chaos_early_weight=4"])
     trainer = make_trainer(config, tmp_path / "run")
     drawn: dict[str, list[tuple]] = {}
