@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from orderchaos.envs.encoding import OBS_SHAPE
-from orderchaos.envs.rules import ACTIONS
+from orderchaos.envs.rules import ACTIONS, CELLS
 from orderchaos.envs.symmetry import NUM_SYMMETRIES, transform_planes, transform_policy
 
 
@@ -28,6 +28,7 @@ class ReplayBuffer:
         self.masks = np.zeros((capacity, ACTIONS), np.int8)
         self.policies = np.zeros((capacity, ACTIONS), np.float32)
         self.values = np.zeros(capacity, np.float32)
+        self.empties = np.zeros(capacity, np.int8)  # empty cells of each row, for weighted draws
         self.size = 0
         self.next = 0
         self.total_added = 0
@@ -52,6 +53,7 @@ class ReplayBuffer:
         self.masks[idx] = masks
         self.policies[idx] = policies
         self.values[idx] = values
+        self.empties[idx] = _empty_cells(planes)
         self.next = int((self.next + n) % self.capacity)
         self.size = min(self.capacity, self.size + n)
         self.total_added += n
@@ -95,8 +97,7 @@ class ReplayBuffer:
         """Row indices where each early row (at least ``early_empties`` empty cells) weighs
         ``early_weight`` and each other row 1: a binomial split between the two groups, then
         uniform draws within each."""
-        stones = self.planes[: self.size, :2].reshape(self.size, -1).sum(axis=1, dtype=np.int32)
-        early = stones <= OBS_SHAPE[1] * OBS_SHAPE[2] - early_empties
+        early = self.empties[: self.size] >= early_empties
         early_rows, other_rows = np.flatnonzero(early), np.flatnonzero(~early)
         mass = early_weight * len(early_rows)
         from_early = rng.binomial(batch_size, mass / (mass + len(other_rows)))
@@ -130,4 +131,10 @@ class ReplayBuffer:
         self.masks[:n] = state["masks"]
         self.policies[:n] = state["policies"]
         self.values[:n] = state["values"]
+        self.empties[:n] = _empty_cells(self.planes[:n])
         self.size, self.next, self.total_added = n, int(state["next"]), int(state["total_added"])
+
+
+def _empty_cells(planes: np.ndarray) -> np.ndarray:
+    """The number of empty cells of each position of ``planes`` (rows of encoded boards)."""
+    return CELLS - planes[:, :2].reshape(len(planes), -1).sum(axis=1, dtype=np.int32)

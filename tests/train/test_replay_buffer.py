@@ -57,14 +57,19 @@ def test_early_rows_are_drawn_by_their_weight_and_the_default_draw_is_unchanged(
     empties = 36 - buffer.planes[:400, :2].reshape(400, -1).sum(1)
     early = empties >= 27
     assert 0 < early.sum() < 400
+    # Values tag each row with its index, so that the draw shows which rows it took.
+    tagged = ReplayBuffer(400)
+    tagged.add(buffer.planes[:400], buffer.masks[:400], buffer.policies[:400], np.arange(400, dtype=np.float32))
     for weight in (3.0, 0.2):
-        # Values tag each row with its index, so that the draw shows which rows it took.
-        tagged = ReplayBuffer(400)
-        tagged.add(buffer.planes[:400], buffer.masks[:400], buffer.policies[:400], np.arange(400, dtype=np.float32))
         *_, rows = tagged.sample(20000, np.random.default_rng(1), False, 27, weight)
         share = early[rows.astype(int)].mean()
         expected = weight * early.sum() / (weight * early.sum() + (~early).sum())
         assert abs(share - expected) < 0.015, (weight, share, expected)
+    # A buffer restored from its state draws the same weighted batch.
+    restored = ReplayBuffer(400)
+    restored.load_state_dict(tagged.state_dict())
+    *_, again = restored.sample(2000, np.random.default_rng(4), False, 27, 3.0)
+    assert np.array_equal(again, tagged.sample(2000, np.random.default_rng(4), False, 27, 3.0)[3])
     # Off (no threshold, or weight 1) the draw is the plain uniform one, row for row.
     plain = buffer.sample(64, np.random.default_rng(5), True)
     for args in ((0, 3.0), (27, 1.0)):
