@@ -137,4 +137,4 @@ class ReplayBuffer:
 
 def _empty_cells(planes: np.ndarray) -> np.ndarray:
     """The number of empty cells of each position of ``planes`` (rows of encoded boards)."""
-    return CELLS - planes[:, :2].reshape(len(planes), -1).sum(axis=1, dtype=np.int32)
+    return CELLS - planes[:, :2].reshape(len(planes), 2 * CELLS).sum(axis=1, dtype=np.int32)

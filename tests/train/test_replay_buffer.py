@@ -70,6 +70,9 @@ def test_early_rows_are_drawn_by_their_weight_and_the_default_draw_is_unchanged(
     restored.load_state_dict(tagged.state_dict())
     *_, again = restored.sample(2000, np.random.default_rng(4), False, 27, 3.0)
     assert np.array_equal(again, tagged.sample(2000, np.random.default_rng(4), False, 27, 3.0)[3])
+    empty = ReplayBuffer(400)  # an empty buffer (a role with no mistakes yet) restores too
+    empty.load_state_dict(ReplayBuffer(400).state_dict())
+    assert len(empty) == 0
     # Off (no threshold, or weight 1) the draw is the plain uniform one, row for row.
     plain = buffer.sample(64, np.random.default_rng(5), True)
     for args in ((0, 3.0), (27, 1.0)):
