@@ -752,13 +752,12 @@ class AlphaZeroTrainer(Trainer):
         from_mistakes = 0
         if len(mistakes) >= cfg.mistakes.min_rows:
             from_mistakes = min(cfg.optim.batch_size - 1, int(round(cfg.mistakes.fraction * cfg.optim.batch_size)))
-        early = (cfg.replay.chaos_early_empties, cfg.replay.chaos_early_weight) if role == "chaos" else ()
         net, opt = self.nets[role], self.optimizers[role]
         net.train()
         totals = np.zeros(3)
         for _ in range(updates):
             planes, masks, targets, values = buffer.sample(
-                cfg.optim.batch_size - from_mistakes, self.rng, cfg.replay.augment, *early
+                cfg.optim.batch_size - from_mistakes, self.rng, cfg.replay.augment
             )
             if from_mistakes:
                 extra = mistakes.sample(from_mistakes, self.rng, cfg.replay.augment)

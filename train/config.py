@@ -421,17 +421,6 @@ class ReplayConfig:
         512, "positions a role needs before its network trains", min=1
     )
     augment: bool = _field(True, "train on a random one of the 16 symmetric images")
-    chaos_early_empties: int = _field(
-        0,
-        "Chaos's positions with at least this many empty cells are drawn chaos_early_weight "
-        "times as often as its others (0: off): more of the early game, where Chaos's saving "
-        "moves are hardest to learn",
-        min=0,
-        max=36,
-    )
-    chaos_early_weight: float = _field(
-        1.0, "sampling weight of Chaos's early positions (see chaos_early_empties)", min=0.01, max=1000
-    )
 
 
 @dataclass
