@@ -188,13 +188,8 @@ def play_selfplay_games(
     gumbel_considered: int = 0,
     end: GameEnder | None = None,
     end_games: Collection[int] | None = None,
-    fast_simulations: int = 0,
-    full_search_fraction: float = 0.25,
     evaluation_cache: bool = False,
     prefetch: bool = False,
-    erring_order: Collection[int] = (),
-    order_error_rate: float = 0.0,
-    chaos_simulations: int = 0,
 ) -> list[SelfPlayGame]:
     """Play ``n_games`` games in lockstep (:func:`play_lockstep`) with batched PUCT search
     for every network move: one search wave evaluates the leaves of all trees at once.
@@ -214,27 +209,11 @@ def play_selfplay_games(
     logged policy is its completed-Q improved policy. ``end`` stops games early, those in
     ``end_games`` only when given (:func:`play_lockstep`, e.g. :func:`solver_ender`).
 
-    With ``fast_simulations > 0``, playout cap randomisation (KataGo, Wu 2019): each network
-    move gets the full search with probability ``full_search_fraction`` and is logged with
-    its policy target; the others get a cheap search of ``fast_simulations`` that only moves
-    the game on and are not logged, so that the games (and their outcomes) cost fewer
-    evaluations while every policy target still comes from a full search.
-
     With ``evaluation_cache``, every evaluation of these games goes through one
     :class:`orderchaos.agents.evaluation_cache.CachedEvaluator`, so each board is evaluated
     once; ``evaluator.positions_evaluated`` counts only what reached the network. With
     ``prefetch`` (Gumbel only) each search evaluates the root children of its first round of
     sequential halving in one batch (:class:`orderchaos.agents.gumbel.GumbelSearch`).
-
-    In the games listed in ``erring_order`` Order errs as a fallible player does: each of its
-    moves is, with probability ``order_error_rate``, drawn from its network's policy
-    (temperature 1) instead of searched, and its positions there are not logged (their
-    outcomes carry its errors). Chaos, searching as usual, meets the saveable positions that
-    self-play against a strong Order seldom reaches.
-
-    With ``chaos_simulations > 0`` Chaos's full searches get that many simulations instead
-    of ``simulations`` (Order's keep ``simulations``; the cheap searches keep
-    ``fast_simulations``): a search budget for the side whose policy targets are weaker.
     """
     from orderchaos.agents.gumbel import GumbelSearch
     from orderchaos.agents.mcts import MCTS, SearchResult
@@ -245,8 +224,6 @@ def play_selfplay_games(
 
     opponents = opponents or {}
     on_policy = set(int(g) for g in on_policy)
-    erring = np.zeros(n_games, bool)
-    erring[list(erring_order)] = True
     opponent_seat = np.full(n_games, -1)
     for g, (seat, _) in opponents.items():
         opponent_seat[g] = seat
@@ -272,33 +249,12 @@ def play_selfplay_games(
         moves = [0] * len(states)
         targets: list[np.ndarray | None] = [None] * len(states)
         by_network = [i for i, s in enumerate(states) if opponent_seat[games[i]] != s.to_play_index]
-        erring_moves: list[int] = []
-        fallible = [i for i in by_network if erring[games[i]] and states[i].to_play == "order"]
-        if fallible:
-            draws = rng.random(len(fallible))
-            erring_moves = [i for i, draw in zip(fallible, draws) if draw < order_error_rate]
-            skipped = set(erring_moves)
-            by_network = [i for i in by_network if i not in skipped]
-        full, fast = by_network, []
-        if fast_simulations and by_network:
-            draws = rng.random(len(by_network))
-            full = [i for i, draw in zip(by_network, draws) if draw < full_search_fraction]
-            fast = [i for i, draw in zip(by_network, draws) if draw >= full_search_fraction]
-        groups = [(full, simulations), (fast, fast_simulations)]
-        if chaos_simulations and chaos_simulations != simulations:
-            # one batch per budget; without a Chaos budget the batches (and games) are as before
-            groups[0:1] = [
-                ([i for i in full if states[i].to_play == "order"], simulations),
-                ([i for i in full if states[i].to_play == "chaos"], chaos_simulations),
-            ]
         results: dict[int, SearchResult] = {}
-        for group, budget in groups:
-            if group:
-                found = search.search_batch([states[i] for i in group], simulations=budget, add_noise=True)
-                results.update(zip(group, found))
+        if by_network:
+            found = search.search_batch([states[i] for i in by_network], simulations=simulations, add_noise=True)
+            results.update(zip(by_network, found))
         temp = temperature if ply < temperature_moves else 0.0
         lost = set()
-        logged = set(full)  # the cheap searches only move the game on
         for i in by_network:
             result = results[i]
             if result.proven == "loss":
@@ -306,12 +262,11 @@ def play_selfplay_games(
             # visit distribution; for a proven win, uniform over the proven winning moves; a
             # proven loss stops the search early, so its few visits carry no policy signal and
             # the row trains the value only (an all-zero policy target adds no policy loss)
-            if i in logged:
-                targets[i] = (
-                    np.zeros(ACTIONS, np.float32)
-                    if result.proven == "loss"
-                    else np.asarray(result.policy(target_temperature), dtype=np.float32)
-                )
+            targets[i] = (
+                np.zeros(ACTIONS, np.float32)
+                if result.proven == "loss"
+                else np.asarray(result.policy(target_temperature), dtype=np.float32)
+            )
             if temp == 0 or result.proven is not None:  # (Gumbel: temp is always 0)
                 moves[i] = int(result.best_action)
             else:
@@ -324,12 +279,6 @@ def play_selfplay_games(
             priors, _ = asked.evaluate([states[i] for i in greedy])
             for i, prior in zip(greedy, priors):
                 moves[i] = int(np.argmax(prior))
-        if erring_moves:
-            priors, _ = asked.evaluate([states[i] for i in erring_moves])
-            for i, prior in zip(erring_moves, priors):
-                moves[i] = sample_from(prior.astype(np.float64), 1.0, rng)
-        for i in fallible:
-            targets[i] = None
         for i, state in enumerate(states):
             if opponent_seat[games[i]] == state.to_play_index:
                 moves[i] = opponents[int(games[i])][1].act(state)
@@ -405,13 +354,8 @@ def play_training_games(
             else None
         ),
         end_games=range(int(round(cfg.selfplay.solver_end_fraction * n_games))),
-        fast_simulations=cfg.mcts.fast_simulations,
-        full_search_fraction=cfg.mcts.full_search_fraction,
         evaluation_cache=cfg.mcts.evaluation_cache,
         prefetch=cfg.mcts.prefetch,
-        chaos_simulations=cfg.mcts.chaos_simulations,
-        erring_order=range(n_games - int(round(cfg.selfplay.erring_order_fraction * n_games)), n_games),
-        order_error_rate=cfg.selfplay.order_error_rate,
     )
     play_seconds = time.perf_counter() - started
     imitation: list[SelfPlayGame] = []

@@ -168,21 +168,6 @@ class SelfPlayConfig:
         min=0,
         max=1,
     )
-    erring_order_fraction: float = _field(
-        0.0,
-        "fraction of the self-play games (the last ones of each batch) "
-        "in which Order errs at `order_error_rate`; Order's positions there are not trained on, "
-        "so that Chaos meets and learns the positions a fallible Order lets it save",
-        min=0,
-        max=1,
-    )
-    order_error_rate: float = _field(
-        0.1,
-        "with erring_order_fraction: the chance that each Order move of those games is drawn "
-        "from its network's policy (temperature 1) instead of its search's choice",
-        min=0,
-        max=1,
-    )
     solver_depth: int = _field(
         0,
         "positions with at most this many empty cells get exact solver values as value "
@@ -347,29 +332,6 @@ class MCTSConfig:
     )
     max_considered: int = _field(
         16, "with gumbel: root moves considered (Gumbel-Top-k)", min=1, max=72
-    )
-    chaos_simulations: int = _field(
-        0,
-        "simulations of Chaos's full searches (0: simulations, as Order's): a larger "
-        "search budget for the side whose policy targets are weaker",
-        min=0,
-        max=1_000_000,
-    )
-    fast_simulations: int = _field(
-        0,
-        "playout cap randomisation (KataGo): simulations of the cheap searches that move "
-        "the game on without a policy target (0: every move gets the full search). Off in "
-        "the shipped recipe: at equal iterations and at equal time its Chaos network came "
-        "out weaker (docs/experiments.md)",
-        min=0,
-    )
-    full_search_fraction: float = _field(
-        0.25,
-        "with fast_simulations: the share of the network's self-play moves that get the full "
-        "search and are logged for training",
-        min=0,
-        max=1,
-        exclusive=True,
     )
     evaluation_cache: bool = _field(
         False,
