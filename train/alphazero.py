@@ -441,23 +441,6 @@ class TrainingRows:
         order = np.argsort(-policy, kind="stable")[:count]
         return [int(a) for a in order if policy[a] > 0]
 
-    def hold_against_fours(self, plies: int) -> int:
-        """Narrow the policy target of every Chaos row (value-only rows excepted) to the moves
-        after which Order has no win by continuous fours within ``plies`` plies
-        (:func:`orderchaos.agents.fours.holding_moves`), renormalised (uniform over them if
-        the target gave them nothing), where some but not all moves hold. Returns how many
-        rows were narrowed."""
-        from orderchaos.agents.fours import holding_moves
-
-        narrowed = 0
-        for row, state in enumerate(self.states):
-            if state.to_play != CHAOS or self.policies[row].sum() <= 0:
-                continue
-            holding = holding_moves(state, plies)
-            if holding and len(holding) < len(state.legal_actions()):
-                narrowed += self._narrow(row, holding)
-        return narrowed
-
     def apply(
         self, rows: list[int], exact: SolverTargets, weights: str = "uniform", practical_chaos: bool = False
     ) -> None:
@@ -605,8 +588,6 @@ class AlphaZeroTrainer(Trainer):
         depth = cfg.solver_depth if solver_depth is None else solver_depth
         if rows is None:
             return {}
-        if cfg.fours_holding_plies:
-            rows.hold_against_fours(cfg.fours_holding_plies)
         late = [i for i, s in enumerate(rows.states) if s.num_empty <= depth] if depth else []
         if not late:
             self._add(rows)

@@ -285,15 +285,6 @@ class SelfPlayConfig:
         min=0,
         max=35,
     )
-    fours_holding_plies: int = _field(
-        0,
-        "Chaos's policy targets, at every stage, keep only the moves after which Order has no "
-        "win by continuous fours (a four, the forced block, and so on to a double four or a "
-        "five: orderchaos.agents.fours) within this many plies, when some but not all moves "
-        "hold: the lines a practical Order finds (0: off)",
-        min=0,
-        max=35,
-    )
     chaos_practical_values: bool = _field(
         False,
         "where the solver proves a Chaos position lost, keep the game's outcome as its value "
