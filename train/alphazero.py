@@ -31,7 +31,7 @@ from orderchaos.agents.network import masked_log_softmax
 from orderchaos.agents.network_agent import NetworkEvaluator, NeuralAgent, sample_from
 from orderchaos.agents.solver_pool import SolverPool
 from orderchaos.envs.batch import BatchGame
-from orderchaos.envs.rules import ACTIONS, AGENTS, CHAOS, State
+from orderchaos.envs.rules import ACTIONS, AGENTS, State
 from orderchaos.arena.matches import random_quiet_action
 from orderchaos.arena.mistakes import collect_mistakes, labelled_rows, mistake_rows, ranked_moves
 from orderchaos.train.replay_buffer import ReplayBuffer
@@ -441,19 +441,12 @@ class TrainingRows:
         order = np.argsort(-policy, kind="stable")[:count]
         return [int(a) for a in order if policy[a] > 0]
 
-    def apply(
-        self, rows: list[int], exact: SolverTargets, weights: str = "uniform", practical_chaos: bool = False
-    ) -> None:
+    def apply(self, rows: list[int], exact: SolverTargets, weights: str = "uniform") -> None:
         """Overwrite the targets of ``rows`` with the exact results the solver found
         (``exact`` is keyed by position in ``rows``): the value, and for a proven win a
         policy over the winning moves only: uniform, or (``weights="search"``) in
-        proportion to the policy target already there (uniform if it gave them nothing).
-        With ``practical_chaos``, a Chaos position proven lost keeps its game-outcome value.
-        A Chaos position with ``holding_moves`` keeps its policy target on those moves only
-        (renormalised; uniform if it gave them nothing)."""
+        proportion to the policy target already there (uniform if it gave them nothing)."""
         for j, value in exact.values.items():
-            if practical_chaos and value < 0 and self.states[rows[j]].to_play == CHAOS:
-                continue
             self.values[rows[j]] = value
         for j, winning in exact.winning_moves.items():
             kept = self.policies[rows[j], winning] if weights == "search" else np.ones(len(winning))
@@ -461,20 +454,6 @@ class TrainingRows:
                 kept = np.ones(len(winning))
             self.policies[rows[j]] = 0.0
             self.policies[rows[j], winning] = kept / kept.sum()
-        for j, holding in exact.holding_moves.items():
-            if j not in exact.winning_moves:
-                self._narrow(rows[j], holding)
-
-    def _narrow(self, row: int, moves: list[int]) -> bool:
-        """Keep ``row``'s policy target on ``moves`` only, renormalised (uniform over them if
-        it gave them nothing); a value-only row (all zero) stays one. Whether it changed."""
-        policy = self.policies[row]
-        if policy.sum() <= 0:
-            return False
-        kept = policy[moves] if policy[moves].sum() > 0 else np.ones(len(moves))
-        policy[:] = 0.0
-        policy[moves] = kept / kept.sum()
-        return True
 
 
 class AlphaZeroTrainer(Trainer):
@@ -595,9 +574,7 @@ class AlphaZeroTrainer(Trainer):
         late_states = [rows.states[i] for i in late]
         candidates = [rows.favourite_moves(i, cfg.solver_candidates) for i in late] if cfg.solver_candidates else None
         args = (
-            late_states, cfg.solver_node_limit, cfg.solver_policy, candidates, cfg.solver_fastest_plies,
-            cfg.solver_holding_plies,
-        )
+            late_states, cfg.solver_node_limit, cfg.solver_policy, candidates)
         if cfg.solver_process:
             self._pending.append((rows, late, self.solver.submit(*args)))
             return {"charts/solver_positions": float(len(late))}
@@ -622,7 +599,7 @@ class AlphaZeroTrainer(Trainer):
         """Put the solver's results into ``rows`` (positions ``late``) as the config says,
         then add the rows to the replay buffers."""
         cfg = self.config.selfplay
-        rows.apply(late, exact, cfg.solver_policy_weights, cfg.chaos_practical_values)
+        rows.apply(late, exact, cfg.solver_policy_weights)
         self._add(rows)
 
     def _add(self, rows: "TrainingRows") -> None:

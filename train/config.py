@@ -267,31 +267,6 @@ class SelfPlayConfig:
         min=0,
         max=72,
     )
-    solver_fastest_plies: int = _field(
-        0,
-        "where the solver lists Order's winning moves, the policy target keeps only those "
-        "that force a five soonest, looking this many plies ahead (0: off; kept whole when "
-        "no five is that close): fewer moves left for the network to get wrong",
-        min=0,
-        max=35,
-    )
-    solver_holding_plies: int = _field(
-        0,
-        "where Chaos is to move within solver_depth and the solver does not prove Chaos wins, "
-        "the policy target keeps only the moves after which Order cannot force a five within "
-        "this many plies, when some but not all moves hold out that long: in positions lost in "
-        "theory Chaos learns not to walk into the short combinations a practical Order finds "
-        "(0: off)",
-        min=0,
-        max=35,
-    )
-    chaos_practical_values: bool = _field(
-        False,
-        "where the solver proves a Chaos position lost, keep the game's outcome as its value "
-        "target instead of -1: most Chaos positions are lost against perfect play, and the "
-        "outcome keeps the practical chance that the Order player errs, which gives Chaos's "
-        "search something to prefer",
-    )
     solver_policy_weights: str = _field(
         "uniform",
         "how a solver policy target spreads over the proven winning moves: 'uniform', or "

@@ -108,39 +108,6 @@ def test_solver_policy_keeps_only_proven_winning_moves(weights: str) -> None:
     assert rows.policies[2, 4] == 1.0 and rows.policies[2].sum() == 1.0
 
 
-def test_holding_moves_narrow_chaos_policy_targets_but_not_value_only_rows() -> None:
-    from orderchaos.train.alphazero import TrainingRows
-    from orderchaos.train.solver_targets import SolverTargets
-
-    chaos_to_move = State().apply(0)
-    policies = np.zeros((3, ACTIONS), np.float32)
-    policies[0, [4, 6, 9]] = [0.5, 0.3, 0.2]  # the search's target: 0.3 and 0.2 on holding moves
-    policies[1, 11] = 1.0  # nothing on the holding moves
-    rows = TrainingRows([chaos_to_move] * 3, np.zeros((3, 3, 6, 6), np.int8), np.ones((3, ACTIONS), np.int8),
-                        policies, np.zeros(3, np.float32))  # row 2: a value-only row (all zero)
-    rows.apply([0, 1, 2], SolverTargets(values={0: -1.0}, holding_moves={0: [6, 9], 1: [2, 3], 2: [5]}))
-    assert rows.policies[0, [6, 9]] == pytest.approx([0.6, 0.4])
-    assert rows.policies[1, [2, 3]] == pytest.approx([0.5, 0.5])
-    assert rows.policies[:2].sum(1) == pytest.approx([1.0, 1.0]) and rows.policies[2].sum() == 0.0
-    assert rows.values.tolist() == [-1.0, 0.0, 0.0]
-
-
-@pytest.mark.parametrize("practical_chaos", [False, True])
-def test_practical_chaos_values_keep_the_outcome_only_where_chaos_is_proven_lost(practical_chaos: bool) -> None:
-    from orderchaos.train.alphazero import TrainingRows
-    from orderchaos.train.solver_targets import SolverTargets
-
-    chaos_to_move = State().apply(0)
-    states = [chaos_to_move, chaos_to_move, State(), State()]
-    outcomes = np.array([0.5, -0.5, 0.5, 0.5], np.float32)  # game-outcome targets already there
-    rows = TrainingRows(states, np.zeros((4, 3, 6, 6), np.int8), np.ones((4, ACTIONS), np.int8),
-                        np.full((4, ACTIONS), 1 / ACTIONS, np.float32), outcomes.copy())
-    exact = SolverTargets(values={0: -1.0, 1: 1.0, 2: -1.0, 3: 1.0})
-    rows.apply([0, 1, 2, 3], exact, "uniform", practical_chaos)
-    # Only the Chaos position proven lost keeps its outcome, and only when asked to.
-    assert rows.values.tolist() == [0.5 if practical_chaos else -1.0, 1.0, -1.0, 1.0]
-
-
 def test_on_policy_games_play_the_networks_own_favourite_after_the_temperature_plies() -> None:
     from orderchaos.agents.network_agent import NetworkEvaluator
     from orderchaos.train.alphazero import play_selfplay_games
