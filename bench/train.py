@@ -88,7 +88,7 @@ def selfplay_throughput(
     games: int, simulations: int, channels: int, blocks: int, seed: int = 0
 ) -> dict[str, float]:
     """Games/s and moves/s of one batch of self-play games with batched PUCT search."""
-    from orderchaos.train.alphazero import play_selfplay_games
+    from orderchaos.train.selfplay import play_selfplay_games
 
     torch.manual_seed(seed)
     nets = {role: PolicyValueNet(channels, blocks).eval() for role in AGENTS}
@@ -175,7 +175,7 @@ def recipe_throughput(
     from pathlib import Path
 
     from orderchaos.agents.policy_files import find_policy_dir, load_policy_dir, pretrained_dir
-    from orderchaos.train.alphazero import play_training_games
+    from orderchaos.train.selfplay import play_training_games
     from orderchaos.train.config import load_config
     from orderchaos.train.trainer import build_network
 

@@ -17,7 +17,7 @@ from helpers import endgames, mover_wins, winning_moves
 
 @pytest.mark.parametrize("target_temperature", [1.0, 0.0])
 def test_selfplay_logs_only_network_moves_with_legal_policies(target_temperature: float) -> None:
-    from orderchaos.train.alphazero import play_selfplay_games
+    from orderchaos.train.selfplay import play_selfplay_games
 
     torch.manual_seed(0)
     nets = {role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")}
@@ -51,7 +51,7 @@ def test_selfplay_logs_only_network_moves_with_legal_policies(target_temperature
 
 @pytest.mark.parametrize("openings", [0, 3])
 def test_lockstep_heuristic_games_replay_under_the_scalar_rules(openings: int) -> None:
-    from orderchaos.train.alphazero import play_heuristic_games
+    from orderchaos.train.selfplay import play_heuristic_games
 
     logs = play_heuristic_games(6, openings, np.random.default_rng(5))
     for log in logs:
@@ -69,7 +69,7 @@ def test_lockstep_heuristic_games_replay_under_the_scalar_rules(openings: int) -
 
 
 def test_value_and_solver_targets() -> None:
-    from orderchaos.train.alphazero import SelfPlayGame, value_targets
+    from orderchaos.train.selfplay import SelfPlayGame, value_targets
     from orderchaos.train.solver_targets import solver_targets
 
     start = State()
@@ -110,7 +110,7 @@ def test_solver_policy_keeps_only_proven_winning_moves(weights: str) -> None:
 
 def test_on_policy_games_play_the_networks_own_favourite_after_the_temperature_plies() -> None:
     from orderchaos.agents.network_agent import NetworkEvaluator
-    from orderchaos.train.alphazero import play_selfplay_games
+    from orderchaos.train.selfplay import play_selfplay_games
 
     torch.manual_seed(1)
     evaluator = NetworkEvaluator({role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")})
@@ -136,7 +136,7 @@ def test_on_policy_games_play_the_networks_own_favourite_after_the_temperature_p
 
 
 def test_graded_outcomes_prefer_short_order_wins_and_keep_the_sign() -> None:
-    from orderchaos.train.alphazero import SelfPlayGame, graded_order_value, value_targets
+    from orderchaos.train.selfplay import SelfPlayGame, graded_order_value, value_targets
 
     assert graded_order_value("order", 9, 0.5) == 1.0
     assert graded_order_value("order", 36, 0.5) == pytest.approx(0.5)
@@ -154,7 +154,7 @@ def test_graded_outcomes_prefer_short_order_wins_and_keep_the_sign() -> None:
 def test_solver_ended_games_stop_at_a_proven_position(gumbel: int) -> None:
     from orderchaos.agents.network_agent import NetworkEvaluator
     from orderchaos.agents.solver import solve
-    from orderchaos.train.alphazero import play_selfplay_games, solver_ender
+    from orderchaos.train.selfplay import play_selfplay_games, solver_ender
 
     torch.manual_seed(2)
     evaluator = NetworkEvaluator({role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")})
@@ -184,7 +184,7 @@ def test_only_the_listed_games_may_end_early() -> None:
     """``end_games``: an ender that would stop every game at 30 empty cells stops only the
     listed ones; the others are played out to a five or a full board."""
     from orderchaos.agents.network_agent import NetworkEvaluator
-    from orderchaos.train.alphazero import play_selfplay_games
+    from orderchaos.train.selfplay import play_selfplay_games
 
     asked: list[int] = []
 
@@ -213,7 +213,7 @@ def test_the_evaluation_cache_and_prefetch_play_the_same_games_with_fewer_evalua
     """``evaluation_cache`` and ``prefetch``: the same games, moves and targets (a fake
     network whose answers do not depend on the batch). The cache sends each board to the
     network once; prefetch sends each search's first round in one batch."""
-    from orderchaos.train.alphazero import play_selfplay_games
+    from orderchaos.train.selfplay import play_selfplay_games
 
     from helpers import HashEvaluator
 

@@ -52,7 +52,7 @@ def test_solver_workers_deal_out_a_batch_and_merge_it_in_order() -> None:
 
 def test_solver_targets_from_the_worker_join_the_replay_when_flushed(tmp_path: Path) -> None:
     from orderchaos.agents.solver import solve
-    from orderchaos.train.alphazero import play_heuristic_games
+    from orderchaos.train.selfplay import play_heuristic_games
 
     depth = 20
     config = load_config(SMOKE, ["eval.enabled=false", f"selfplay.solver_depth={depth}", "selfplay.solver_process=true"])
@@ -85,7 +85,7 @@ def test_solver_targets_from_the_worker_join_the_replay_when_flushed(tmp_path: P
 
 def test_solver_candidates_give_a_proven_win_when_listing_all_wins_is_too_dear() -> None:
     from orderchaos.agents.solver import solve
-    from orderchaos.train.alphazero import play_heuristic_games
+    from orderchaos.train.selfplay import play_heuristic_games
     from orderchaos.train.solver_targets import solver_targets
 
     logs = play_heuristic_games(8, 4, np.random.default_rng(3))
