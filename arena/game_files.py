@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from orderchaos.envs.rules import IllegalActionError, State, action_name
+from orderchaos.files import JSONLimitError, loads_bounded
 
 
 @dataclass
@@ -132,9 +133,11 @@ def json_lines(path: str | os.PathLike, error: type[ValueError]) -> Iterator[tup
             continue
         where = f"{path}:{lineno}"
         try:
-            obj = json.loads(line)
+            obj = loads_bounded(line)
         except json.JSONDecodeError as exc:
             raise error(f"{where}: bad JSON ({exc.msg} at column {exc.colno})") from None
+        except JSONLimitError as exc:
+            raise error(f"{where}: refused: {exc}") from None
         if not isinstance(obj, dict):
             raise error(f"{where}: expected a JSON object, got {type(obj).__name__}")
         yield where, obj

@@ -146,7 +146,8 @@ def test_bad_combinations_are_refused(cert_file: Path) -> None:
 
 
 def test_the_checker_imports_only_the_rules_engine_and_the_format() -> None:
-    allowed = {"orderchaos.envs.rules", "orderchaos.arena.certificate"}
+    # orderchaos.files: the bounded JSON reader, which knows nothing of what a file means
+    allowed = {"orderchaos.envs.rules", "orderchaos.arena.certificate", "orderchaos.files"}
     stdlib = {"__future__", "json", "os", "tempfile", "time", "dataclasses", "pathlib", "collections.abc"}
     for name in ("certificate_check.py", "certificate.py"):
         tree = ast.parse((ROOT / "arena" / name).read_text())

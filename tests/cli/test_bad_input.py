@@ -158,3 +158,38 @@ def test_huge_counts_in_a_config_are_refused(override: str, needle: str, tmp_pat
                                              capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["train", SMOKE, override, "--run-dir", str(tmp_path / "run")]) == 2
     one_line_error(capsys, needle)
+
+
+def _json_bombs(tmp: Path) -> dict[str, Path]:
+    """Files that are JSON (or one JSON line) beyond any bound this project's files hold."""
+    bombs = {
+        "deep": "[" * 200_000 + "]" * 200_000,
+        "digits": "1" + "0" * 5000,
+        "infinite": '{"x": 1e999}',
+    }
+    for name, text in bombs.items():
+        (tmp / f"{name}.jsonl").write_text(text + "\n")
+    return {name: tmp / f"{name}.jsonl" for name in bombs}
+
+
+@pytest.mark.parametrize("bomb, needle", [("deep", "nested too deeply"), ("digits", "5,001 digits"),
+                                          ("infinite", "too large")])
+@pytest.mark.parametrize("command", [["prove", "--check"], ["replay"], ["positions", "--agent", "random", "--file"]])
+def test_json_beyond_bounds_is_refused_in_one_line(
+    command: list[str], bomb: str, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _json_bombs(tmp_path)[bomb]
+    assert main([*command, str(path)]) == 2
+    one_line_error(capsys, str(path), needle)
+
+
+@pytest.mark.parametrize("bomb", ["deep", "digits"])
+def test_a_proof_book_side_file_beyond_bounds_is_refused(
+    bomb: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from orderchaos.arena.proof_meta import meta_path
+
+    book = tmp_path / "b.ocb"
+    _json_bombs(tmp_path)[bomb].rename(meta_path(book))
+    assert main(["prove", "--book", str(book), "--minutes", "0.01"]) == 2
+    one_line_error(capsys, "side file", "b.ocb")
