@@ -108,6 +108,9 @@ def test_eval_keeps_the_games_when_the_file_fails_at_the_end(
         (["mistakes", "--agent", "random", "--node-limit", "0"], "--node-limit"),
         (["positions", "--make", "0", "--out", "p.jsonl"], "--make"),
         (["play", "--hint-time", "inf"], "--hint-time"),
+        (["eval", "--order", "mcts:sims=99999999999999999999", "--chaos", "random"], "from 1 to 1,000,000"),
+        (["eval", "--order", "mcts:sims=1000000000000", "--chaos", "random"], "from 1 to 1,000,000"),
+        (["eval", "--order", "mcts:time=inf", "--chaos", "random"], "from 0.001 to 86,400"),
     ],
 )
 def test_numbers_out_of_bounds_are_refused_in_one_line(

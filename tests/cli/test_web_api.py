@@ -218,7 +218,7 @@ BAD_MESSAGES = [
     (json.dumps({"type": "new_game", "side": "order", "opponent": "grandmaster"}), "unknown agent"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "/etc"}), "unknown agent"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "mcts:sims=lots"}), "must be int"),
-    (json.dumps({"type": "new_game", "side": "order", "opponent": "pretrained:sims=10000000"}), "sims is at most"),
+    (json.dumps({"type": "new_game", "side": "order", "opponent": "pretrained:sims=100000"}), "sims is at most"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "mcts:time=1000"}), "time is at most"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "x" * 500}), "at most"),
     (json.dumps({"type": "new_game", "side": "order"}), "give an opponent level"),
