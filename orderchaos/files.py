@@ -97,6 +97,11 @@ def check_output_dir(path: str | os.PathLike[str], what: str = "output directory
     return p
 
 
+def os_error_reason(exc: OSError) -> str:
+    """What went wrong in an OSError, for a one-line message (``No space left on device``)."""
+    return _reason(exc)
+
+
 def write_with_fallback(
     path: str | os.PathLike[str], write: Callable[[Path], None]
 ) -> tuple[Path, OSError | None]:
@@ -125,8 +130,14 @@ def write_with_fallback(
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a crash leaves either the old or the new file:
-    a temp file in the same directory, fsync, then ``os.replace``."""
+    a temp file in the same directory, fsync, then ``os.replace``; a failure (a full disk
+    included) removes the temp file and raises the OSError. A path that exists but is not a
+    regular file (``/dev/null``, a pipe) is written straight through, never replaced."""
     path = Path(path)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        with open(path, "wb") as fh:
+            fh.write(data)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

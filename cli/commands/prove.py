@@ -147,7 +147,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"orderchaos prove: {e}", file=sys.stderr)
         return 2
 
+    stopped_by: list[int] = []
+
     def on_signal(signum: int, frame: object) -> None:
+        stopped_by.append(signum)
         if prover.stop_requested:  # a second Ctrl-C or SIGTERM: stop at once
             raise KeyboardInterrupt
         prover.stop_requested = True
@@ -162,6 +165,10 @@ def run(args: argparse.Namespace) -> int:
     except SolverPoolError as e:  # the book was saved on the way out
         print(f"orderchaos prove: {e}; the book keeps what was solved before", file=sys.stderr)
         return 1
+    except OSError as e:  # no place could hold the book (a full disk): the solved work is lost
+        print(f"orderchaos prove: cannot write the proof book {args.book}: {e.strerror or e}; "
+              f"this run's work is not saved", file=sys.stderr)
+        return 1
     summary = {
         "root": result.winner,
         "first_move_refuted": result.refuted,
@@ -175,6 +182,12 @@ def run(args: argparse.Namespace) -> int:
           f"done: root {result.winner or 'open'}{' (first move refuted)' if result.refuted else ''}; "
           f"{result.tasks} tasks, {result.solver_nodes:,} solver nodes in {result.seconds:.1f}s; "
           f"book {result.book_entries} entries{' (interrupted)' if result.interrupted else ''}", flush=True)
+    if prover.save_error is not None:  # the warning named where the book went instead
+        return 1
+    if stopped_by:  # stopped by Ctrl-C or SIGTERM after the book was saved: 130 or 143
+        print(f"orderchaos prove: stopped by {signal.Signals(stopped_by[0]).name}; the book is saved",
+              file=sys.stderr)
+        return 128 + stopped_by[0]
     return 0
 
 

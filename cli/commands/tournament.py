@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from orderchaos.agents.registry import SpecError
     from orderchaos.arena.matches import WorkerCrashError
     from orderchaos.arena.tournament import run_tournament, write_outputs
-    from orderchaos.files import check_output_dir, write_with_fallback
+    from orderchaos.files import check_output_dir
 
     try:
         if args.out:
@@ -61,15 +61,8 @@ def run(args: argparse.Namespace) -> int:
         def write(folder: Path) -> None:
             written[:] = write_outputs(result, folder)
 
-        try:
-            where, error = write_with_fallback(args.out, write)
-        except OSError as exc:
-            print(f"orderchaos tournament: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
-            return 1
+        _, status = options.save_finished("tournament", args.out, write, "the tournament files into")
         for path in written:
             print(f"wrote {path}")
-        if error is not None:
-            print(f"orderchaos tournament: cannot write {args.out} ({error.strerror or error}); "
-                  f"the files went to {where} instead", file=sys.stderr)
-            return 1
+        return status
     return 0

@@ -4,7 +4,10 @@ unreadable configs and bad agent specs in configs refused before training starts
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,10 +18,11 @@ NOWHERE = "/proc/orderchaos-nowhere"  # /proc refuses new entries, even to root
 SMOKE = str(Path(__file__).resolve().parents[2] / "configs" / "smoke.yaml")
 
 
-def one_line_error(capsys: pytest.CaptureFixture[str], *needles: str) -> str:
-    """The captured stderr: one line holding every needle, and nothing on stdout."""
+def one_line_error(capsys: pytest.CaptureFixture[str], *needles: str, after_output: bool = False) -> str:
+    """The captured stderr: one line holding every needle, and nothing on stdout (unless
+    ``after_output``: the command had printed its progress before it failed)."""
     captured = capsys.readouterr()
-    assert captured.out == ""
+    assert after_output or captured.out == ""
     err = captured.err
     assert len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err
@@ -196,3 +200,105 @@ def test_a_proof_book_side_file_beyond_bounds_is_refused(
     _json_bombs(tmp_path)[bomb].rename(meta_path(book))
     assert main(["prove", "--book", str(book), "--minutes", "0.01"]) == 2
     one_line_error(capsys, "side file", "b.ocb")
+
+
+@pytest.fixture
+def full_disk(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    """``fill(where)``: from then on, flushing any file whose path holds ``where`` ("" for
+    every file) fails with ENOSPC, as on a full disk (every project file is written through
+    the atomic writer, which flushes before it renames)."""
+    real_fsync = os.fsync
+
+    def fill(where: str = "") -> None:
+        def fsync(fd: int) -> None:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if where in target and os.path.isfile(target):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), target)
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", fsync)
+
+    return fill
+
+
+def test_train_on_a_full_disk_is_one_line_and_names_the_resume(
+    tmp_path: Path, full_disk: Callable[[str], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    full_disk("checkpoints")  # the config is written, the first checkpoint is not
+    assert main(["train", SMOKE, "--run-dir", str(run_dir)]) == 1
+    one_line_error(capsys, "No space left on device", f"orderchaos train --resume {run_dir}", after_output=True)
+    full_disk("")
+    assert main(["train", SMOKE, "--run-dir", str(tmp_path / "other")]) == 1
+    one_line_error(capsys, "cannot write the run in", "No space left on device")
+
+
+def test_demo_on_a_full_disk_is_one_line(
+    tmp_path: Path, full_disk: Callable[[str], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    full_disk("")
+    assert main(["demo", "--minutes", "0.01", "--run-dir", str(tmp_path / "run")]) == 1
+    one_line_error(capsys, "orderchaos demo: cannot write the run in", "No space left on device",
+                   after_output=True)
+
+
+def test_prove_on_a_full_disk_fails_and_says_the_work_is_not_saved(
+    tmp_path: Path, full_disk: Callable[[str], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    book = tmp_path / "b.ocb"
+    full_disk("")
+    assert main(["prove", "....................................", "--book", str(book), "--minutes", "0.01",
+                 "--json"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"orderchaos prove: cannot write the proof book {book}: No space left on device; "
+        f"this run's work is not saved"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_positions_on_a_full_disk_fail_and_leave_no_partial_file(
+    tmp_path: Path, full_disk: Callable[[str], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "p.jsonl"
+    full_disk("")
+    assert main(["positions", "--make", "2", "--out", str(out), "--node-limit", "20000"]) == 1
+    one_line_error(capsys, f"cannot write positions file {out}: No space left on device; nothing was saved")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _store_with_a_finished_game(path: Path) -> None:
+    from orderchaos.arena.matches import play_match
+    from orderchaos.cli.web.store import GameStore
+
+    record = play_match("random", "random", 1, keep_games=True).records[0]
+    store = GameStore(path)
+    store.create("g1", {"order": "random", "chaos": "random"}, {"order": None, "chaos": None},
+                 {"order": None, "chaos": None}, None)
+    for ply, action in enumerate(record.actions):
+        store.add_move("g1", ply, action, record.winner if ply == record.length - 1 else None)
+    store.close()
+
+
+def test_serve_export_games_refuses_a_folder_under_a_file_and_fails_cleanly_on_a_full_disk(
+    tmp_path: Path, afile: Path, full_disk: Callable[[str], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "games.sqlite3"
+    _store_with_a_finished_game(db)
+    assert main(["serve", "--db", str(db), "--export-games", str(afile / "out")]) == 2
+    one_line_error(capsys, "afile is a file")
+    out = tmp_path / "out"
+    full_disk("out")
+    assert main(["serve", "--db", str(db), "--export-games", str(out)]) == 1
+    one_line_error(capsys, f"cannot write the games into {out}: No space left on device")
+    assert list(out.iterdir()) == []  # no empty or partial file
+
+
+@pytest.mark.parametrize("option", ["--hint-time", "--move-time"])
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-1"])
+def test_serve_times_must_be_finite_positive_seconds(
+    option: str, value: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    uvicorn = pytest.importorskip("uvicorn")
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: pytest.fail(f"the server started with {option} {value}"))
+    assert main(["serve", option, value, "--db", ":memory:"]) == 2
+    one_line_error(capsys, f"{option}: must be a number greater than 0")
