@@ -151,6 +151,28 @@ def test_unreadable_configs_are_one_line(tmp_path: Path, capsys: pytest.CaptureF
 
 
 @pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("key: [unclosed\n  - x: {\n", "is not valid YAML: line 2, column 6: expected ',' or ']'"),
+        ("a: b: c\n", "is not valid YAML: line 1, column 5: mapping values are not allowed here"),
+        ('{"algorithm": "alphazero", "seed": [1, 2\n', "is not valid YAML: line 2, column 1"),
+        ("", "holds no keys"),
+        ("# only a comment\n", "holds no keys"),
+        ("{}\n", "holds no keys"),
+    ],
+)
+def test_a_config_that_is_not_yaml_or_holds_nothing_is_one_line_before_any_run(
+    text: str, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    run_dir = tmp_path / "run"
+    assert main(["train", str(config), "--run-dir", str(run_dir)]) == 2
+    one_line_error(capsys, needle)
+    assert not run_dir.exists()
+
+
+@pytest.mark.parametrize(
     "override, needle",
     [
         ("selfplay.games=10000000000", "config key 'selfplay.games' must be <= 1000000"),
