@@ -101,6 +101,15 @@ def run(args: argparse.Namespace) -> int:
             check_address(args.ray_address, "--ray-address")
         except RayBackendError as e:
             problem = str(e)
+    if problem is None:
+        try:
+            root = parse_board(args.board)
+        except BoardStringError as e:
+            problem = str(e)
+        else:
+            if (args.status or args.verify) and root.num_empty != 36:
+                problem = (f"{'--status' if args.status else '--verify'} reports on the whole book from the "
+                           f"empty board; a BOARD goes with proving")
     if problem is not None:
         print(f"orderchaos prove: {problem}", file=sys.stderr)
         return 2
@@ -128,7 +137,6 @@ def run(args: argparse.Namespace) -> int:
             return 1 if fails else 0
         check_output_file(args.book, "proof book")
         check_output_file(meta_path(args.book), "proof book side file")
-        root = parse_board(args.board)
         first = None if args.first is None else parse_action(args.first)
         config = ProveConfig(first_budget=args.budget, growth=args.growth, cap=args.cap,
                              tt_bits=args.tt_bits, workers=args.workers, interval=args.interval,

@@ -324,3 +324,26 @@ def test_serve_times_must_be_finite_positive_seconds(
     monkeypatch.setattr(uvicorn, "run", lambda *a, **k: pytest.fail(f"the server started with {option} {value}"))
     assert main(["serve", option, value, "--db", ":memory:"]) == 2
     one_line_error(capsys, f"{option}: must be a number greater than 0")
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["prove", "XXXX", "--status"], "a board string needs 36 cells"),
+        (["prove", "XXXX", "--verify"], "a board string needs 36 cells"),
+        (["prove", "X" + "." * 35, "--status"], "--status reports on the whole book from the empty board"),
+    ],
+)
+def test_prove_checks_the_board_in_every_mode(argv: list[str], needle: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    one_line_error(capsys, needle)
+
+
+@pytest.mark.parametrize("text", ["", "\n\n  \n"])
+def test_replay_of_a_file_without_games_says_so(text: str, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "g.jsonl"
+    empty.write_text(text)
+    assert main(["replay", str(empty)]) == 2
+    one_line_error(capsys, f"{empty} holds no games")
