@@ -347,3 +347,21 @@ def test_replay_of_a_file_without_games_says_so(text: str, tmp_path: Path,
     empty.write_text(text)
     assert main(["replay", str(empty)]) == 2
     one_line_error(capsys, f"{empty} holds no games")
+
+
+def test_a_reader_that_left_loses_the_output_but_not_the_files(tmp_path: Path) -> None:
+    """``orderchaos tournament ... | head -1``: the pipe is closed before the command writes,
+    which stops neither the command nor the files it saves, and prints no traceback."""
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone before the first line
+    out = tmp_path / "t"
+    argv = [sys.executable, "-m", "orderchaos", "tournament", "random", "heuristic", "--games", "2",
+            "--out", str(out)]
+    done = subprocess.run(argv, timeout=120, stdout=write_end, stderr=subprocess.PIPE)
+    os.close(write_end)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr.decode()
+    assert sorted(p.name for p in out.iterdir()) == [
+        "heatmap.png", "pairings.csv", "ratings.csv", "ratings.png", "tournament.json", "tournament.md"]
