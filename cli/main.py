@@ -109,9 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout, sys.stderr = _ReaderGoneSafe(sys.stdout), _ReaderGoneSafe(sys.stderr)
     try:
         return int(args._module.run(args) or 0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stopped:  # nothing finished to keep: 130, or 143 for SIGTERM
         print("interrupted", file=sys.stderr)
-        return 130
+        return 128 + getattr(stopped, "signum", 2)
     finally:
         sys.stdout.flush()
         sys.stdout, sys.stderr = streams

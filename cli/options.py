@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from orderchaos.arena.matches import MAX_GAMES, MAX_OPENING_PLIES
@@ -118,3 +120,39 @@ def run_dir_failure(command: str, run_dir: Path, exc: OSError, *, resumable: boo
     print(f"orderchaos {command}: cannot write the run in {run_dir}: {os_error_reason(exc)}{after}",
           file=sys.stderr)
     return 1
+
+
+class Stopped(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) or SIGTERM while a command plays; ``signum`` says which, and the
+    command exits with 128 + it (130 or 143) once the finished work is printed and saved."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    def __reduce__(self) -> tuple[type, tuple[int]]:  # copies and pickles rebuild it from the number
+        return Stopped, (self.signum,)
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM raise :class:`Stopped` (a KeyboardInterrupt),
+    so that a match or tournament ends as on Ctrl-C and keeps the games it finished."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise Stopped(signum)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def stopped_line(command: str, stopped: KeyboardInterrupt, done: str) -> int:
+    """Report in one line that ``command`` was stopped by a signal after ``done``; returns
+    the exit status, 128 + the signal (130 for Ctrl-C, 143 for SIGTERM)."""
+    signum = getattr(stopped, "signum", signal.SIGINT)
+    print(f"orderchaos {command}: stopped by {signal.Signals(signum).name} after {done}", file=sys.stderr)
+    return 128 + signum

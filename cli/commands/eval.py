@@ -46,16 +46,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.save_games:
             check_output_file(args.save_games, "saved games")
-        result = play_match(
-            args.order,
-            args.chaos,
-            args.games,
-            args.seed,
-            openings=args.openings,
-            workers=args.workers,
-            progress=not args.json and sys.stderr.isatty(),
-            keep_games=bool(args.save_games),
-        )
+        with options.stop_on_signals():
+            result = play_match(
+                args.order,
+                args.chaos,
+                args.games,
+                args.seed,
+                openings=args.openings,
+                workers=args.workers,
+                progress=not args.json and sys.stderr.isatty(),
+                keep_games=bool(args.save_games),
+            )
     except (SpecError, ValueError, WorkerCrashError) as exc:
         print(f"orderchaos eval: {exc}", file=sys.stderr)
         return 2
@@ -73,4 +74,6 @@ def run(args: argparse.Namespace) -> int:
             return status
         if not args.json:
             print(f"games saved to {saved}")
+    if result.stopped is not None:  # the finished games are printed and saved above
+        return options.stopped_line("eval", result.stopped, f"{result.games} of {args.games} games")
     return 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -365,3 +366,31 @@ def test_a_reader_that_left_loses_the_output_but_not_the_files(tmp_path: Path) -
     assert done.returncode == 0 and done.stderr == b"", done.stderr.decode()
     assert sorted(p.name for p in out.iterdir()) == [
         "heatmap.png", "pairings.csv", "ratings.csv", "ratings.png", "tournament.json", "tournament.md"]
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stopped_match_prints_and_saves_the_games_it_finished(
+    signum: int, status: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import orderchaos.arena.matches as matches
+
+    real, played = matches._play_task, []
+
+    def play_then_signal(task):  # noqa: ANN001, ANN202
+        played.append(task)
+        if len(played) == 4:  # the signal comes while the fourth game is played
+            os.kill(os.getpid(), signum)
+        return real(task)
+
+    monkeypatch.setattr(matches, "_play_task", play_then_signal)
+    saved = tmp_path / "g.jsonl"
+    code = main(["eval", "--order", "random", "--chaos", "random", "--games", "50", "--json",
+                 "--save-games", str(saved)])
+    captured = capsys.readouterr()
+    assert code == status
+    printed = json.loads(captured.out)
+    assert printed["games"] == 3 and printed["stopped"] is True
+    assert len(saved.read_text().splitlines()) == 3
+    assert captured.err.strip().splitlines() == [
+        f"orderchaos eval: stopped by {signal.Signals(signum).name} after 3 of 50 games"]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the command put the handlers back
