@@ -40,21 +40,24 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.out:
             check_output_dir(args.out, "tournament output folder")
-        result = run_tournament(
-            args.specs,
-            args.games,
-            args.seed,
-            openings=args.openings,
-            workers=args.workers,
-            progress=sys.stderr.isatty(),
-            prior_sd=args.prior_sd,
-            anchor=args.anchor,
-        )
+        with options.stop_on_signals():
+            result = run_tournament(
+                args.specs,
+                args.games,
+                args.seed,
+                openings=args.openings,
+                workers=args.workers,
+                progress=sys.stderr.isatty(),
+                prior_sd=args.prior_sd,
+                anchor=args.anchor,
+            )
     except (SpecError, ValueError, WorkerCrashError) as exc:
         print(f"orderchaos tournament: {exc}", file=sys.stderr)
         return 2
     print(result.table())
-    print(f"\n{len(args.specs) ** 2 * args.games} games in {result.seconds:.1f} s", flush=True)
+    total = len(args.specs) ** 2 * args.games
+    played = int(result.games_played.sum())
+    print(f"\n{played} games in {result.seconds:.1f} s", flush=True)
     if args.out:
         written: list = []
 
@@ -64,5 +67,8 @@ def run(args: argparse.Namespace) -> int:
         _, status = options.save_finished("tournament", args.out, write, "the tournament files into")
         for path in written:
             print(f"wrote {path}")
-        return status
+        if status:
+            return status
+    if result.stopped is not None:  # the table is printed and the files written above
+        return options.stopped_line("tournament", result.stopped, f"{played} of {total} games")
     return 0

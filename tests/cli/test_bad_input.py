@@ -368,21 +368,31 @@ def test_a_reader_that_left_loses_the_output_but_not_the_files(tmp_path: Path) -
         "heatmap.png", "pairings.csv", "ratings.csv", "ratings.png", "tournament.json", "tournament.md"]
 
 
-@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_stopped_match_prints_and_saves_the_games_it_finished(
-    signum: int, status: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture
+def signal_during_game(monkeypatch: pytest.MonkeyPatch) -> Callable[[int, int], None]:
+    """``send(signum, n)``: the signal comes to this process while its n-th game is played."""
     import orderchaos.arena.matches as matches
 
-    real, played = matches._play_task, []
+    def send(signum: int, n: int) -> None:
+        real, played = matches._play_task, []
 
-    def play_then_signal(task):  # noqa: ANN001, ANN202
-        played.append(task)
-        if len(played) == 4:  # the signal comes while the fourth game is played
-            os.kill(os.getpid(), signum)
-        return real(task)
+        def play_then_signal(task):  # noqa: ANN001, ANN202
+            played.append(task)
+            if len(played) == n:
+                os.kill(os.getpid(), signum)
+            return real(task)
 
-    monkeypatch.setattr(matches, "_play_task", play_then_signal)
+        monkeypatch.setattr(matches, "_play_task", play_then_signal)
+
+    return send
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stopped_match_prints_and_saves_the_games_it_finished(
+    signum: int, status: int, tmp_path: Path, signal_during_game: Callable[[int, int], None],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    signal_during_game(signum, 4)
     saved = tmp_path / "g.jsonl"
     code = main(["eval", "--order", "random", "--chaos", "random", "--games", "50", "--json",
                  "--save-games", str(saved)])
@@ -394,3 +404,22 @@ def test_a_stopped_match_prints_and_saves_the_games_it_finished(
     assert captured.err.strip().splitlines() == [
         f"orderchaos eval: stopped by {signal.Signals(signum).name} after 3 of 50 games"]
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the command put the handlers back
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stopped_tournament_prints_and_writes_the_games_it_finished(
+    signum: int, status: int, tmp_path: Path, signal_during_game: Callable[[int, int], None],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    signal_during_game(signum, 5)
+    out = tmp_path / "t"
+    code = main(["tournament", "random", "heuristic", "--games", "3", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == status
+    assert "\n4 games in" in captured.out and "| - |" in captured.out  # a pairing never reached
+    assert captured.err.strip().splitlines() == [
+        f"orderchaos tournament: stopped by {signal.Signals(signum).name} after 4 of 12 games"]
+    saved = json.loads((out / "tournament.json").read_text())
+    assert saved["stopped"] is True and saved["games_played"] == [[3, 1], [0, 0]]
+    assert sum(row["games"] for row in saved["pairings"]) == 4
+    assert (out / "heatmap.png").stat().st_size > 0 and (out / "ratings.csv").exists()
