@@ -31,6 +31,8 @@ pytest.importorskip("playwright.sync_api", reason="Playwright is not installed: 
 
 from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 
+from helpers import free_loopback_port  # noqa: E402
+
 CADDY = Path("/usr/bin/caddy")
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -49,13 +51,6 @@ for tool, package in ((CADDY, "caddy"), (CHROMIUM, "chromium")):
             raise RuntimeError(f"the Caddy test under CI: {reason} (.ci/run should have)")
         pytest.skip(reason, allow_module_level=True)
 
-
-def free_port() -> int:
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
 
 
 def caddyfile(https_port: int, http_port: int, backend: int) -> str:
@@ -82,11 +77,11 @@ class Site:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.backend, self.https = free_port(), free_port()
+        self.backend, self.https = free_loopback_port(), free_loopback_port()
         self.public = f"https://localhost:{self.https}"
         env = {**os.environ, "HOME": str(folder), "XDG_DATA_HOME": str(folder / "data"),
                "XDG_CONFIG_HOME": str(folder / "config")}
-        (folder / "Caddyfile").write_text(caddyfile(self.https, free_port(), self.backend))
+        (folder / "Caddyfile").write_text(caddyfile(self.https, free_loopback_port(), self.backend))
         self.server_log = folder / "serve.log"
         self.server = subprocess.Popen(
             [sys.executable, "-m", "orderchaos", "serve", "--db", str(folder / "games.sqlite3"),

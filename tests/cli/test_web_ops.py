@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -18,7 +17,6 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -34,6 +32,8 @@ from orderchaos.cli.web.ops import Metrics  # noqa: E402
 from orderchaos.cli.web.services import Limits, Services  # noqa: E402
 from orderchaos.cli.web.store import GameStore  # noqa: E402
 
+from helpers import free_loopback_port, next_message  # noqa: E402
+
 FAST = Limits(move_time=5.0, hint_time=0.3, rate=1000, burst=1000)
 
 
@@ -44,13 +44,6 @@ def no_hang() -> Iterator[None]:
     yield
     faulthandler.cancel_dump_traceback_later()
 
-
-def next_of(ws: Any, kind: str) -> dict:
-    for _ in range(50):
-        msg = ws.receive_json()
-        if msg["type"] == kind:
-            return msg
-    raise AssertionError(f"no {kind} message came")
 
 
 def samples(text: str) -> dict[str, float]:
@@ -76,15 +69,15 @@ def test_healthz_answers_while_the_store_does() -> None:
 def test_metrics_count_connections_moves_refusals_and_round_trips() -> None:
     with TestClient(create_app(None, FAST)) as client, TestClient(create_app(None, FAST)) as other:
         with client.websocket_connect("/ws") as ws:
-            next_of(ws, "hello")
+            next_message(ws, "hello")
             ws.send_json({"type": "new_game", "side": "order", "opponent": "random"})
-            next_of(ws, "joined")
+            next_message(ws, "joined")
             ws.send_json({"type": "move", "cell": 0, "symbol": "X"})  # committed
-            next_of(ws, "state")
+            next_message(ws, "state")
             ws.send_json({"type": "move", "cell": 99, "symbol": "X"})  # refused
-            assert next_of(ws, "error")["code"] == "bad_cell"
+            assert next_message(ws, "error")["code"] == "bad_cell"
             ws.send_json({"type": "state"})
-            next_of(ws, "state")
+            next_message(ws, "state")
             page = client.get("/metrics")
             assert page.headers["content-type"].startswith("text/plain")
             values = samples(page.text)
@@ -125,25 +118,18 @@ def test_game_events_are_logged_with_the_client_address(caplog: pytest.LogCaptur
     caplog.set_level(logging.INFO, logger="orderchaos.web")
     with TestClient(create_app(None, FAST), client=("203.0.113.9", 5000)) as client:
         with client.websocket_connect("/ws") as ws:
-            next_of(ws, "hello")
+            next_message(ws, "hello")
             ws.send_json({"type": "new_game", "side": "order", "opponent": "random"})
-            game = next_of(ws, "joined")["game"]
+            game = next_message(ws, "joined")["game"]
             ws.send_json({"type": "move", "cell": 0, "symbol": "X"})
-            next_of(ws, "state")
+            next_message(ws, "state")
             ws.send_json({"type": "state"})
-            next_of(ws, "state")
+            next_message(ws, "state")
     lines = [r.getMessage() for r in caplog.records]
     assert f"client=203.0.113.9 game={game} new_game" in lines
     assert f"client=203.0.113.9 game={game} move" in lines
     assert "client=203.0.113.9 websocket /ws" in lines
 
-
-def free_port() -> int:
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
 
 
 def test_backup_checks_its_output_before_copying(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,7 +154,7 @@ def test_backup_checks_its_output_before_copying(tmp_path: Path, capsys: pytest.
 def test_a_running_server_backs_up_tells_its_tabs_on_sigterm_and_exits_0(tmp_path: Path) -> None:
     from websockets.sync.client import connect
 
-    db, port = tmp_path / "games.sqlite3", free_port()
+    db, port = tmp_path / "games.sqlite3", free_loopback_port()
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
     server = subprocess.Popen(
         [sys.executable, "-m", "orderchaos", "serve", "--db", str(db), "--port", str(port)],

@@ -24,6 +24,8 @@ from orderchaos.cli.web.proxy import (  # noqa: E402
 from orderchaos.cli.web.quotas import AddressLimits  # noqa: E402
 from orderchaos.cli.web.services import Limits  # noqa: E402
 
+from helpers import next_message  # noqa: E402
+
 FAST = Limits(move_time=5.0, hint_time=0.3, rate=1000, burst=1000)
 PUBLIC = parse_public_url("https://games.example.org")
 PROXY = [parse_trusted_proxy("10.0.0.2")]
@@ -48,13 +50,6 @@ def hello(ws: Any) -> dict:
     assert msg["type"] == "hello"
     return msg
 
-
-def next_of(ws: Any, kind: str) -> dict:
-    for _ in range(50):
-        msg = ws.receive_json()
-        if msg["type"] == kind:
-            return msg
-    raise AssertionError(f"no {kind} message came")
 
 
 def test_public_url_parsing() -> None:
@@ -196,10 +191,10 @@ def test_games_per_minute_are_refused_on_the_socket_with_a_coded_error() -> None
             hello(ws)
             for _ in range(2):
                 ws.send_json({"type": "play_friend", "side": "order"})
-                next_of(ws, "joined")
+                next_message(ws, "joined")
             ws.send_json({"type": "play_friend", "side": "order"})
-            refused = next_of(ws, "error")
+            refused = next_message(ws, "error")
             assert refused["code"] == "address_games" and refused["args"]["limit"] == 2
             clock.now += 60
             ws.send_json({"type": "play_friend", "side": "order"})
-            next_of(ws, "joined")
+            next_message(ws, "joined")
