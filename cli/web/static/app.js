@@ -181,7 +181,11 @@ const handlers = {
     if (msg.mode === ui.mode) render();
   },
   error(msg) {
-    if (msg.code === "restarting") ui.restarting = true;
+    if (msg.code === "restarting") {  // the connection is about to close: say why, not "Error"
+      ui.restarting = true;
+      render();
+      return;
+    }
     showError(msg.mode || ui.mode, msg);
   },
   hint(msg) {
@@ -333,7 +337,8 @@ function render() {
   else view = ui.views[ui.mode] || emptyView();
   drawBoard(view);
   const error = ui.errors[ui.mode];
-  if (!ui.connected) setStatus(ui.restarting ? t("status.restarting") : t(socket ? "status.reconnecting" : "status.connecting"), "error");
+  if (ui.restarting) setStatus(t("status.restarting"), "error");
+  else if (!ui.connected) setStatus(t(socket ? "status.reconnecting" : "status.connecting"), "error");
   else if (error) setStatus(t("status.error", { message: errorText(error) }), "error");
   else if (ui.mode === "study") setStatus(view.status, view.winner ? "over" : "");
   else if (ui.mode === "watch") setStatus(watchStatus(ui.views.watch), view.winner ? "over" : "");
