@@ -76,7 +76,8 @@ def metrics_route(metrics: Metrics) -> Callable[[Request], Any]:
 
 class RequestLog:
     """ASGI middleware: one log line (``orderchaos.web``, INFO) per HTTP request, with the
-    client's address, method, path, status and milliseconds; one per WebSocket when it opens."""
+    client's address, method, path, status and milliseconds until the answer started (written
+    before the answer leaves); one per WebSocket when it opens."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -88,15 +89,21 @@ class RequestLog:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        status = {"code": 500}
+        logged = False
 
-        async def noting_status(message: dict) -> None:
-            if message["type"] == "http.response.start":
-                status["code"] = message["status"]
+        def log_line(status: int) -> None:
+            nonlocal logged
+            logged = True
+            log.info("client=%s %s %s %d %.1f ms", request_client(scope), scope.get("method", ""),
+                     scope.get("path", ""), status, 1000 * (time.perf_counter() - started))
+
+        async def logging_first(message: dict) -> None:
+            if message["type"] == "http.response.start":  # logged before the client can see it
+                log_line(message["status"])
             await send(message)
 
         try:
-            await self.app(scope, receive, noting_status)
+            await self.app(scope, receive, logging_first)
         finally:
-            log.info("client=%s %s %s %d %.1f ms", request_client(scope), scope.get("method", ""),
-                     scope.get("path", ""), status["code"], 1000 * (time.perf_counter() - started))
+            if not logged:
+                log_line(500)

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -151,13 +153,24 @@ def test_backup_checks_its_output_before_copying(tmp_path: Path, capsys: pytest.
     assert "not a usable game store" in capsys.readouterr().err and not (tmp_path / "b.sqlite3").exists()
 
 
-def test_a_running_server_backs_up_tells_its_tabs_on_sigterm_and_exits_0(tmp_path: Path) -> None:
+def host_status(port: int, host: str) -> int:
+    """The status of ``GET /healthz`` on 127.0.0.1:``port`` addressed to ``host``."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/healthz", headers={"Host": host})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
+def test_a_running_server_behind_a_public_url_backs_up_tells_its_tabs_on_sigterm_and_exits_0(tmp_path: Path) -> None:
     from websockets.sync.client import connect
 
     db, port = tmp_path / "games.sqlite3", free_loopback_port()
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
     server = subprocess.Popen(
-        [sys.executable, "-m", "orderchaos", "serve", "--db", str(db), "--port", str(port)],
+        [sys.executable, "-m", "orderchaos", "serve", "--db", str(db), "--port", str(port),
+         "--public-url", "https://games.example.org"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         ws = None
@@ -169,6 +182,8 @@ def test_a_running_server_backs_up_tells_its_tabs_on_sigterm_and_exits_0(tmp_pat
                 assert server.poll() is None, server.communicate()
                 time.sleep(0.1)
         assert ws is not None, "the server never listened"
+        # the public host is answered (a proxy passes it on), another host is not (DNS rebinding)
+        assert host_status(port, "games.example.org") == 200 and host_status(port, "rebound.example") == 400
         with ws:
             assert json.loads(ws.recv(timeout=30))["type"] == "hello"
             ws.send(json.dumps({"type": "new_game", "side": "order", "opponent": "random"}))
