@@ -41,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-specs", action="store_true",
         help="let the page name any agent spec, training run folders included, even when not on "
-        "loopback (default: any registered spec on loopback, only the named levels otherwise)",
+        "loopback (default: any registered spec on loopback without --public-url, only the named levels otherwise)",
     )
     parser.add_argument(
         "--max-connections", type=int, default=500, metavar="N",
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if args.games_dir is not None and not Path(args.games_dir).is_dir():
         print(f"orderchaos serve: --games-dir {args.games_dir}: no such folder", file=sys.stderr)
         return 2
-    from orderchaos.cli.web.proxy import is_loopback, parse_public_url, parse_trusted_proxy
+    from orderchaos.cli.web.proxy import is_loopback, parse_public_url, parse_trusted_proxy, public_facing
 
     try:
         public = parse_public_url(args.public_url) if args.public_url is not None else None
@@ -153,13 +153,12 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    loopback = is_loopback(args.host)
-    if not loopback and public is None:
+    if not is_loopback(args.host):
         print(exposure(args), file=sys.stderr)
     extra = {} if args.max_searches is None else {"max_searches": args.max_searches}
     limits = Limits(
         move_time=args.move_time, hint_time=args.hint_time, max_connections=args.max_connections,
-        free_specs=loopback or args.allow_specs, spec_dirs=args.allow_specs, **extra,
+        free_specs=not public_facing(args.host, public) or args.allow_specs, spec_dirs=args.allow_specs, **extra,
     )
     app = create_app(
         args.games_dir, limits, warm_up=True, db=store, allowed_hosts=allowed_hosts(public, args.host),

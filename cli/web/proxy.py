@@ -79,6 +79,12 @@ def parse_trusted_proxy(text: str) -> IPNetwork:
         raise ValueError(f"{text!r} is not an IP address or network (such as 127.0.0.1, ::1 or 10.0.0.0/24)") from None
 
 
+def public_facing(bind_host: str, public: PublicURL | None) -> bool:
+    """Whether people other than this machine's users reach the server: it binds beyond
+    loopback, or a proxy brings the public to it (a public URL)."""
+    return public is not None or not is_loopback(bind_host)
+
+
 def allowed_hosts(public: PublicURL | None, bind_host: str) -> list[str] | None:
     """The host names requests may be addressed to: loopback, the bound address and the public
     host; None (any) for a server bound beyond loopback without a public URL."""

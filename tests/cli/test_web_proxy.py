@@ -19,7 +19,7 @@ from starlette.websockets import WebSocketDisconnect  # noqa: E402
 from orderchaos.cli.main import main  # noqa: E402
 from orderchaos.cli.web.app import create_app  # noqa: E402
 from orderchaos.cli.web.proxy import (  # noqa: E402
-    PublicURL, allowed_hosts, client_address, origin_allowed, parse_public_url, parse_trusted_proxy,
+    PublicURL, allowed_hosts, client_address, origin_allowed, parse_public_url, parse_trusted_proxy, public_facing,
 )
 from orderchaos.cli.web.quotas import AddressLimits  # noqa: E402
 from orderchaos.cli.web.services import Limits  # noqa: E402
@@ -61,6 +61,13 @@ def test_public_url_parsing() -> None:
                 "https://games.example.org/?a=1", "https://user@games.example.org", "https://h:99999"):
         with pytest.raises(ValueError, match="accepted: https://HOST"):
             parse_public_url(bad)
+
+
+def test_a_server_behind_a_public_url_counts_as_public_facing() -> None:
+    # what decides that the page offers only the named levels (no free agent specs)
+    assert not public_facing("127.0.0.1", None) and not public_facing("::1", None)
+    assert public_facing("127.0.0.1", PUBLIC) and public_facing("0.0.0.0", None)
+    assert allowed_hosts(None, "0.0.0.0") is None and "games.example.org" in allowed_hosts(PUBLIC, "0.0.0.0")
 
 
 def test_the_public_host_and_loopback_are_accepted_and_other_hosts_refused() -> None:
