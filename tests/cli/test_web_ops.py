@@ -186,7 +186,7 @@ def test_a_running_server_behind_a_public_url_backs_up_tells_its_tabs_on_sigterm
         assert host_status(port, "games.example.org") == 200 and host_status(port, "rebound.example") == 400
         with ws:
             assert json.loads(ws.recv(timeout=30))["type"] == "hello"
-            ws.send(json.dumps({"type": "new_game", "side": "order", "opponent": "random"}))
+            ws.send(json.dumps({"type": "new_game", "side": "order", "opponent": "easy"}))
             game = next(m for m in (json.loads(ws.recv(timeout=30)) for _ in range(10)) if m["type"] == "joined")
             ws.send(json.dumps({"type": "move", "cell": 0, "symbol": "X"}))
             while len(json.loads(ws.recv(timeout=30)).get("moves", [])) < 2:  # the move and the reply
