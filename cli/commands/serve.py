@@ -172,8 +172,10 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.open:
         threading.Timer(1.0, webbrowser.open, [url]).start()
-    serve(app, args.host, args.port)
-    store.close()
+    try:
+        serve(app, args.host, args.port)
+    finally:  # Ctrl-C ends in KeyboardInterrupt (exit 130); every write is committed already
+        store.close()
     print("orderchaos serve: stopped; the game store is closed", flush=True)
     return 0
 
