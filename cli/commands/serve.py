@@ -63,11 +63,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-connections-per-address", type=int, default=20, metavar="N",
-        help="open WebSockets from one client address (default 20)",
+        help="open WebSockets from one client address, when public-facing (--public-url, or not "
+        "bound to loopback; default 20)",
     )
     parser.add_argument(
         "--games-per-minute", type=int, default=20, metavar="N",
-        help="new games one client address may ask for in any minute (default 20)",
+        help="new games one client address may ask for in any minute, when public-facing (default 20)",
     )
     parser.add_argument(
         "--backup", metavar="FILE",
@@ -155,15 +156,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not is_loopback(args.host):
         print(exposure(args), file=sys.stderr)
+    facing = public_facing(args.host, public)
     extra = {} if args.max_searches is None else {"max_searches": args.max_searches}
     limits = Limits(
         move_time=args.move_time, hint_time=args.hint_time, max_connections=args.max_connections,
-        free_specs=not public_facing(args.host, public) or args.allow_specs, spec_dirs=args.allow_specs, **extra,
+        free_specs=not facing or args.allow_specs, spec_dirs=args.allow_specs, **extra,
     )
     app = create_app(
         args.games_dir, limits, warm_up=True, db=store, allowed_hosts=allowed_hosts(public, args.host),
         public=public, trusted_proxies=trusted,
-        quotas=AddressLimits(args.max_connections_per_address, args.games_per_minute),
+        quotas=AddressLimits(args.max_connections_per_address, args.games_per_minute) if facing else None,
     )
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"

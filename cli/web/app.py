@@ -77,7 +77,8 @@ class Site:
     services: Services
     hub: Hub
     metrics: Metrics
-    quotas: AddressLimits
+    quotas: AddressLimits | None = None
+    """None: no limits per client address."""
     public: PublicURL | None = None
     tabs: set[Callable[[dict[str, Any]], Awaitable[None]]] = field(default_factory=set)
 
@@ -173,14 +174,14 @@ def create_app(
     that requests may be addressed to. ``public`` is the address people use (the origin
     WebSockets may come from, and the base of the links the page shows); the client's address
     is read from forwarded headers only when the peer is in ``trusted_proxies``; ``quotas``
-    limits each client address (default :class:`AddressLimits`).
+    limits each client address (None: no such limits).
     """
     store = db if isinstance(db, GameStore) else GameStore(db)
     services = Services(limits or Limits(), Path(games_dir) if games_dir is not None else None, store)
     services.public_url = public.origin if public is not None else None
     hub = Hub(services)
     metrics = Metrics(lambda: len(hub.games), lambda: services.queued, lambda: services.running)
-    site = Site(services, hub, metrics, quotas or AddressLimits(), public)
+    site = Site(services, hub, metrics, quotas, public)
     info = build_info()
     template = (STATIC_DIR / "index.html").read_text()
     counter = {"open": 0}
@@ -219,7 +220,8 @@ def create_app(
             await refuse(websocket, Busy("too many connections"))
             return
         try:
-            site.quotas.connect(address)
+            if site.quotas is not None:
+                site.quotas.connect(address)
         except WebError as exc:
             log.info("client=%s refused: %s", address, exc)
             await refuse(websocket, exc)
@@ -231,7 +233,8 @@ def create_app(
         finally:
             counter["open"] -= 1
             metrics.connections.dec()
-            site.quotas.disconnect(address)
+            if site.quotas is not None:
+                site.quotas.disconnect(address)
 
     @asynccontextmanager
     async def lifespan(app: Starlette):  # noqa: ANN202 - Starlette's lifespan protocol
@@ -306,7 +309,7 @@ async def serve_socket(websocket: WebSocket, site: Site) -> None:
                                    rate=limits.rate)
                 msg = decode(received.get("text"), limits.max_message_bytes, limits.max_upload_bytes)
                 kind = msg["type"]
-                if kind in GAME_CREATING:
+                if kind in GAME_CREATING and site.quotas is not None:
                     site.quotas.create_game(address)
                 started = time.perf_counter()
                 await connection.handle(msg)
