@@ -142,6 +142,13 @@ class GameStore:
         """Close the file."""
         self.db.close()
 
+    def answers(self) -> bool:
+        """True while the file answers a query (what ``/healthz`` reports)."""
+        try:
+            return self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() is not None
+        except sqlite3.Error:
+            return False
+
     def create(
         self,
         game_id: str,
@@ -207,6 +214,38 @@ class GameStore:
         """Game ids, oldest first: all, only finished (True) or only unfinished (False) ones."""
         where = "" if finished is None else " WHERE winner IS NOT NULL" if finished else " WHERE winner IS NULL"
         return [i for (i,) in self.db.execute(f"SELECT id FROM games{where} ORDER BY created, id")]
+
+
+def backup_store(source: str | os.PathLike, target: str | os.PathLike) -> int:
+    """Copy the game store ``source`` into the new file ``target`` with SQLite's backup API: a
+    consistent copy even while a server writes to ``source``. The copy is written beside
+    ``target`` and renamed into place when complete. Returns the number of games copied.
+    Raises StoreError for a source that is not a game store of this schema version."""
+    target = Path(target)
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        src = sqlite3.connect(f"file:{Path(source).resolve()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{source}: cannot be opened ({exc})") from None
+    try:
+        try:
+            row = src.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{source}: not a usable game store ({exc})") from None
+        if row is None or row[0] != SCHEMA_VERSION:
+            raise StoreError(f"{source}: game store schema version {row and row[0]}, this server reads {SCHEMA_VERSION}")
+        partial.unlink(missing_ok=True)
+        dst = sqlite3.connect(partial)
+        try:
+            src.backup(dst)
+            dst.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+            games = dst.execute("SELECT COUNT(*) FROM games").fetchone()[0]
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    os.replace(partial, target)
+    return games
 
 
 def export_games(store: GameStore, folder: str | os.PathLike) -> list[Path]:

@@ -29,11 +29,11 @@ from orderchaos.agents.registry import make  # noqa: E402
 from orderchaos.arena import analysis  # noqa: E402
 from orderchaos.arena.game_files import load_games, save_games  # noqa: E402
 from orderchaos.arena.matches import play_game  # noqa: E402
-from orderchaos.cli.commands.serve import is_loopback  # noqa: E402
 from orderchaos.cli.web import games as web_games  # noqa: E402
 from orderchaos.cli.web import sessions  # noqa: E402
 from orderchaos.cli.web.app import create_app, pick_language  # noqa: E402
 from orderchaos.cli.web.protocol import RateLimit, nesting_depth  # noqa: E402
+from orderchaos.cli.web.proxy import is_loopback  # noqa: E402
 from orderchaos.cli.web.services import Limits, Services  # noqa: E402
 from orderchaos.cli.web.store import GameStore  # noqa: E402
 from orderchaos.envs.rules import State  # noqa: E402
