@@ -163,8 +163,7 @@ def run(args: argparse.Namespace) -> int:
             raise KeyboardInterrupt
         prover.stop_requested = True
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         result = prover.run(None if args.minutes is None else args.minutes * 60)
     except RayBackendError as e:  # raised before the run changed anything
@@ -177,6 +176,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"orderchaos prove: cannot write the proof book {args.book}: {e.strerror or e}; "
               f"this run's work is not saved", file=sys.stderr)
         return 1
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     summary = {
         "root": result.winner,
         "first_move_refuted": result.refuted,

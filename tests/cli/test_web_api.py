@@ -797,7 +797,7 @@ def test_serve_refuses_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["serve", "--port", "70000"]) == 2
     assert "--port must be" in capsys.readouterr().err
     assert main(["serve", "--move-time", "0"]) == 2
-    assert "--move-time must be positive" in capsys.readouterr().err
+    assert "--move-time: must be a number greater than 0" in capsys.readouterr().err
     assert main(["serve", "--max-connections", "0"]) == 2
     assert "--max-connections must be at least 1" in capsys.readouterr().err
 
