@@ -20,6 +20,8 @@ import sys
 import threading
 import webbrowser
 
+from orderchaos.cli import options
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``serve``."""
@@ -77,11 +79,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--open", action="store_true", help="open the page in a web browser")
     parser.add_argument(
-        "--move-time", type=float, default=30.0, metavar="S",
+        "--move-time", type=options.SECONDS, default=30.0, metavar="S",
         help="seconds an agent may think about one move before the move fails (default 30)",
     )
     parser.add_argument(
-        "--hint-time", type=float, default=1.0, metavar="S",
+        "--hint-time", type=options.SECONDS, default=1.0, metavar="S",
         help="solver time limit for a hint in seconds (default 1)",
     )
 
@@ -90,10 +92,6 @@ def run(args: argparse.Namespace) -> int:
     """Check the arguments and serve until interrupted (or export the stored games)."""
     from pathlib import Path
 
-    for name in ("move_time", "hint_time"):
-        if getattr(args, name) <= 0:
-            print(f"orderchaos serve: --{name.replace('_', '-')} must be positive seconds", file=sys.stderr)
-            return 2
     if not 0 < args.port < 65536:
         print(f"orderchaos serve: --port must be 1..65535, got {args.port}", file=sys.stderr)
         return 2
@@ -118,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"orderchaos serve: --trusted-proxy {exc}", file=sys.stderr)
         return 2
     from orderchaos.cli.web.store import GameStore, StoreError, default_db_path, export_games
+    from orderchaos.files import OutputPathError, check_output_dir
 
     db = args.db or str(default_db_path())
     if args.backup is not None:
@@ -128,16 +127,24 @@ def run(args: argparse.Namespace) -> int:
     if args.export_games is not None and not Path(db).is_file():
         print(f"orderchaos serve: --db {db}: no such file to export from", file=sys.stderr)
         return 2
-    if args.export_games is not None and Path(args.export_games).exists() and not Path(args.export_games).is_dir():
-        print(f"orderchaos serve: --export-games {args.export_games}: not a folder", file=sys.stderr)
-        return 2
+    if args.export_games is not None:
+        try:
+            check_output_dir(args.export_games, "--export-games folder")
+        except OutputPathError as exc:
+            print(f"orderchaos serve: {exc}", file=sys.stderr)
+            return 2
     try:
         store = GameStore(db)
     except (StoreError, OSError) as exc:
         print(f"orderchaos serve: --db {db}: {exc}", file=sys.stderr)
         return 2
     if args.export_games is not None:
-        written = export_games(store, args.export_games)
+        try:
+            written = export_games(store, args.export_games)
+        except OSError as exc:
+            print(f"orderchaos serve: cannot write the games into {args.export_games}: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return 1
         games = sum(len(p.read_text().splitlines()) for p in written)
         print(f"orderchaos serve: wrote {games} finished games into {len(written)} files in {args.export_games}")
         return 0

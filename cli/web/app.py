@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sqlite3
 import subprocess
 import threading
 import time
@@ -325,9 +326,14 @@ async def serve_socket(websocket: WebSocket, site: Site) -> None:
                 if kind in GAME_CREATING:
                     log.info("client=%s %s refused: %s", address, kind, exc.code)
                 await send(exc.payload())
-            except Exception:  # a bug must not end the tab's connection or show its text
-                log.exception("error while handling a message")
-                await send(WebError("the server could not handle that message", "internal").payload())
+            except Exception as exc:  # a bug must not end the tab's connection or show its text
+                if isinstance(exc, sqlite3.OperationalError) and "is locked" in str(exc):
+                    log.warning("the game store is locked by another program: %s", exc)
+                    await send(WebError("the game store is in use by another program; try again in a "
+                                        "moment", "store_busy").payload())
+                else:
+                    log.exception("error while handling a message")
+                    await send(WebError("the server could not handle that message", "internal").payload())
     except WebSocketDisconnect:
         pass
     finally:

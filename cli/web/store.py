@@ -30,6 +30,7 @@ from pathlib import Path
 
 from orderchaos.arena.game_files import GameRecord, SavedGame, game_line
 from orderchaos.envs.rules import AGENTS, State
+from orderchaos.files import atomic_write_bytes
 
 PERSON = "person"
 """How a seat held by a person is labelled in game files."""
@@ -125,6 +126,10 @@ class GameStore:
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.executescript(SCHEMA)
+            damage = [row[0] for row in self.db.execute("PRAGMA quick_check")]
+            if damage != ["ok"]:  # corrupt pages would fail later games one by one
+                raise StoreError(f"{self.path}: the game store is damaged ({damage[0]}); "
+                                 f"move it aside (or export what is readable with sqlite3 .recover)")
             row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
                 self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
@@ -260,6 +265,6 @@ def export_games(store: GameStore, folder: str | os.PathLike) -> list[Path]:
     for (order, chaos), lines in sorted(groups.items()):
         safe = "_vs_".join("".join(ch if ch.isalnum() else "-" for ch in label) for label in (order, chaos))
         path = out / f"web_{safe}.jsonl"
-        path.write_text("".join(line + "\n" for line in lines))
+        atomic_write_bytes(path, "".join(line + "\n" for line in lines).encode())  # never half a file
         written.append(path)
     return written
