@@ -52,18 +52,24 @@ FLOORS = {
 """The rooms each room may import from (the CLI, on top, may import them all)."""
 
 
+def imported_names(path: Path) -> list[list[str]]:
+    """For each absolute import in ``path`` (at the top or inside a function), the dotted
+    names it may bring in: the module, and ``module.name`` for each ``from`` name."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append([node.module] + [f"{node.module}.{a.name}" for a in node.names])
+        elif isinstance(node, ast.Import):
+            out.append([a.name for a in node.names])
+    return out
+
+
 def upward_imports(room: str) -> list[str]:
     """``file: module`` for each import of ``orderchaos.<room>`` in ``room``'s files
     (anywhere in them: at the top or inside a function) that its floor does not allow."""
     found = []
     for path in sorted((REPO / room).rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            else:
-                continue
+        for names in imported_names(path):
             for name in names:
                 parts = name.split(".")
                 if parts[0] == "orderchaos" and len(parts) > 1 and parts[1] in {*FLOORS, "cli"} \
@@ -108,13 +114,7 @@ def agents_import_graph(root: Path) -> dict[str, set[str]]:
     for name in sorted(modules):
         path = folder / f"{name}.py"
         edges = set()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            else:
-                continue
+        for names in imported_names(path):
             for full in names:
                 parts = full.split(".")
                 if parts[:2] == ["orderchaos", "agents"] and len(parts) > 2 and parts[2] in modules:
