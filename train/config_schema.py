@@ -214,17 +214,6 @@ class SelfPlayConfig:
         "games, to keep anchoring the policies (0: off)",
         min=0,
     )
-    imitation_roles: list[str] = _field(
-        ["order", "chaos"],
-        "whose positions from the imitation games are trained on",
-        choices=["order", "chaos"],
-    )
-    target_temperature: float = _field(
-        1.0,
-        "policy targets are search visits ** (1 / this), normalised: 1 keeps the visit "
-        "distribution, lower values sharpen it towards the search's chosen move (0: one-hot)",
-        min=0,
-    )
     solver_process: bool = _field(
         True,
         "run the solver in a separate worker process, so that a crash in it costs one "

@@ -38,13 +38,6 @@ class SelfPlayGame:
     length: int = 0
     solver_ended: bool = False
 
-    def keep_only(self, indices: list[int]) -> None:
-        """Keep only the logged positions at ``indices`` (with their targets and arrays)."""
-        self.states = [self.states[i] for i in indices]
-        self.policies = [self.policies[i] for i in indices]
-        self.planes = [self.planes[i] for i in indices]
-        self.masks = [self.masks[i] for i in indices]
-
 
 def graded_order_value(winner: str | None, length: int, length_weight: float) -> float:
     """A game's outcome from Order's view, graded by its length: a Chaos win is -1; an
@@ -314,8 +307,7 @@ def play_training_games(
 ) -> tuple[list[SelfPlayGame], list[SelfPlayGame], float]:
     """One batch of an iteration's games as ``config`` (a TrainConfig) says: ``n_games``
     self-play games (:func:`play_selfplay_games`, some against the heuristic agent) and
-    ``n_imitation`` heuristic imitation games, of which only ``imitation_roles``' positions
-    are kept. Returns the self-play logs, the imitation logs and the self-play seconds.
+    ``n_imitation`` heuristic imitation games. Returns the self-play logs, the imitation logs and the self-play seconds.
     The local trainer plays an iteration with it, each Ray actor its share."""
     cfg = config
     started = time.perf_counter()
@@ -331,7 +323,6 @@ def play_training_games(
         temperature_moves=cfg.selfplay.temperature_moves,
         rng=rng,
         opponents=opponents,
-        target_temperature=cfg.selfplay.target_temperature,
         on_policy=range(int(round(cfg.selfplay.on_policy_fraction * len(opponents)))),
         gumbel_considered=cfg.mcts.max_considered if cfg.mcts.gumbel else 0,
         end=(
@@ -347,6 +338,4 @@ def play_training_games(
     imitation: list[SelfPlayGame] = []
     if n_imitation:
         imitation = play_heuristic_games(n_imitation, cfg.selfplay.warmup_openings, rng)
-        for log in imitation:
-            log.keep_only([i for i, s in enumerate(log.states) if s.to_play in cfg.selfplay.imitation_roles])
     return logs, imitation, play_seconds
