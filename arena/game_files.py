@@ -3,7 +3,7 @@
 Three kinds of game record exist, each for its own job: :class:`GameRecord` (the moves and
 result of a played game, what matches return), :class:`SavedGame` (a ``GameRecord`` read
 back from a file, with the players' labels and its number there), and the trainer's
-``SelfPlayGame`` (states and search policies, in :mod:`orderchaos.train.alphazero`).
+``SelfPlayGame`` (states and search policies, in :mod:`orderchaos.train.selfplay`).
 
 One line per game::
 
