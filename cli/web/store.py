@@ -240,6 +240,12 @@ class GameStore:
             if clock is not None:
                 self._write_clock(game_id, clock)
 
+    def unstarted_since(self, before: float) -> list[str]:
+        """Unfinished games without a move whose seats were both taken at ``before`` or earlier."""
+        return [i for (i,) in self.db.execute(
+            "SELECT id FROM games WHERE reason IS NULL AND seated <= ?"
+            " AND NOT EXISTS (SELECT 1 FROM moves WHERE game=games.id) ORDER BY seated", (before,))]
+
     def resume_clocks(self) -> int:
         """Restart every running clock of an unfinished game from now (the server starts:
         the time it was down is not charged); returns how many were running."""
