@@ -831,3 +831,72 @@ def test_a_move_the_store_cannot_commit_is_told_to_nobody(client: TestClient, mo
     for ws in (order, chaos):
         ws.send_json({"type": "state"})
         assert receive(ws, "state", "play")["moves"] == []  # no view holds the move
+
+
+def seated_friend_game(client: TestClient) -> tuple[Any, Any, dict, str]:
+    """Both seats of a new friend game taken: Order's and Chaos's sockets, Order's
+    ``joined`` and Chaos's token."""
+    order, joined, view = friend_game(client)
+    chaos = connect(client)
+    chaos.send_json({"type": "open", "game": joined["game"], "invite": view["invite"]})
+    chaos_token = receive(chaos, "joined")["token"]
+    receive(chaos, "state", "play")
+    return order, chaos, joined, chaos_token
+
+
+def test_resign_ends_the_game_for_the_other_side_and_survives_a_restart(tmp_path: Path) -> None:
+    db = tmp_path / "games.sqlite3"
+    with TestClient(create_app(None, FAST, db=db)) as first, ExitStack() as stack:
+        first.sockets = stack  # type: ignore[attr-defined]
+        order, chaos, joined, chaos_token = seated_friend_game(first)
+        order.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        view = receive(chaos, "state", "play")
+        assert view["can_resign"] and view["reason"] is None
+        chaos.send_json({"type": "resign"})
+        view = receive(order, "state", "play")
+        while view["reason"] is None:
+            view = receive(order, "state", "play")
+        assert view["winner"] == "order" and view["reason"] == "resign" and not view["can_resign"]
+        order.send_json({"type": "move", "cell": 1, "symbol": "X"})
+        assert error_of(order)["code"] == "game_over"
+        chaos.send_json({"type": "resign"})
+        assert error_of(chaos)["code"] == "game_over"
+    with TestClient(create_app(None, FAST, db=db)) as second, ExitStack() as stack:
+        second.sockets = stack  # type: ignore[attr-defined]
+        chaos = connect(second)
+        chaos.send_json({"type": "open", "game": joined["game"], "token": chaos_token})
+        receive(chaos, "joined")
+        view = receive(chaos, "state", "play")
+        assert (view["winner"], view["reason"], view["can_resign"]) == ("order", "resign", False)
+        chaos.send_json({"type": "rematch"})  # a resigned game is over: a rematch may follow
+        assert receive(chaos, "rematch")["game"] != joined["game"]
+
+
+def test_a_game_without_a_first_move_within_a_minute_of_seating_is_aborted(tmp_path: Path) -> None:
+    now = {"t": 5000.0}
+    store = GameStore(tmp_path / "games.sqlite3", clock=lambda: now["t"])
+    with TestClient(create_app(None, FAST, db=store)) as client, ExitStack() as stack:
+        client.sockets = stack  # type: ignore[attr-defined]
+        lonely, lonely_joined, _ = friend_game(client)  # one seat taken: never aborted
+        order, chaos, joined, _ = seated_friend_game(client)
+        now["t"] += web_games.ABORT_AFTER - 1
+        moved, moved_chaos, moved_joined, _ = seated_friend_game(client)
+        moved.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        receive(moved, "state", "play")
+        now["t"] += 2
+        view = receive(chaos, "state", "play")
+        while view["reason"] is None:
+            view = receive(chaos, "state", "play")
+        assert view["reason"] == "aborted" and view["winner"] is None and not view["can_resign"]
+        order.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        assert error_of(order)["code"] == "game_over"
+        _, probe, _, _ = seated_friend_game(client)  # seated after the game that has its first move
+        now["t"] += web_games.ABORT_AFTER * 2
+        view = receive(probe, "state", "play")
+        while view["reason"] is None:  # one sweep aborts the probe and passes the other by
+            view = receive(probe, "state", "play")
+        moved_chaos.send_json({"type": "move", "cell": 1, "symbol": "O"})
+        assert receive(moved, "state", "play")["reason"] is None
+    assert store.load(joined["game"]).reason == "aborted"  # type: ignore[union-attr]
+    assert store.load(lonely_joined["game"]).reason is None  # type: ignore[union-attr]
+    assert store.load(moved_joined["game"]).reason is None  # type: ignore[union-attr]

@@ -356,3 +356,27 @@ def test_study_mode_loads_a_saved_file(page: Page) -> None:
     page.click(f"[data-testid=study-moves] li:nth-child({max(1, length - 4)})")
     expect(page.locator("[data-testid=study-moves] li.current")).to_have_count(1)
     screenshot(page, "web_study.png")
+
+
+def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, server: Server) -> None:
+    order_ctx, order = new_tab(browser, server.url)
+    order.select_option("select[name=side]", "order")
+    order.click("button[data-action=play-friend]")
+    invite = order.get_by_test_id("invite-link")
+    expect(invite).to_have_value(re.compile("invite="))
+    chaos_ctx, chaos = new_tab(browser, invite.input_value())
+    expect(order.get_by_test_id("status")).to_contain_text("Your move (Order)")
+    order.click("button[data-symbol=X]")
+    order.click("[data-cell='0']")
+    expect(chaos.locator("[data-testid=play-moves] li")).to_have_count(1)
+    chaos.once("dialog", lambda dialog: dialog.dismiss())  # a second thought: nothing happens
+    chaos.click("button[data-action=resign]")
+    expect(chaos.locator("button[data-action=resign]")).to_be_enabled()
+    chaos.once("dialog", lambda dialog: dialog.accept())
+    chaos.click("button[data-action=resign]")
+    for tab in (order, chaos):
+        expect(tab.get_by_test_id("result")).to_contain_text("Chaos resigned.")
+        expect(tab.locator("button[data-action=resign]")).to_be_disabled()
+    expect(order.get_by_test_id("result")).to_contain_text("You won")
+    order_ctx.close()
+    chaos_ctx.close()

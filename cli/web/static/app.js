@@ -308,13 +308,14 @@ function emptyView() {
 }
 
 function resultTitle(view) {
+  if (view.reason === "aborted") return t("result.aborted");
   if (view.seat) return t(view.winner === view.seat ? "result.won" : "result.lost");
   return t("result.side_won", { side: side(view.winner) });
 }
 
 function playStatus(view) {
   if (!view) return t("status.choose");
-  if (view.winner) return t("status.over", { result: resultTitle(view) });
+  if (view.reason) return t("status.over", { result: resultTitle(view) });
   const mover = view.players[view.to_play];
   const args = { side: side(view.to_play) };
   const free = ["order", "chaos"].find((role) => !view.players[role].taken);
@@ -347,14 +348,20 @@ function render() {
   if (ui.mode === "study") renderStudy();
 }
 
+function resultLine(view) {
+  const loser = view.winner === "order" ? "chaos" : "order";
+  if (view.reason === "resign" || view.reason === "time") return t(`result.reason_${view.reason}`, { side: side(loser) });
+  if (view.reason === "aborted") return t("result.reason_aborted");
+  return view.line ? t("result.line", { side: side("order"), line: view.line }) : t("result.full", { side: side("chaos") });
+}
+
 function renderPlay() {
   const view = ui.views.play;
   const result = $("[data-testid=result]");
-  result.hidden = !(ui.mode === "play" && view && view.winner);
-  if (view && view.winner) {
+  result.hidden = !(ui.mode === "play" && view && view.reason);
+  if (view && view.reason) {
     result.querySelector(".result-title").textContent = resultTitle(view);
-    result.querySelector(".result-line").textContent = view.line ? t("result.line", { side: side("order"), line: view.line })
-      : t("result.full", { side: side("chaos") });
+    result.querySelector(".result-line").textContent = resultLine(view);
     result.querySelector("[data-action=rematch]").hidden = !view.seat;
     result.querySelector("[data-action=download]").href = `/games/${view.game}.jsonl`;
   }
@@ -368,6 +375,7 @@ function renderPlay() {
     invite.closest("label").hidden = !view.invite;
   }
   $("[data-action=undo]").disabled = !(view && view.can_undo);
+  $("[data-action=resign]").disabled = !(view && view.can_resign);
   $("[data-action=hint]").disabled = !(view && view.vs_agent && view.seat && !view.winner);
 }
 
@@ -449,6 +457,9 @@ $("#move-form").addEventListener("submit", (event) => {
 });
 for (const button of $$("[data-symbol]")) button.addEventListener("click", () => chooseSymbol(button.dataset.symbol));
 $("[data-action=undo]").addEventListener("click", () => send({ type: "undo" }));
+$("[data-action=resign]").addEventListener("click", () => {
+  if (window.confirm(t("play.resign_confirm"))) send({ type: "resign" });
+});
 $("[data-action=hint]").addEventListener("click", () => {
   ui.hint = { thinking: true };
   renderHint();
