@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "tournament": "round robin of agents in both roles, with ratings, tables and plots",
     "positions": "score optimal-move accuracy on a solver-labelled set, or make one",
     "curves": "learning curves of training runs from their TensorBoard events, as a table and a plot",
+    "exploit": "every Chaos line against a deterministic Order player: its exact refutations",
     "mistakes": "find the moves that lost an agent's games, with the solver",
     "prove": "prove the empty board (or any board) into a resumable proof book; status, verify",
     "solve": "prove the game-theoretic winner of board positions",
