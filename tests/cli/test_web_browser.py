@@ -356,3 +356,61 @@ def test_study_mode_loads_a_saved_file(page: Page) -> None:
     page.click(f"[data-testid=study-moves] li:nth-child({max(1, length - 4)})")
     expect(page.locator("[data-testid=study-moves] li.current")).to_have_count(1)
     screenshot(page, "web_study.png")
+
+
+def focused_cell(page: Page) -> int:
+    """The board cell that has the keyboard focus."""
+    return int(page.evaluate("document.activeElement.dataset.cell"))
+
+
+def test_a_game_played_to_the_end_with_the_keyboard_alone(page: Page) -> None:
+    """Tab to "Play the computer" (Order against easy), Enter; then, on the board, arrow keys
+    to the first empty cell and x writes X there, until the game ends. The cells are buttons
+    named "c3, empty" / "c3, X"; the last move and the result are said in the live region."""
+    for _ in range(40):
+        if page.evaluate("document.activeElement.dataset.action") == "new-game":
+            break
+        page.keyboard.press("Tab")
+    else:
+        pytest.fail("Tab never reached the new-game button")
+    page.keyboard.press("Enter")
+    status = wait_for_turn_or_end(page)
+    for _ in range(12):
+        if page.evaluate("document.activeElement.dataset.cell !== undefined"):
+            break
+        page.keyboard.press("Shift+Tab")  # the board's one tab stop comes before the game's form
+    else:
+        pytest.fail("Tab never reached the board")
+    assert page.locator("[data-cell][tabindex='0']").count() == 1
+    expect(page.get_by_role("button", name="a1, empty", exact=True)).to_be_visible()
+    moves = 0
+    while "Game over" not in status:
+        assert "Error" not in status, status
+        target = board(page).index("")
+        here = focused_cell(page)
+        for _ in range(abs(target // 6 - here // 6)):
+            page.keyboard.press("ArrowDown" if target // 6 > here // 6 else "ArrowUp")
+        for _ in range(abs(target % 6 - here % 6)):
+            page.keyboard.press("ArrowRight" if target % 6 > here % 6 else "ArrowLeft")
+        assert focused_cell(page) == target
+        page.keyboard.press("x")
+        moves += 1
+        name = f"{'abcdef'[target % 6]}{target // 6 + 1}"
+        expect(page.locator(f"[data-cell='{target}']")).to_have_attribute("aria-label", re.compile(f"^{name}, X"))
+        status = wait_for_turn_or_end(page)
+    assert moves >= 5
+    expect(page.get_by_test_id("result")).to_be_visible()
+    title = page.locator("[data-testid=result] .result-title").text_content() or ""
+    expect(page.get_by_test_id("announce")).to_contain_text(title)
+    last = page.locator("[data-testid=play-moves] li").last.text_content() or ""
+    expect(page.get_by_test_id("announce")).to_contain_text(last)
+    expect(page.locator("[data-cell].last")).to_have_attribute("aria-label", re.compile(", last move$"))
+
+
+def test_the_cells_are_named_in_the_readers_language(browser: Browser, server: Server) -> None:
+    context, tab = new_tab(browser, server.url, locale="de-DE")
+    expect(tab.get_by_role("button", name="c3, leer", exact=True)).to_have_count(1)
+    tab.select_option("select[name=language]", "sv")
+    expect(tab.get_by_role("button", name="c3, tom", exact=True)).to_have_count(1)
+    expect(tab.get_by_role("group", name="Brädet, 6 gånger 6 rutor")).to_be_visible()
+    context.close()

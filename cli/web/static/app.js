@@ -58,7 +58,6 @@ async function setLanguage(lang) {
       node.setAttribute(attr, t(key));
     }
   }
-  for (const node of cellNodes) node.querySelector("rect").setAttribute("aria-label", cellLabel(node));
   renderMovesAll();
   render();
 }
@@ -170,8 +169,10 @@ const handlers = {
       ui.hint = null;
       ui.hintCells = [];
     }
+    const before = ui.views[msg.mode];
     ui.views[msg.mode] = msg;
     ui.errors[msg.mode] = msg.error || null;
+    if (msg.mode === ui.mode) announceChange(before, msg);
     if (msg.mode === "watch") $("[data-action=watch-pause]").textContent = t(msg.running ? "watch.pause" : "watch.resume");
     renderMoves(`[data-testid=${msg.mode}-moves]`, msg.moves, msg.moves.length);
     if (msg.mode === ui.mode) render();
@@ -216,36 +217,73 @@ function svg(tag, attrs = {}, text = null) {
   return node;
 }
 
-const board = $("#board");
+const marks = $("#board .marks");
+const cellsBox = $("#board .cells");
 const cellNodes = [];
 const overlay = svg("g", { class: "overlay" });
+let focusedCell = 0;  // the one cell in the tab order (a roving tabindex)
+
 function cellName(c) {
   return `${COLUMNS[c % SIZE]}${Math.floor(c / SIZE) + 1}`;
 }
 
 function cellLabel(node) {
   const c = Number(node.dataset.cell);
-  const symbol = node.querySelector("text").textContent;
-  return symbol ? `${cellName(c)}: ${symbol}` : `${cellName(c)}: ${t("board.empty")}`;
+  const parts = [cellName(c), node.textContent || t("board.empty")];
+  if (node.classList.contains("last")) parts.push(t("board.last"));
+  return parts.join(", ");
+}
+
+function focusCell(c, moveFocus = true) {
+  cellNodes[focusedCell].tabIndex = -1;
+  focusedCell = c;
+  cellNodes[c].tabIndex = 0;
+  if (moveFocus) cellNodes[c].focus();
+}
+
+// Arrow keys, Home and End move between the cells; x or o writes that symbol on the focused
+// cell; Enter and Space press the cell as a click does (the chosen symbol).
+function cellKey(event, c) {
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  const row = Math.floor(c / SIZE), col = c % SIZE;
+  const moves = {
+    arrowleft: row * SIZE + Math.max(0, col - 1), arrowright: row * SIZE + Math.min(SIZE - 1, col + 1),
+    arrowup: Math.max(0, row - 1) * SIZE + col, arrowdown: Math.min(SIZE - 1, row + 1) * SIZE + col,
+    home: row * SIZE, end: row * SIZE + SIZE - 1,
+  };
+  const key = event.key.toLowerCase();
+  if (key in moves) focusCell(moves[key]);
+  else if ((key === "x" || key === "o") && ui.mode === "play") {
+    chooseSymbol(key.toUpperCase());
+    clickCell(c);
+  } else return;
+  event.preventDefault();
+  event.stopPropagation();
 }
 
 function buildBoard() {
   for (let col = 0; col < SIZE; col++) {
-    board.append(svg("text", { class: "label", x: MARGIN + col * STEP + STEP / 2, y: MARGIN / 2 }, COLUMNS[col]));
+    marks.append(svg("text", { class: "label", x: MARGIN + col * STEP + STEP / 2, y: MARGIN / 2 }, COLUMNS[col]));
   }
   for (let row = 0; row < SIZE; row++) {
-    board.append(svg("text", { class: "label", x: MARGIN / 2, y: MARGIN + row * STEP + STEP / 2 }, String(row + 1)));
+    marks.append(svg("text", { class: "label", x: MARGIN / 2, y: MARGIN + row * STEP + STEP / 2 }, String(row + 1)));
   }
   for (let c = 0; c < CELLS; c++) {
-    const x = MARGIN + (c % SIZE) * STEP, y = MARGIN + Math.floor(c / SIZE) * STEP;
-    const group = svg("g", { class: "cell", "data-cell": String(c) });
-    group.append(svg("rect", { x, y, width: STEP, height: STEP, "aria-label": cellName(c) }));
-    group.append(svg("text", { x: x + STEP / 2, y: y + STEP / 2 + 1 }, ""));
-    group.addEventListener("click", () => clickCell(c));
-    board.append(group);
-    cellNodes.push(group);
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "cell";
+    button.dataset.cell = String(c);
+    button.tabIndex = c === focusedCell ? 0 : -1;
+    button.addEventListener("click", () => {
+      focusCell(c, false);
+      clickCell(c);
+    });
+    button.addEventListener("focus", () => focusCell(c, false));
+    button.addEventListener("keydown", (event) => cellKey(event, c));
+    cellsBox.append(button);
+    cellNodes.push(button);
   }
-  board.append(overlay);
+  marks.append(overlay);
 }
 
 function drawBoard(view) {
@@ -254,10 +292,10 @@ function drawBoard(view) {
   for (let c = 0; c < CELLS; c++) {
     const node = cellNodes[c];
     const symbol = view.board[c] || "";
-    node.querySelector("text").textContent = symbol;
-    node.querySelector("rect").setAttribute("aria-label", cellLabel(node));
-    node.setAttribute("class", ["cell", symbol, c === view.last ? "last" : "", win.has(c) ? "win" : "",
-      hinted.has(c) ? "hinted" : ""].filter(Boolean).join(" "));
+    node.textContent = symbol;
+    node.className = ["cell", symbol, c === view.last ? "last" : "", win.has(c) ? "win" : "",
+      hinted.has(c) ? "hinted" : ""].filter(Boolean).join(" ");
+    node.setAttribute("aria-label", cellLabel(node));
   }
   overlay.replaceChildren();
   for (const threat of view.threats || []) {
@@ -287,6 +325,20 @@ function errorText(error) {
   const key = `error.${error.code}`;
   if (error.code && (key in ui.catalogue || key in ui.english)) return t(key, { ...(error.args || {}), detail: error.message });
   return error.message;
+}
+
+// The last move and the result, said once in the live region when they change.
+function announceChange(before, view) {
+  const moves = view.moves || [];
+  const parts = [];
+  if (moves.length && (!before || before.game !== view.game || (before.moves || []).length !== moves.length)) {
+    const last = moves[moves.length - 1];
+    parts.push(t("moves.item", { side: side(last.side), move: last.move }));
+  }
+  if (view.winner && !(before && before.winner && before.game === view.game)) {
+    parts.push(view.mode === "play" ? resultTitle(view) : t("result.side_won", { side: side(view.winner) }));
+  }
+  if (parts.length) $("[data-testid=announce]").textContent = parts.join(". ");
 }
 
 function showError(mode, error) {
