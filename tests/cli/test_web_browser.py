@@ -414,3 +414,54 @@ def test_the_cells_are_named_in_the_readers_language(browser: Browser, server: S
     expect(tab.get_by_role("button", name="c3, tom", exact=True)).to_have_count(1)
     expect(tab.get_by_role("group", name="Brädet, 6 gånger 6 rutor")).to_be_visible()
     context.close()
+
+
+AXE = Path(__file__).parent / "vendor" / "axe.min.js"  # axe-core 4.14.1 from npm, its licence header kept
+
+
+def serious_axe_violations(page: Page) -> list[str]:
+    """axe-core's violations of impact serious or critical on the page as it is now, one line
+    each: the rule, its impact and the first nodes it names."""
+    if not page.evaluate("typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    violations = page.evaluate("axe.run(document, { resultTypes: ['violations'] }).then(r => r.violations)")
+    return [f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes'][:3]]}"
+            for v in violations if v["impact"] in ("serious", "critical")]
+
+
+@pytest.mark.parametrize("lang", ["en", "sv", "nb", "de"])
+def test_axe_finds_nothing_serious_in_any_state_of_the_page(browser: Browser, server: Server, lang: str) -> None:
+    """The start page, a game in progress, a finished game, watch and study, in each language:
+    axe-core (vendored from npm, injected past the page's CSP) reports no violation of impact
+    serious or critical."""
+    context = browser.new_context(viewport={"width": 1180, "height": 900}, bypass_csp=True)
+    tab = context.new_page()
+    tab.set_default_timeout(TIMEOUT_MS)
+    tab.goto(server.url)
+    tab.select_option("select[name=language]", lang)
+    expect(tab.locator("html")).to_have_attribute("lang", lang)
+    expect(tab.get_by_test_id("status")).not_to_have_text(re.compile("…"))
+    found = {"start": serious_axe_violations(tab)}
+    play_the_computer(tab, "order", spec="random:seed=3")
+    moves = tab.locator("[data-testid=play-moves] li")
+    expect(moves).to_have_count(0)
+    for ply, move in enumerate(RANDOM_SEED_3_GAME[::2]):
+        cell = "abcdef".index(move[0]) + 6 * (int(move[1]) - 1)
+        tab.click(f"button[data-symbol={move[-1]}]")
+        tab.click(f"[data-cell='{cell}']")
+        expect(moves).to_have_count(min(2 * ply + 2, len(RANDOM_SEED_3_GAME)))
+        if ply == 2:
+            found["game in progress"] = serious_axe_violations(tab)
+    expect(tab.get_by_test_id("result")).to_be_visible()
+    found["finished game"] = serious_axe_violations(tab)
+    tab.click("[data-mode=watch]")
+    tab.click("button[data-action=watch-start]")
+    expect(tab.locator("[data-testid=watch-moves] li").first).to_be_attached()
+    found["watch"] = serious_axe_violations(tab)
+    tab.click("[data-mode=study]")
+    tab.click("button[data-action=open-file]")
+    expect(tab.locator("[data-testid=study-moves] li").first).to_be_attached()
+    tab.click("button[data-action=next]")
+    found["study"] = serious_axe_violations(tab)
+    context.close()
+    assert not any(found.values()), {state: lines for state, lines in found.items() if lines}
