@@ -622,6 +622,7 @@ function setMode(mode) {
   ui.mode = mode;
   for (const button of $$("[data-mode]")) button.setAttribute("aria-pressed", String(button.dataset.mode === mode));
   for (const panel of $$("[data-panel]")) panel.hidden = panel.dataset.panel !== mode;
+  $("[data-testid=announce]").textContent = "";
   render();
 }
 for (const button of $$("[data-mode]")) button.addEventListener("click", () => setMode(button.dataset.mode));
