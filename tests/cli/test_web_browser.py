@@ -280,7 +280,9 @@ def test_swedish_rules_and_the_language_is_remembered(browser: Browser, server: 
     tab.select_option("select[name=language]", "sv")
     expect(rules).to_contain_text("Vad sidorna vill")
     expect(rules).to_contain_text("Stephen Sniderman")
-    expect(rules.locator("caption")).to_have_text("Hur Ordning och kaos skiljer sig från luffarschack")
+    expect(rules.locator("caption")).to_have_text("Hur Ordning och kaos skiljer sig från tre i rad")
+    expect(tab.locator("output[name=speed-shown]")).to_have_text("0,5 s")  # Intl's decimal comma
+    expect(tab.locator("[data-cell='14']")).to_have_attribute("aria-label", "c3, tom")
     expect(tab.locator("button[data-action=play-friend]")).to_have_text("Spela mot en vän")
     tab.reload()
     expect(rules).to_contain_text("Vad sidorna vill")

@@ -58,8 +58,16 @@ async function setLanguage(lang) {
       node.setAttribute(attr, t(key));
     }
   }
+  showSpeed();
   renderMovesAll();
   render();
+}
+
+// A number as the reader's language writes it (0,5 in sv, nb and de); anything else as it is.
+function number(value, digits = null) {
+  if (typeof value !== "number") return value;
+  const options = digits === null ? {} : { minimumFractionDigits: digits, maximumFractionDigits: digits };
+  return new Intl.NumberFormat(document.documentElement.lang || "en", options).format(value);
 }
 
 function side(role) {
@@ -323,8 +331,9 @@ function setStatus(text, kind = "") {
 
 function errorText(error) {
   const key = `error.${error.code}`;
-  if (error.code && (key in ui.catalogue || key in ui.english)) return t(key, { ...(error.args || {}), detail: error.message });
-  return error.message;
+  // the server's English detail is never shown: the code and its arguments make the sentence
+  const args = Object.fromEntries(Object.entries(error.args || {}).map(([name, value]) => [name, number(value)]));
+  return t(error.code && (key in ui.catalogue || key in ui.english) ? key : "error.internal", args);
 }
 
 // The last move and the result, said once in the live region when they change.
@@ -452,9 +461,9 @@ function renderHint() {
       : t("hint.solver_win_unknown", { side: side(hint.winner) });
   } else if (hint.source === "solver") box.textContent = t("hint.solver_loss", { side: side(hint.winner) });
   else if (hint.source === "network") {
-    box.textContent = t("hint.network", { time: hint.time, moves: hint.moves.join(", "), side: side(hint.to_play),
-      value: (hint.value >= 0 ? "+" : "") + hint.value.toFixed(2) });
-  } else box.textContent = t("hint.none", { time: hint.time });
+    box.textContent = t("hint.network", { time: number(hint.time), moves: hint.moves.join(", "), side: side(hint.to_play),
+      value: (hint.value >= 0 ? "+" : "") + number(hint.value, 2) });
+  } else box.textContent = t("hint.none", { time: number(hint.time) });
 }
 
 // -- play ------------------------------------------------------------------------------------------
@@ -513,8 +522,11 @@ $("#watch-form").addEventListener("submit", (event) => {
   event.preventDefault();
   send({ type: "watch", order: $("input[name=watch-order]").value, chaos: $("input[name=watch-chaos]").value, delay_ms: speedMs() });
 });
+function showSpeed() {
+  $("output[name=speed-shown]").textContent = `${number(speedMs() / 1000, 1)} s`;
+}
 $("input[name=speed]").addEventListener("input", () => {
-  $("output[name=speed-shown]").textContent = `${(speedMs() / 1000).toFixed(1)} s`;
+  showSpeed();
   if (ui.views.watch) send({ type: "speed", delay_ms: speedMs() });
 });
 function togglePause() {
