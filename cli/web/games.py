@@ -238,6 +238,7 @@ class Hub:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.games: dict[str, LiveGame] = {}
+        self.pending: set[asyncio.Task] = set()  # views sent after a player left
 
     def _new_id(self) -> str:
         return secrets.token_urlsafe(ID_BYTES)
@@ -289,6 +290,13 @@ class Hub:
             game.stop()
             if self.games.get(game.id) is game:
                 del self.games[game.id]
+        elif client.seat is not None and not any(c.seat == client.seat for c in game.clients):
+            try:  # the tabs still there learn that this player has left
+                task = asyncio.get_running_loop().create_task(game.broadcast())
+            except RuntimeError:  # no event loop: nobody to tell
+                return
+            self.pending.add(task)
+            task.add_done_callback(self.pending.discard)
 
     async def rematch(self, game: LiveGame, client: Client) -> LiveGame:
         """The rematch of a finished game, sides swapped (each seat's token moves with its

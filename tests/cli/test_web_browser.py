@@ -207,6 +207,10 @@ def test_an_illegal_click_shows_an_error_and_keyboard_play_and_a_reload_keep_the
         r"^No proof within 0\.5 s\. Network: favourite moves ([a-f][1-6] [XO], ){2}[a-f][1-6] [XO]; "
         r"value for Chaos [+-]\d\.\d\d \(−1 lost … \+1 won\)\.$"))
     screenshot(page, "web_play.png")
+    page.keyboard.type("a6")  # a move makes the hint stale: it goes
+    expect(page.locator("[data-cell='30']")).to_have_text("O")
+    expect(page.get_by_test_id("hint")).to_have_text("")
+    wait_for_turn_or_end(page)
     moves = board(page)
     page.reload()  # the seat token in localStorage puts the tab back into its game
     expect(page.get_by_test_id("status")).to_contain_text("Your move (Chaos)")
@@ -232,6 +236,9 @@ def test_a_friend_game_through_the_invite_link_with_a_watcher_a_reload_and_a_ser
     expect(chaos.get_by_test_id("status")).to_contain_text("Your friend's move (Order)")
     expect(watcher.get_by_test_id("status")).to_contain_text("You are watching")
     assert "#invite" not in chaos.url  # the invite is spent, and not left in the address bar
+    late_ctx, late = new_tab(browser, invite_url)  # a second guest with the spent invite watches, and is told
+    expect(late.get_by_test_id("status")).to_contain_text("This seat is taken: you are watching.")
+    late_ctx.close()
 
     def move(tab: Page, cell: int, symbol: str, ply: int) -> None:
         tab.click(f"button[data-symbol={symbol}]")
@@ -269,7 +276,9 @@ def test_a_friend_game_through_the_invite_link_with_a_watcher_a_reload_and_a_ser
     order.click("button[data-action=rematch]")  # sides swapped: the friend now plays Order
     expect(chaos.get_by_test_id("status")).to_contain_text("Your move (Order)")
     expect(order.get_by_test_id("status")).to_contain_text("Your friend's move (Order)")
-    for context in (order_ctx, chaos_ctx, watch_ctx):
+    chaos_ctx.close()  # the friend closes the tab: the other player and the watcher's page say so
+    expect(order.get_by_test_id("status")).to_contain_text("The other player has left the game.")
+    for context in (order_ctx, watch_ctx):
         context.close()
 
 
@@ -492,3 +501,33 @@ def test_axe_finds_nothing_serious_in_any_state_of_the_page(browser: Browser, se
     found["study"] = serious_axe_violations(tab)
     context.close()
     assert not any(found.values()), {state: lines for state, lines in found.items() if lines}
+
+
+def test_a_new_game_asks_before_leaving_one_in_progress(page: Page) -> None:
+    """The n key (or Enter on the still-focused "Play the computer") during a game asks
+    first: no, and the game stays; yes, and a new one starts."""
+    play_the_computer(page, "order", spec="random:seed=3")
+    wait_for_turn_or_end(page)
+    page.click("[data-cell='0']")
+    expect(page.locator("[data-testid=play-moves] li")).to_have_count(2)
+    address = page.url
+    asked: list[str] = []
+
+    def answer(accept: bool):
+        def handle(dialog) -> None:
+            asked.append(dialog.message)
+            dialog.accept() if accept else dialog.dismiss()
+        return handle
+
+    page.once("dialog", answer(False))
+    page.keyboard.press("n")
+    page.focus("button[data-action=new-game]")
+    page.once("dialog", answer(False))
+    page.keyboard.press("Enter")
+    assert asked == ["Leave the game in progress and start a new one?"] * 2
+    expect(page.locator("[data-testid=play-moves] li")).to_have_count(2)
+    assert page.url == address
+    page.once("dialog", answer(True))
+    page.keyboard.press("Enter")
+    expect(page.locator("[data-testid=play-moves] li")).to_have_count(0)
+    expect(page).not_to_have_url(address)

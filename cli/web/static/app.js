@@ -159,6 +159,7 @@ const handlers = {
   joined(msg) {
     ui.game = msg.game;
     if (msg.token) saveToken(msg.game, msg.token);
+    ui.seatTaken = Boolean(ui.invite) && msg.seat === null;  // an invite someone else used first
     ui.invite = null;
     if (location.pathname !== `/g/${msg.game}` || location.hash) history.replaceState(null, "", `/g/${msg.game}`);
   },
@@ -174,8 +175,9 @@ const handlers = {
       return;
     }
     if (msg.mode === "play" && ui.views.play && ui.views.play.moves.length !== msg.moves.length) {
-      ui.hint = null;
+      ui.hint = null;  // a move or an undo makes the hint stale
       ui.hintCells = [];
+      renderHint();
     }
     const before = ui.views[msg.mode];
     ui.views[msg.mode] = msg;
@@ -372,7 +374,10 @@ function playStatus(view) {
   const free = ["order", "chaos"].find((role) => !view.players[role].taken);
   if (free) return t(view.seat ? "status.waiting_friend" : "status.waiting_player", args);
   if (mover.agent) return t(view.thinking ? "status.thinking" : "status.agent_turn", { ...args, player: player(mover.agent) });
+  const opponent = view.seat && view.players[view.seat === "order" ? "chaos" : "order"];
+  if (opponent && !opponent.agent && !opponent.here) return t("status.friend_left", args);
   if (view.seat === view.to_play) return t("status.your_move", args);
+  if (!view.seat && ui.seatTaken) return t("status.seat_taken", args);
   return t(view.seat ? "status.friend_turn" : "status.watching", args);
 }
 
@@ -482,12 +487,22 @@ function opponent() {
   return spec && !$("details.advanced").hidden ? spec : $("select[name=level]").value;
 }
 
+// Leaving a game in progress for a new one takes a yes (an Enter on a button still focused,
+// or the n key, must not drop it).
+function mayLeaveGame() {
+  const view = ui.views.play;
+  if (!view || !view.seat || view.winner || !view.moves.length) return true;
+  return window.confirm(t("play.confirm_new"));
+}
+
 $("#new-game-form").addEventListener("submit", (event) => {
   event.preventDefault();
+  if (!mayLeaveGame()) return;
   ui.hint = null;
   send({ type: "new_game", side: $("select[name=side]").value, opponent: opponent() });
 });
 $("[data-action=play-friend]").addEventListener("click", () => {
+  if (!mayLeaveGame()) return;
   ui.hint = null;
   send({ type: "play_friend", side: $("select[name=side]").value });
 });
