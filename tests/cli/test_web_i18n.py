@@ -98,6 +98,14 @@ def test_the_language_menu_offers_exactly_the_catalogues() -> None:
     assert sorted(p.stem for p in (STATIC / "i18n").glob("*.json")) == sorted(LANGUAGES)
 
 
+def test_the_script_offers_exactly_the_catalogues() -> None:
+    """app.js falls back to English for a language missing from its list, silently."""
+    script = (STATIC / "app.js").read_text()
+    listed = re.search(r"const LANGUAGES = \[([^\]]*)\]", script)
+    assert listed is not None
+    assert tuple(re.findall(r'"(\w+)"', listed.group(1))) == LANGUAGES
+
+
 def test_the_page_keeps_no_rules() -> None:
     script = (STATIC / "app.js").read_text()
     assert "WINDOWS" not in script and "boardFacts" not in script and "mine === 5" not in script
