@@ -775,6 +775,15 @@ def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _yaml_fault(exc: yaml.YAMLError) -> str:
+    """Where and what in one line (``: line 2, column 6: expected ',' or ']'``); PyYAML's
+    own text quotes the lines around it over several."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return ": " + ": ".join(part for part in (where, problem) if part) if where or problem else ""
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping from ``path`` with errors that name the file."""
     p = Path(path)
@@ -791,9 +800,12 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"config file {str(p)!r} cannot be read: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
-    if data is None:
-        return {}
+        raise ConfigError(f"config file {str(p)!r} is not valid YAML{_yaml_fault(exc)}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {str(p)!r} is nested too deeply to read") from None
+    if data is None or data == {}:
+        raise ConfigError(f"config file {str(p)!r} holds no keys; give at least one (e.g. algorithm: "
+                          f"alphazero), or start from configs/alphazero.yaml")
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(p)!r} must hold a mapping of sections")
     return data

@@ -497,6 +497,7 @@ class Connection:
                 "max_sims": limits.max_sims,
             },
             "games_dir": self.services.games_dir is not None,
+            "public_url": self.services.public_url,
         })
 
     async def handle(self, msg: dict[str, Any]) -> None:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from orderchaos.arena.game_files import GameRecord, SavedGame, game_line
 from orderchaos.envs.rules import AGENTS, State
+from orderchaos.files import atomic_write_bytes
 
 PERSON = "person"
 """How a seat held by a person is labelled in game files."""
@@ -125,6 +126,10 @@ class GameStore:
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.executescript(SCHEMA)
+            damage = [row[0] for row in self.db.execute("PRAGMA quick_check")]
+            if damage != ["ok"]:  # corrupt pages would fail later games one by one
+                raise StoreError(f"{self.path}: the game store is damaged ({damage[0]}); "
+                                 f"move it aside (or export what is readable with sqlite3 .recover)")
             row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
                 self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
@@ -136,6 +141,13 @@ class GameStore:
     def close(self) -> None:
         """Close the file."""
         self.db.close()
+
+    def answers(self) -> bool:
+        """True while the file answers a query (what ``/healthz`` reports)."""
+        try:
+            return self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() is not None
+        except sqlite3.Error:
+            return False
 
     def create(
         self,
@@ -204,6 +216,38 @@ class GameStore:
         return [i for (i,) in self.db.execute(f"SELECT id FROM games{where} ORDER BY created, id")]
 
 
+def backup_store(source: str | os.PathLike, target: str | os.PathLike) -> int:
+    """Copy the game store ``source`` into the new file ``target`` with SQLite's backup API: a
+    consistent copy even while a server writes to ``source``. The copy is written beside
+    ``target`` and renamed into place when complete. Returns the number of games copied.
+    Raises StoreError for a source that is not a game store of this schema version."""
+    target = Path(target)
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        src = sqlite3.connect(f"file:{Path(source).resolve()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{source}: cannot be opened ({exc})") from None
+    try:
+        try:
+            row = src.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{source}: not a usable game store ({exc})") from None
+        if row is None or row[0] != SCHEMA_VERSION:
+            raise StoreError(f"{source}: game store schema version {row and row[0]}, this server reads {SCHEMA_VERSION}")
+        partial.unlink(missing_ok=True)
+        dst = sqlite3.connect(partial)
+        try:
+            src.backup(dst)
+            dst.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+            games = dst.execute("SELECT COUNT(*) FROM games").fetchone()[0]
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    os.replace(partial, target)
+    return games
+
+
 def export_games(store: GameStore, folder: str | os.PathLike) -> list[Path]:
     """Write every finished game into ``folder`` as games files (JSON lines, the format of
     :mod:`orderchaos.arena.game_files`), one file per pairing of players, named
@@ -221,6 +265,6 @@ def export_games(store: GameStore, folder: str | os.PathLike) -> list[Path]:
     for (order, chaos), lines in sorted(groups.items()):
         safe = "_vs_".join("".join(ch if ch.isalnum() else "-" for ch in label) for label in (order, chaos))
         path = out / f"web_{safe}.jsonl"
-        path.write_text("".join(line + "\n" for line in lines))
+        atomic_write_bytes(path, "".join(line + "\n" for line in lines).encode())  # never half a file
         written.append(path)
     return written

@@ -29,12 +29,12 @@ from orderchaos.agents.registry import make  # noqa: E402
 from orderchaos.arena import analysis  # noqa: E402
 from orderchaos.arena.game_files import load_games, save_games  # noqa: E402
 from orderchaos.arena.matches import play_game  # noqa: E402
-from orderchaos.cli.commands.serve import is_loopback  # noqa: E402
 from orderchaos.cli.web import games as web_games  # noqa: E402
 from orderchaos.cli.web import sessions  # noqa: E402
 from orderchaos.cli.web import app as web_app  # noqa: E402
 from orderchaos.cli.web.app import create_app, pick_language  # noqa: E402
 from orderchaos.cli.web.protocol import RateLimit, nesting_depth  # noqa: E402
+from orderchaos.cli.web.proxy import is_loopback  # noqa: E402
 from orderchaos.cli.web.services import Limits, Services  # noqa: E402
 from orderchaos.cli.web.store import GameStore  # noqa: E402
 from orderchaos.envs.rules import State  # noqa: E402
@@ -236,7 +236,7 @@ BAD_MESSAGES = [
     (json.dumps({"type": "new_game", "side": "order", "opponent": "grandmaster"}), "unknown agent"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "/etc"}), "unknown agent"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "mcts:sims=lots"}), "must be int"),
-    (json.dumps({"type": "new_game", "side": "order", "opponent": "pretrained:sims=10000000"}), "sims is at most"),
+    (json.dumps({"type": "new_game", "side": "order", "opponent": "pretrained:sims=100000"}), "sims is at most"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "mcts:time=1000"}), "time is at most"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "x" * 500}), "at most"),
     (json.dumps({"type": "new_game", "side": "order"}), "give an opponent level"),
@@ -685,6 +685,46 @@ def test_the_store_refuses_a_file_that_is_not_sqlite(tmp_path: Path, capsys: pyt
     assert "not a usable game store" in capsys.readouterr().err
 
 
+def test_a_store_with_damaged_pages_is_refused_at_start_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from orderchaos.cli.main import main
+
+    db = tmp_path / "games.sqlite3"
+    store = GameStore(db)
+    for n in range(400):  # enough rows for the tables to span many pages
+        store.create(f"game{n:04d}", {"order": "random", "chaos": None}, {"order": None, "chaos": None},
+                     {"order": None, "chaos": None}, f"invite{n:04d}")
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    data = bytearray(db.read_bytes())
+    page = 4096
+    assert len(data) > 6 * page
+    data[3 * page:5 * page] = b"\xa5" * (2 * page)  # the header page stays intact
+    db.write_bytes(bytes(data))
+    assert main(["serve", "--db", str(db), "--export-games", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "damaged" in err and "Traceback" not in err, err
+
+
+def test_a_store_locked_by_another_program_answers_with_a_coded_error(tmp_path: Path) -> None:
+    import sqlite3
+
+    store = GameStore(tmp_path / "games.sqlite3")
+    store.db.execute("PRAGMA busy_timeout=0")  # refuse at once rather than wait for the lock
+    other = sqlite3.connect(tmp_path / "games.sqlite3", isolation_level=None)
+    with TestClient(create_app(None, FAST, db=store)) as test_client, ExitStack() as stack:
+        test_client.sockets = stack  # type: ignore[attr-defined]
+        ws = connect(test_client)
+        other.execute("BEGIN EXCLUSIVE")
+        ws.send_json({"type": "new_game", "side": "order", "opponent": "random"})
+        error = error_of(ws)
+        assert error["code"] == "store_busy" and "another program" in error["message"]
+        other.execute("ROLLBACK")
+        new_agent_game(ws, "order", "random")  # the same connection goes on once the lock is gone
+    other.close()
+
+
 # -- watch and study ---------------------------------------------------------------------------
 
 
@@ -804,7 +844,7 @@ def test_serve_refuses_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["serve", "--port", "70000"]) == 2
     assert "--port must be" in capsys.readouterr().err
     assert main(["serve", "--move-time", "0"]) == 2
-    assert "--move-time must be positive" in capsys.readouterr().err
+    assert "--move-time: must be a number greater than 0" in capsys.readouterr().err
     assert main(["serve", "--max-connections", "0"]) == 2
     assert "--max-connections must be at least 1" in capsys.readouterr().err
 

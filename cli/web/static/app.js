@@ -23,6 +23,8 @@ const ui = {
   hintCells: [],
   game: null,      // the id of the game open in this tab
   invite: null,    // the invite secret from the link this tab was opened with
+  publicUrl: null, // the site's public address (serve --public-url), the base of the links shown
+  restarting: false,  // the server said it is restarting: the lost connection is expected
   study: { file: "", games: [], game: -1, ply: 0, analysis: null },
   pendingColumn: null,
   catalogue: {},
@@ -146,6 +148,8 @@ const handlers = {
   hello(msg) {
     ui.levels = msg.levels;
     ui.limits = msg.limits;
+    ui.publicUrl = msg.public_url || null;
+    ui.restarting = false;
     $("details.advanced").hidden = !msg.free_specs;
     $("#agent-suggestions").replaceChildren(...msg.suggestions.map((spec) => new Option("", spec)));
     if (msg.games_dir) send({ type: "list_files" });
@@ -188,6 +192,11 @@ const handlers = {
     if (msg.mode === ui.mode) render();
   },
   error(msg) {
+    if (msg.code === "restarting") {  // the connection is about to close: say why, not "Error"
+      ui.restarting = true;
+      render();
+      return;
+    }
     showError(msg.mode || ui.mode, msg);
   },
   hint(msg) {
@@ -394,7 +403,8 @@ function render() {
   else view = ui.views[ui.mode] || emptyView();
   drawBoard(view);
   const error = ui.errors[ui.mode];
-  if (!ui.connected) setStatus(t(socket ? "status.reconnecting" : "status.connecting"), "error");
+  if (ui.restarting) setStatus(t("status.restarting"), "error");
+  else if (!ui.connected) setStatus(t(socket ? "status.reconnecting" : "status.connecting"), "error");
   else if (error) setStatus(t("status.error", { message: errorText(error) }), "error");
   else if (ui.mode === "study") setStatus(view.status, view.winner ? "over" : "");
   else if (ui.mode === "watch") setStatus(watchStatus(ui.views.watch), view.winner ? "over" : "");
@@ -417,9 +427,10 @@ function renderPlay() {
   const share = $(".share");
   share.hidden = !(view && view.game);
   if (view && view.game) {
-    $("[data-testid=watch-link]").value = `${location.origin}/g/${view.game}`;
+    const base = ui.publicUrl || location.origin;  // the site's public address behind a proxy
+    $("[data-testid=watch-link]").value = `${base}/g/${view.game}`;
     const invite = $("[data-testid=invite-link]");
-    invite.value = view.invite ? `${location.origin}/g/${view.game}#invite=${view.invite}` : "";
+    invite.value = view.invite ? `${base}/g/${view.game}#invite=${view.invite}` : "";
     invite.closest("label").hidden = !view.invite;
   }
   $("[data-action=undo]").disabled = !(view && view.can_undo);
