@@ -531,3 +531,16 @@ def test_a_new_game_asks_before_leaving_one_in_progress(page: Page) -> None:
     page.keyboard.press("Enter")
     expect(page.locator("[data-testid=play-moves] li")).to_have_count(0)
     expect(page).not_to_have_url(address)
+
+
+def test_without_a_games_folder_the_study_list_says_so(browser: Browser, tmp_path: Path) -> None:
+    bare = Server(None, tmp_path / "games.sqlite3")  # type: ignore[arg-type]
+    try:
+        context, tab = new_tab(browser, bare.url)
+        tab.click("[data-mode=study]")
+        expect(tab.locator("select[name=games-file] option")).to_have_text(["(no games folder)"])
+        tab.select_option("select[name=language]", "nb")
+        expect(tab.locator("select[name=games-file] option")).to_have_text(["(ingen partimappe)"])
+        context.close()
+    finally:
+        bare.stop()

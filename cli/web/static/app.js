@@ -19,6 +19,7 @@ const ui = {
   limits: { max_upload_bytes: 2 * 1024 * 1024 },
   views: { play: null, watch: null },
   errors: { play: null, watch: null, study: null },
+  files: { names: [], folder: true },  // the games folder's files, and whether there is a folder
   hint: null,
   hintCells: [],
   game: null,      // the id of the game open in this tab
@@ -61,6 +62,7 @@ async function setLanguage(lang) {
     }
   }
   showSpeed();
+  renderFiles();
   renderMovesAll();
   render();
 }
@@ -152,7 +154,9 @@ const handlers = {
     ui.restarting = false;
     $("details.advanced").hidden = !msg.free_specs;
     $("#agent-suggestions").replaceChildren(...msg.suggestions.map((spec) => new Option("", spec)));
+    ui.files = { names: [], folder: Boolean(msg.games_dir) };
     if (msg.games_dir) send({ type: "list_files" });
+    else renderFiles();
     const fromAddress = gameFromAddress();
     if (ui.game) openGame(ui.game);  // a reconnect: back into the same game
     else if (fromAddress.game) {
@@ -206,9 +210,8 @@ const handlers = {
     if (ui.mode === "play") render();
   },
   files(msg) {
-    const select = $("select[name=games-file]");
-    select.replaceChildren(...msg.files.map((name) => new Option(name, name)));
-    if (!msg.files.length) select.append(new Option(t(msg.games_dir ? "study.folder_empty" : "study.no_folder"), ""));
+    ui.files = { names: msg.files, folder: msg.games_dir };
+    renderFiles();
   },
   games(msg) {
     ui.study.file = msg.file;
@@ -226,6 +229,14 @@ const handlers = {
     if (ui.mode === "study") render();
   },
 };
+
+// The games folder's files, or words saying there are none (redrawn on a change of language).
+function renderFiles() {
+  const select = $("select[name=games-file]");
+  const { names, folder } = ui.files;
+  select.replaceChildren(...names.map((name) => new Option(name, name)));
+  if (!names.length) select.append(new Option(t(folder ? "study.folder_empty" : "study.no_folder"), ""));
+}
 
 // -- board --------------------------------------------------------------------------------------
 const SVG_NS = "http://www.w3.org/2000/svg";
