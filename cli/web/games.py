@@ -294,6 +294,7 @@ class Hub:
         """Run :meth:`sweep` every :data:`SWEEP_SECONDS` from now on (once per hub)."""
         if self.sweeper is None or self.sweeper.done():
             self.sweeper = asyncio.create_task(self._sweep_forever())
+        self.pending: set[asyncio.Task] = set()  # views sent after a player left
 
     def _new_id(self) -> str:
         return secrets.token_urlsafe(ID_BYTES)
@@ -346,6 +347,13 @@ class Hub:
             game.stop()
             if self.games.get(game.id) is game:
                 del self.games[game.id]
+        elif client.seat is not None and not any(c.seat == client.seat for c in game.clients):
+            try:  # the tabs still there learn that this player has left
+                task = asyncio.get_running_loop().create_task(game.broadcast())
+            except RuntimeError:  # no event loop: nobody to tell
+                return
+            self.pending.add(task)
+            task.add_done_callback(self.pending.discard)
 
     async def rematch(self, game: LiveGame, client: Client) -> LiveGame:
         """The rematch of a finished game, sides swapped (each seat's token moves with its

@@ -31,6 +31,7 @@ from orderchaos.arena.game_files import load_games, save_games  # noqa: E402
 from orderchaos.arena.matches import play_game  # noqa: E402
 from orderchaos.cli.web import games as web_games  # noqa: E402
 from orderchaos.cli.web import sessions  # noqa: E402
+from orderchaos.cli.web import app as web_app  # noqa: E402
 from orderchaos.cli.web.app import create_app, pick_language  # noqa: E402
 from orderchaos.cli.web.protocol import RateLimit, nesting_depth  # noqa: E402
 from orderchaos.cli.web.proxy import is_loopback  # noqa: E402
@@ -190,6 +191,23 @@ def test_play_as_chaos_the_agent_moves_first_and_undo_takes_back_a_pair(client: 
     assert len(view["moves"]) == 1 and stones(view)[35] == ""
     ws.send_json({"type": "undo"})
     assert error_of(ws)["code"] == "no_undo"
+    ws.send_json({"type": "move", "text": "a6 x"})  # the store dropped both moves taken back
+    view = until_turn(ws, "chaos")
+    assert len(view["moves"]) == 3 and stones(view)[30] == "X" and stones(view)[35] == ""
+
+
+def test_the_store_takes_back_from_the_given_ply_on(tmp_path: Path) -> None:
+    store = GameStore(tmp_path / "games.sqlite3")
+    store.create("g" * 22, {"order": None, "chaos": None}, {"order": None, "chaos": None},
+                 {"order": None, "chaos": None}, None)
+    for ply, action in enumerate([0, 3, 5, 7]):
+        store.add_move("g" * 22, ply, action, None)
+    store.take_back("g" * 22, 2)
+    loaded = store.load("g" * 22)
+    assert loaded is not None and loaded.actions == [0, 3]
+    store.add_move("g" * 22, 2, 9, None)  # ply 2 is free again
+    assert store.load("g" * 22).actions == [0, 3, 9]  # type: ignore[union-attr]
+    store.close()
 
 
 BAD_MESSAGES = [
@@ -263,7 +281,13 @@ def test_nesting_depth_skips_strings() -> None:
     assert nesting_depth("[[[]]]") == 3
 
 
-def test_a_burst_of_messages_is_refused_past_the_rate_limit_and_the_connection_stays(tmp_path: Path) -> None:
+def test_a_burst_of_messages_is_refused_past_the_rate_limit_and_the_connection_stays(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection's bucket runs on a clock the test moves: 30 messages at one instant
+    give exactly the burst of 5 answers and 25 refusals; a second later one more is served."""
+    now = [0.0]
+    monkeypatch.setattr(web_app, "RateLimit", lambda rate, burst: RateLimit(rate, burst, clock=lambda: now[0]))
     limits = Limits(move_time=5, rate=1.0, burst=5)
     with TestClient(create_app(None, limits)) as quick, ExitStack() as stack:
         quick.sockets = stack  # type: ignore[attr-defined]
@@ -272,18 +296,22 @@ def test_a_burst_of_messages_is_refused_past_the_rate_limit_and_the_connection_s
             ws.send_json({"type": "state"})
         answers = [ws.receive_json() for _ in range(30)]
         refused = [a for a in answers if a["type"] == "error" and a["code"] == "rate"]
-        assert 20 <= len(refused) <= 25 and len(answers) - len(refused) >= 5
-        time.sleep(1.1)  # the bucket refills: the connection is open and served again
+        assert len(refused) == 25 and [a["type"] for a in answers if a not in refused] == ["state"] * 5
+        now[0] = 1.0  # the bucket refills: the connection is open and served again
         ws.send_json({"type": "state"})
         assert ws.receive_json()["type"] == "state"
+        ws.send_json({"type": "state"})
+        assert ws.receive_json()["code"] == "rate"
 
 
-def test_rate_limit_refills_at_its_rate() -> None:
+def test_rate_limit_refills_at_its_rate_up_to_its_burst() -> None:
     now = [0.0]
     bucket = RateLimit(2.0, 3, clock=lambda: now[0])
     assert [bucket.allow() for _ in range(4)] == [True, True, True, False]
     now[0] = 0.5
     assert bucket.allow() and not bucket.allow()
+    now[0] = 1000.0  # a long quiet spell fills the bucket to its burst, no further
+    assert [bucket.allow() for _ in range(4)] == [True, True, True, False]
 
 
 def test_an_exception_inside_the_server_never_reaches_the_page(
@@ -363,6 +391,25 @@ def test_games_past_the_cap_are_refused_as_busy() -> None:
         receive(one, "joined")
         two.send_json({"type": "play_friend", "side": "order"})
         assert "busy" in error_of(two)["message"]
+
+
+def test_reopening_a_saved_game_counts_against_the_cap_too() -> None:
+    """A game no tab has open lives only in the store; opening it again while the cap is
+    reached is refused as busy, like a new game."""
+    with TestClient(create_app(None, Limits(max_games=1))) as capped, ExitStack() as stack:
+        capped.sockets = stack  # type: ignore[attr-defined]
+        with capped.websocket_connect("/ws") as one:
+            one.receive_json()
+            one.send_json({"type": "play_friend", "side": "order"})
+            saved = receive(one, "joined")["game"]
+        two = connect(capped)
+        assert wait_until(lambda: not capped.app.state.hub.games)  # the closed tab's game left memory
+        two.send_json({"type": "play_friend", "side": "order"})
+        receive(two, "joined")
+        three = connect(capped)
+        three.send_json({"type": "open", "game": saved})
+        answer = three.receive_json()
+        assert (answer["type"], answer.get("code")) == ("error", "busy"), answer
 
 
 # -- cancellation --------------------------------------------------------------------------
