@@ -186,7 +186,9 @@ def test_play_the_computer_to_the_end_by_clicking(page: Page) -> None:
 
 def test_an_illegal_click_shows_an_error_and_keyboard_play_and_a_reload_keep_the_game(page: Page) -> None:
     play_the_computer(page, "chaos", level="easy")
-    wait_for_turn_or_end(page)
+    status = wait_for_turn_or_end(page)
+    assert "Your move" in status, status  # Order's (the computer's) first move has come
+    expect(page.locator("[data-cell].X, [data-cell].O")).to_have_count(1)
     before = board(page)
     taken = next(c for c, s in enumerate(before) if s)
     page.click("button[data-symbol=O]")
