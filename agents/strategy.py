@@ -220,6 +220,22 @@ def move(state: State) -> int:
     return centre_moves(state)[0][1]
 
 
+def keeps_win(state: State, action: int) -> bool:
+    """Whether Order's ``action`` in ``state`` (Order to move, ``action`` legal) ends with a
+    win the strategy proves: it completes a five, or the position after it is covered
+    (:func:`covers`). Raises IllegalActionError for an illegal action."""
+    child = state.apply(action)
+    return child.winner == ORDER or covers(child)
+
+
+def keeping_moves(state: State) -> list[int]:
+    """Every legal Order move in ``state`` that keeps a win the strategy proves
+    (:func:`keeps_win`), ascending; empty when the strategy covers nothing after any move."""
+    if state.is_terminal or state.to_play != ORDER:
+        return []
+    return [a for a in state.legal_actions() if keeps_win(state, a)]
+
+
 def certificate_moves(first_move: int = FIRST_MOVE) -> dict[str, str]:
     """Order's centre move (``"d4 O"``) for every Order-to-move centre board (16 characters,
     :func:`centre_string`) that the strategy reaches after ``first_move`` when Chaos plays
