@@ -28,6 +28,8 @@ Order's move in a covered position; :class:`StrategyAgent` (spec ``strategy``) p
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from numba import njit
 
@@ -127,15 +129,19 @@ def _solve_centre(pow3: np.ndarray, line_masks: np.ndarray) -> np.ndarray:
 
 
 _TABLE: np.ndarray | None = None
+_TABLE_LOCK = threading.Lock()
 
 
 def centre_table() -> np.ndarray:
     """The solved centre game: an int8 array over the 3**16 centre boards (see
     :func:`centre_index`), each the plies to a line of four with best play, or
-    :data:`CHAOS_WINS`. Built on first use (a few seconds) and kept for the process."""
+    :data:`CHAOS_WINS`. Built on first use (a few seconds) and kept for the process; threads
+    asking while it is built wait for that one build."""
     global _TABLE
     if _TABLE is None:
-        _TABLE = _solve_centre(_POW3, _LINE_MASKS)
+        with _TABLE_LOCK:
+            if _TABLE is None:
+                _TABLE = _solve_centre(_POW3, _LINE_MASKS)
     return _TABLE
 
 

@@ -103,7 +103,8 @@ def chaos_reply(state: State, solve: Solve, seed: int = 0) -> int:
     Where the strategy proves Order's win, Chaos never hands Order a five; of the centre
     moves it plays one that leaves Order the fewest moves keeping the strategy's win, and
     about one time in three (:data:`BORDER_MOVE_SHARE`) a border move instead, which only
-    the border rule answers. Once Order has left the strategy, Chaos plays a move that keeps
+    the border rule answers. When Order threatens a five, every move is weighed that way,
+    so Chaos blocks where a block leaves the fewest wins. Once Order has left the strategy, Chaos plays a move that keeps
     its win when the solver proves one within :data:`SOLVE_TIME` seconds, else the fallback
     move (block a four). Deterministic for a given ``seed`` and position."""
     from orderchaos.agents.fallback import fallback_action
@@ -114,12 +115,14 @@ def chaos_reply(state: State, solve: Solve, seed: int = 0) -> int:
     if strategy.covers(state):
         quiet = [a for a in state.legal_actions() if not state.apply_unchecked(a).has_five]
         border = [a for a in quiet if a >> 1 not in strategy.CENTRE_CELLS]
-        centre = [a for a in quiet if a >> 1 in strategy.CENTRE_CELLS]
-        if border and (not centre or rng.random() < BORDER_MOVE_SHARE):
+        candidates = [a for a in quiet if a >> 1 in strategy.CENTRE_CELLS]
+        if state.threats():  # Order threatens a five: every move is weighed, blocks included
+            candidates = quiet
+        elif border and (not candidates or rng.random() < BORDER_MOVE_SHARE):
             return int(rng.choice(border))
-        counts = [len(strategy.keeping_moves(state.apply_unchecked(a))) for a in centre]
+        counts = [len(strategy.keeping_moves(state.apply_unchecked(a))) for a in candidates]
         fewest = min(counts)
-        return int(rng.choice([a for a, n in zip(centre, counts) if n == fewest]))
+        return int(rng.choice([a for a, n in zip(candidates, counts) if n == fewest]))
     result = solve(state, time_limit=SOLVE_TIME, moves=True)
     if result.winner == CHAOS and result.best_actions:
         return int(rng.choice(result.best_actions))

@@ -16,6 +16,7 @@ keeps no state on the server: the page sends the moves each time.
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from starlette.requests import Request
@@ -27,8 +28,9 @@ from orderchaos.cli.web.services import Services
 
 MAX_BODY_BYTES = 4096
 """Largest request body: a step, 36 moves and a seed fit many times over."""
-TURN_TIMEOUT = 10.0
-"""Seconds one turn (the strategy's verdict and Chaos's reply) may take."""
+TURN_TIMEOUT = 30.0
+"""Seconds one turn (the strategy's verdict and Chaos's reply) may take: the first one in a
+server started without warm-up also solves the centre game (5-10 s on a loaded machine)."""
 
 
 def _error(exc: WebError) -> Response:
@@ -49,11 +51,16 @@ def _turn(services: Services, body: dict[str, Any]) -> dict[str, Any]:
 
 def learn_routes(services: Services) -> list[Route]:
     """The routes of the Learn tab, sharing ``services`` (its solver and its caps)."""
+    from orderchaos.agents.strategy import centre_table
     from orderchaos.arena.lesson import lesson_outline
 
     outline = lesson_outline()
+    warm = {"started": False}
 
     async def steps(request: Request) -> Response:
+        if not warm["started"]:  # the learner reads the first step while the table is built
+            warm["started"] = True
+            threading.Thread(target=centre_table, name="orderchaos-web: centre game", daemon=True).start()
         return JSONResponse(outline, headers={"Cache-Control": "no-store"})
 
     async def move(request: Request) -> Response:

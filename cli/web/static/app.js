@@ -9,6 +9,10 @@ const STEP = 56, MARGIN = 22;
 const LANGUAGES = ["en", "sv", "nb", "de"];
 const TOKENS_KEY = "orderchaos.seats", LANGUAGE_KEY = "orderchaos.language", MAX_TOKENS = 100;
 const $ = (selector) => document.querySelector(selector);
+// Modes drawn by their own script (learn.js): each gives view() (the board's facts),
+// status(), click(cell) and render() (its panel), and gets the board, the symbol picker
+// and the keys of play.
+const modeViews = {};
 const $$ = (selector) => Array.from(document.querySelectorAll(selector));
 
 const ui = {
@@ -283,7 +287,7 @@ function cellKey(event, c) {
   };
   const key = event.key.toLowerCase();
   if (key in moves) focusCell(moves[key]);
-  else if ((key === "x" || key === "o") && ui.mode === "play") {
+  else if ((key === "x" || key === "o") && (ui.mode === "play" || ui.mode in modeViews)) {
     chooseSymbol(key.toUpperCase());
     clickCell(c);
   } else return;
@@ -318,7 +322,7 @@ function buildBoard() {
 
 function drawBoard(view) {
   const win = new Set(view.winning_line || []);
-  const hinted = new Set(ui.mode === "play" ? ui.hintCells : []);
+  const hinted = new Set(ui.mode === "play" ? ui.hintCells : view.hinted || []);
   for (let c = 0; c < CELLS; c++) {
     const node = cellNodes[c];
     const symbol = view.board[c] || "";
@@ -411,18 +415,22 @@ function watchStatus(view) {
 
 function render() {
   let view;
+  const own = modeViews[ui.mode];
   if (ui.mode === "study") view = studyView();
+  else if (own) view = own.view();
   else view = ui.views[ui.mode] || emptyView();
   drawBoard(view);
   const error = ui.errors[ui.mode];
   if (ui.restarting) setStatus(t("status.restarting"), "error");
   else if (!ui.connected) setStatus(t(socket ? "status.reconnecting" : "status.connecting"), "error");
   else if (error) setStatus(t("status.error", { message: errorText(error) }), "error");
+  else if (own) setStatus(own.status(), view.winner ? "over" : "");
   else if (ui.mode === "study") setStatus(view.status, view.winner ? "over" : "");
   else if (ui.mode === "watch") setStatus(watchStatus(ui.views.watch), view.winner ? "over" : "");
   else setStatus(playStatus(ui.views.play), view.winner ? "over" : "");
   renderPlay();
   if (ui.mode === "study") renderStudy();
+  if (own) own.render();
 }
 
 function resultLine(view) {
@@ -508,6 +516,7 @@ function chooseSymbol(symbol) {
 }
 
 function clickCell(c) {
+  if (ui.mode in modeViews) modeViews[ui.mode].click(c);
   if (ui.mode !== "play") return;
   send({ type: "move", cell: c, symbol: ui.symbol });
 }
@@ -681,7 +690,7 @@ $("[data-action=last]").addEventListener("click", () => setPly(Infinity));
 function setMode(mode) {
   ui.mode = mode;
   for (const button of $$("[data-mode]")) button.setAttribute("aria-pressed", String(button.dataset.mode === mode));
-  for (const panel of $$("[data-panel]")) panel.hidden = panel.dataset.panel !== mode;
+  for (const panel of $$("[data-panel]")) panel.hidden = !panel.dataset.panel.split(" ").includes(mode);
   $("[data-testid=announce]").textContent = "";
   render();
 }
@@ -697,14 +706,16 @@ document.addEventListener("keydown", (event) => {
   if (target instanceof HTMLInputElement || target instanceof HTMLSelectElement || target instanceof HTMLTextAreaElement) return;
   if (target instanceof HTMLButtonElement && (event.key === " " || event.key === "Enter")) return;
   const key = event.key.toLowerCase();
-  if (ui.mode === "play") {
+  if (ui.mode === "play" || ui.mode in modeViews) {
     if (key === "x" || key === "o") chooseSymbol(key.toUpperCase());
     else if (COLUMNS.includes(key) && key.length === 1) ui.pendingColumn = key;
     else if ("123456".includes(key) && key.length === 1 && ui.pendingColumn) {
       const cell = (Number(key) - 1) * SIZE + COLUMNS.indexOf(ui.pendingColumn);
       ui.pendingColumn = null;
-      send({ type: "move", cell, symbol: ui.symbol });
-    } else if (key === "u") send({ type: "undo" });
+      if (ui.mode in modeViews) modeViews[ui.mode].click(cell);
+      else send({ type: "move", cell, symbol: ui.symbol });
+    } else if (ui.mode !== "play") return;
+    else if (key === "u") send({ type: "undo" });
     else if (key === "h") $("[data-action=hint]").click();
     else if (key === "n") $("[data-action=new-game]").click();
     else return;
