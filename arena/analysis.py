@@ -154,8 +154,8 @@ STRATEGY_LEAVES = "leaves"
 class StrategyVerdict:
     """What :mod:`orderchaos.agents.strategy` says of one Order move. ``mark``:
     :data:`STRATEGY_KEEPS`, :data:`STRATEGY_LEAVES`, or None when the strategy proved no win
-    before the move (it never proves one again after that: a pair with two equal symbols
-    stays so, and a lost centre game stays lost). ``strategy_move``: the strategy's own move
+    before the move (off the strategy, only a five Order can complete at once is proven
+    again). ``strategy_move``: the strategy's own move
     in the position (None when it proved no win there); ``keeping``: every move that keeps
     the win, ascending."""
 

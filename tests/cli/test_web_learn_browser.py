@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from orderchaos.agents import strategy
@@ -176,3 +177,38 @@ def test_axe_finds_nothing_serious_on_the_learn_tab(browser: Browser, server: Se
     found["pairs"] = serious_axe_violations(page)
     context.close()
     assert not any(found.values()), {state: lines for state, lines in found.items() if lines}
+
+
+def test_study_marks_each_order_move_by_the_strategy_beside_the_solver(
+    browser: Browser, server: Server, tmp_path: Path
+) -> None:
+    """An uploaded game whose Order opens c3 X (keeps the strategy's win), then after a2 X
+    answers f2 X (leaves it: the partner needs the other symbol); Chaos's moves carry no
+    strategy mark."""
+    from orderchaos.arena.game_files import GameRecord, save_games
+
+    rng = np.random.default_rng(5)
+    state, actions = State(), []
+    for name in ("c3 X", "a2 X", "f2 X"):
+        actions.append(2 * parse_cell(name.split()[0]) + (name[-1] == "O"))
+        state = state.apply(actions[-1])
+    while not state.is_terminal:
+        actions.append(int(rng.choice(state.legal_actions())))
+        state = state.apply(actions[-1])
+    path = tmp_path / "lesson.jsonl"
+    save_games(path, [GameRecord(actions, state.winner, len(actions), 0)], "someone", "random")
+    context, page = new_tab(browser, server.url)
+    page.click("[data-mode=study]")
+    page.set_input_files("input[name=upload]", str(path))
+    expect(page.get_by_test_id("analysis")).to_contain_text("The solver proved", timeout=60_000)
+    moves = page.locator("[data-testid=study-moves] li")
+    expect(moves.nth(0).locator("[data-strategy=keeps]")).to_have_attribute("title", "keeps the strategy's win")
+    expect(moves.nth(2).locator("[data-strategy=leaves]")).to_have_attribute("title", "leaves the strategy's win")
+    expect(moves.nth(1).locator("[data-strategy]")).to_have_count(0)  # Chaos's moves are not judged
+    marked = page.eval_on_selector_all("[data-testid=study-moves] li", "items => items.map(i => Boolean(i.querySelector('[data-strategy]')))")
+    assert not any(marked[1::2])
+    expect(moves.nth(2).locator(".keeps, .throws, .unknown")).to_have_count(1)  # the solver's mark beside it
+    for _ in range(3):
+        page.click("button[data-action=next]")
+    expect(page.get_by_test_id("status")).to_contain_text("Order played f2 X (leaves the strategy's win)")
+    context.close()

@@ -464,7 +464,7 @@ function renderPlay() {
   $("[data-action=hint]").disabled = !(view && view.vs_agent && view.seat && !view.winner);
 }
 
-function renderMoves(selector, moves, current, marks = null) {
+function renderMoves(selector, moves, current, marks = null, strategyMarks = []) {
   const list = $(selector);
   list.replaceChildren(...moves.map((m, i) => {
     const item = document.createElement("li");
@@ -477,6 +477,15 @@ function renderMoves(selector, moves, current, marks = null) {
       mark.title = t(`study.${kind}`);
       item.append(mark);
       item.addEventListener("click", () => setPly(i + 1));
+    }
+    const strategy = strategyMarks[i];  // Order's moves while the strategy proved a win
+    if (strategy) {
+      const mark = document.createElement("span");
+      mark.className = `strategy ${strategy}`;
+      mark.dataset.strategy = strategy;
+      mark.textContent = strategy === "keeps" ? " ◆" : " ◇";
+      mark.title = t(strategy === "keeps" ? "study.strategy_keeps" : "study.strategy_leaves");
+      item.append(mark);
     }
     if (i + 1 === current) item.classList.add("current");
     return item;
@@ -602,6 +611,8 @@ function studyView() {
   const last = ply > 0 ? record.actions[ply - 1] >> 1 : null;
   let text = t("study.position", { file, index: record.index, order: record.order || "?", chaos: record.chaos || "?", ply, length: record.length });
   if (ply > 0) text += t("study.played", { side: side(ply % 2 ? "order" : "chaos"), move: record.moves[ply - 1] });
+  const strategy = ply > 0 && ui.study.analysis && ui.study.analysis.strategy ? ui.study.analysis.strategy[ply - 1] : null;
+  if (strategy) text += t(strategy === "keeps" ? "study.strategy_note_keeps" : "study.strategy_note_leaves");
   const analysis = ui.study.analysis;
   if (analysis && analysis.verdicts[ply]) text += t("study.verdict", { side: side(analysis.verdicts[ply]) });
   if (ply === record.length) text += t("study.won", { side: side(record.winner) });
@@ -622,7 +633,7 @@ function renderStudy() {
   }
   $("[data-testid=analysis]").textContent = note;
   const moves = record ? record.moves.map((move, i) => ({ side: i % 2 ? "chaos" : "order", move })) : [];
-  renderMoves("[data-testid=study-moves]", moves, ply, analysis ? analysis.marks : []);
+  renderMoves("[data-testid=study-moves]", moves, ply, analysis ? analysis.marks : [], analysis ? analysis.strategy || [] : []);
   drawCurve(record, analysis, ply);
 }
 
