@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,9 +109,11 @@ def browser() -> Iterator[Browser]:
         chromium.close()
 
 
-def new_tab(browser: Browser, url: str, width: int = 1180, height: int = 900, locale: str = "en-GB") -> tuple[BrowserContext, Page]:
-    """A fresh browser profile (its own localStorage) with one tab on ``url``, connected."""
-    context = browser.new_context(viewport={"width": width, "height": height}, locale=locale)
+def new_tab(browser: Browser, url: str, width: int = 1180, height: int = 900, locale: str = "en-GB",
+            **options: Any) -> tuple[BrowserContext, Page]:
+    """A fresh browser profile (its own localStorage) with one tab on ``url``, connected;
+    ``options`` go to the profile (``bypass_csp=True`` lets axe-core in)."""
+    context = browser.new_context(viewport={"width": width, "height": height}, locale=locale, **options)
     tab = context.new_page()
     tab.set_default_timeout(TIMEOUT_MS)
     tab.goto(url)

@@ -37,7 +37,6 @@ harness = _harness()
 Browser, Page, Server, expect = harness.Browser, harness.Page, harness.Server, harness.expect
 browser, server = harness.browser, harness.server  # the fixtures, by name
 board, in_view, new_tab, serious_axe_violations = harness.board, harness.in_view, harness.new_tab, harness.serious_axe_violations
-TIMEOUT_MS = harness.TIMEOUT_MS
 
 
 @pytest.fixture
@@ -158,10 +157,7 @@ def test_the_learn_tab_fits_a_phone(browser: Browser, server: Server) -> None:
 def test_axe_finds_nothing_serious_on_the_learn_tab(browser: Browser, server: Server, lang: str) -> None:
     """The Learn tab at its first step, after a move with feedback and marks, and on the
     pairs quiz, in each language: no axe-core violation of impact serious or critical."""
-    context = browser.new_context(viewport={"width": 1180, "height": 900}, bypass_csp=True)
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    page.goto(server.url)
+    context, page = new_tab(browser, server.url, bypass_csp=True)
     page.select_option("select[name=language]", lang)
     expect(page.locator("html")).to_have_attribute("lang", lang)
     page.click("[data-mode=learn]")
