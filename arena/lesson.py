@@ -97,11 +97,21 @@ def _rng(state: State, seed: int) -> np.random.Generator:
     return np.random.default_rng([seed, state.x, state.o])
 
 
+def defence_score(after: State) -> tuple[int, int]:
+    """How well a Chaos move that led to ``after`` (Order to move) defends, lower better:
+    the number of Order moves that keep the strategy's win, then minus the plies Order
+    needs in the centre game to make a line of four (the solved centre game's value; a
+    longer road leaves more room for a slip)."""
+    plies = int(strategy.centre_table()[strategy.centre_index(after)])
+    return len(strategy.keeping_moves(after)), -plies
+
+
 def chaos_reply(state: State, solve: Solve, seed: int = 0) -> int:
     """Chaos's move in ``state`` (Chaos to move, game not over), looking for Order's mistakes.
 
     Where the strategy proves Order's win, Chaos never hands Order a five; of the centre
-    moves it plays one that leaves Order the fewest moves keeping the strategy's win, and
+    moves it plays one that leaves Order the fewest moves keeping the strategy's win, the
+    longest centre game breaking ties (:func:`defence_score`), and
     about one time in three (:data:`BORDER_MOVE_SHARE`) a border move instead, which only
     the border rule answers. When Order threatens a five, every move is weighed that way,
     so Chaos blocks where a block leaves the fewest wins. Once Order has left the strategy, Chaos plays a move that keeps
@@ -120,9 +130,9 @@ def chaos_reply(state: State, solve: Solve, seed: int = 0) -> int:
             candidates = quiet
         elif border and (not candidates or rng.random() < BORDER_MOVE_SHARE):
             return int(rng.choice(border))
-        counts = [len(strategy.keeping_moves(state.apply_unchecked(a))) for a in candidates]
-        fewest = min(counts)
-        return int(rng.choice([a for a, n in zip(candidates, counts) if n == fewest]))
+        scores = [defence_score(state.apply_unchecked(a)) for a in candidates]
+        best = min(scores)
+        return int(rng.choice([a for a, score in zip(candidates, scores) if score == best]))
     result = solve(state, time_limit=SOLVE_TIME, moves=True)
     if result.winner == CHAOS and result.best_actions:
         return int(rng.choice(result.best_actions))

@@ -12,6 +12,7 @@ from orderchaos.arena.lesson import (
     GOAL_PAIRS,
     STEPS,
     chaos_reply,
+    defence_score,
     lesson_outline,
     lesson_turn,
     parse_action,
@@ -102,3 +103,27 @@ def test_bad_requests_name_what_is_wrong(solver) -> None:
         lesson_turn("win", "28", 0, solver.solve)
     with pytest.raises(ValueError, match="such as 'c3 X'"):
         parse_action("c3")
+
+
+def test_in_the_strategy_chaos_plays_a_best_scored_centre_move_or_a_border_move(solver) -> None:
+    """Over seeds, positions along the strategy's games: every Chaos reply is quiet (no five
+    for Order), and a centre reply has the least defence_score of all quiet centre moves
+    (all quiet moves when Order threatens a five); some replies are border moves."""
+    border_replies = 0
+    for seed in range(4):
+        moves: list[int] = []
+        step = step_by_id("win")
+        while True:
+            state = replay(step, moves).apply(strategy.move(replay(step, moves)))
+            if state.is_terminal:
+                break
+            reply = chaos_reply(state, solver.solve, seed)
+            assert not state.apply(reply).has_five
+            quiet = [a for a in state.legal_actions() if not state.apply(a).has_five]
+            if reply >> 1 in strategy.CENTRE_CELLS or state.threats():
+                pool = quiet if state.threats() else [a for a in quiet if a >> 1 in strategy.CENTRE_CELLS]
+                assert defence_score(state.apply(reply)) == min(defence_score(state.apply(a)) for a in pool)
+            else:
+                border_replies += 1
+            moves = [*moves, strategy.move(replay(step, moves)), reply]
+    assert border_replies >= 4
