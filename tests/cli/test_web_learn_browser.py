@@ -77,7 +77,8 @@ def play_the_strategy_to_five(page: Page) -> None:
 
 def test_every_step_of_the_lesson_completes_and_the_progress_survives_a_reload(tab: Page) -> None:
     feedback, status = tab.get_by_test_id("learn-feedback"), tab.get_by_test_id("status")
-    play(tab, "d3 X")  # a six
+    tab.keyboard.type("xd3")  # a six, typed: x chooses the symbol, d3 names the cell
+    expect(tab.locator("[data-testid=learn-moves] li")).to_have_count(1)
     expect(feedback).to_contain_text("d3 X keeps the strategy's win")
     expect(status).to_have_text("Five in a row: Order wins!")
     expect(tab.locator("button[data-step=six]")).to_contain_text("✓")

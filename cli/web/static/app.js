@@ -9,11 +9,11 @@ const STEP = 56, MARGIN = 22;
 const LANGUAGES = ["en", "sv", "nb", "de"];
 const TOKENS_KEY = "orderchaos.seats", LANGUAGE_KEY = "orderchaos.language", MAX_TOKENS = 100;
 const $ = (selector) => document.querySelector(selector);
+const $$ = (selector) => Array.from(document.querySelectorAll(selector));
 // Modes drawn by their own script (learn.js): each gives view() (the board's facts),
 // status(), click(cell) and render() (its panel), and gets the board, the symbol picker
 // and the keys of play.
 const modeViews = {};
-const $$ = (selector) => Array.from(document.querySelectorAll(selector));
 
 const ui = {
   mode: "play",
@@ -611,9 +611,9 @@ function studyView() {
   const last = ply > 0 ? record.actions[ply - 1] >> 1 : null;
   let text = t("study.position", { file, index: record.index, order: record.order || "?", chaos: record.chaos || "?", ply, length: record.length });
   if (ply > 0) text += t("study.played", { side: side(ply % 2 ? "order" : "chaos"), move: record.moves[ply - 1] });
-  const strategy = ply > 0 && ui.study.analysis && ui.study.analysis.strategy ? ui.study.analysis.strategy[ply - 1] : null;
-  if (strategy) text += t(strategy === "keeps" ? "study.strategy_note_keeps" : "study.strategy_note_leaves");
   const analysis = ui.study.analysis;
+  const strategy = ply > 0 && analysis && analysis.strategy ? analysis.strategy[ply - 1] : null;
+  if (strategy) text += t(strategy === "keeps" ? "study.strategy_note_keeps" : "study.strategy_note_leaves");
   if (analysis && analysis.verdicts[ply]) text += t("study.verdict", { side: side(analysis.verdicts[ply]) });
   if (ply === record.length) text += t("study.won", { side: side(record.winner) });
   return { ...facts, last, status: text, winner: ply === record.length ? record.winner : null };
