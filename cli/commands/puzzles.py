@@ -1,0 +1,131 @@
+"""Puzzles proven by the exact solver: mine them from games, check a set, export the shipped one.
+
+  orderchaos puzzles generate --games FILE... --out puzzles.jsonl [--limit N] [--per-game N]
+                              [--empties LOW-HIGH] [--node-limit N]
+      every position of the games (with LOW-HIGH empty cells, default 10-24) whose mover wins
+      with exactly one move: "Order to play and win" or "Chaos to play and survive", each
+      position once up to symmetry; positions the solver cannot settle within the node limit
+      per solver call are skipped;
+  orderchaos puzzles check FILE [--sample N] [--seed S] [--node-limit N]
+      re-proves every puzzle (or a seeded sample) from its board: exit status 1 naming the
+      first bad one;
+  orderchaos puzzles export FILE
+      writes the shipped set as JSON lines with the keys id, board, kind, solution, plies,
+      themes, rating.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from orderchaos.cli import options
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments of ``puzzles``."""
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    gen = sub.add_parser("generate", help="mine puzzles from game files with the solver")
+    gen.add_argument("--games", nargs="+", required=True, metavar="FILE",
+                     help="game files (JSON lines, as eval --save-games writes)")
+    gen.add_argument("--out", required=True, metavar="F.jsonl", help="where to write the puzzles")
+    gen.add_argument("--limit", type=options.int_in(0, 10_000_000), default=0, metavar="N",
+                     help="stop after N puzzles (default 0: no limit)")
+    gen.add_argument("--per-game", type=options.int_in(0, 36), default=0, metavar="N",
+                     help="at most N puzzles from one game (default 0: no cap)")
+    gen.add_argument("--empties", default="10-24", metavar="LOW-HIGH",
+                     help="empty cells of the positions tried (default 10-24)")
+    gen.add_argument("--node-limit", type=options.NODES, default=None, metavar="N",
+                     help="solver nodes per solver call, else the position is skipped (default 2000000)")
+    gen.add_argument("--json", action="store_true", help="print one JSON object")
+    check = sub.add_parser("check", help="re-prove every puzzle of a file")
+    check.add_argument("file", metavar="FILE", help="a puzzle file (JSON lines)")
+    check.add_argument("--sample", type=options.int_in(0, 10_000_000), default=0, metavar="N",
+                       help="check N puzzles drawn with --seed (default 0: all)")
+    check.add_argument("--seed", type=options.SEED, default=0, help="seed of the sample (default 0)")
+    check.add_argument("--node-limit", type=options.NODES, default=None, metavar="N",
+                       help="solver nodes per solver call (default 50000000)")
+    export = sub.add_parser("export", help="write the shipped puzzle set as JSON lines")
+    export.add_argument("file", metavar="FILE", help="where to write it")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the chosen action."""
+    from orderchaos.arena.game_files import GameFileError
+    from orderchaos.arena.puzzles import PuzzleFileError
+    from orderchaos.files import OutputPathError
+
+    try:
+        return {"generate": _generate, "check": _check, "export": _export}[args.action](args)
+    except (GameFileError, PuzzleFileError, OutputPathError, ValueError) as exc:
+        print(f"orderchaos puzzles {args.action}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _parse_empties(text: str) -> tuple[int, int]:
+    parts = text.split("-")
+    if len(parts) == 2 and all(p.isdigit() for p in parts):
+        low, high = int(parts[0]), int(parts[1])
+        if 1 <= low <= high <= 35:
+            return low, high
+    raise ValueError(f"--empties must be LOW-HIGH with 1 <= LOW <= HIGH <= 35, got {text!r}")
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from orderchaos.arena.puzzles import DEFAULT_NODE_LIMIT, MineStats, mine_puzzles, save_puzzles
+    from orderchaos.files import check_output_file, write_with_fallback
+
+    empties = _parse_empties(args.empties)
+    check_output_file(args.out, "puzzle file")
+    node_limit = args.node_limit or DEFAULT_NODE_LIMIT
+    stats = MineStats()
+
+    def progress(s: MineStats) -> None:
+        print(f"\r{s.games} games, {s.positions} positions, {s.puzzles} puzzles, {s.seconds:.0f} s",
+              end="", file=sys.stderr, flush=True)
+
+    puzzles = mine_puzzles(args.games, limit=args.limit, node_limit=node_limit, empties=empties,
+                           per_game=args.per_game, stats=stats,
+                           progress=progress if sys.stderr.isatty() else None)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    saved, error = write_with_fallback(args.out, lambda p: save_puzzles(p, puzzles))
+    if error is not None:
+        print(f"orderchaos puzzles generate: cannot write {args.out} ({error.strerror or error}); "
+              f"the puzzles went to {saved} instead", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"puzzles": len(puzzles), "out": str(saved), "node_limit": node_limit, **stats.to_dict()}))
+        return 0
+    kinds = {k: sum(p.kind == k for p in puzzles) for k in ("order_wins", "chaos_survives")}
+    print(f"wrote {len(puzzles)} puzzles to {saved} in {stats.seconds:.1f} s "
+          f"(order_wins {kinds['order_wins']}, chaos_survives {kinds['chaos_survives']})")
+    print(f"  {stats.games} games, {stats.positions} positions tried: mover lost {stats.mover_lost}, "
+          f"several moves win {stats.several_moves_win}, unproven {stats.unproven} "
+          f"(node limit {node_limit}), repeats up to symmetry {stats.duplicates}")
+    print(f"  by plies: {dict(sorted(stats.by_plies.items()))}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from orderchaos.arena.puzzles import CHECK_NODE_LIMIT, PuzzleCheckError, check_puzzles
+
+    try:
+        count = check_puzzles(args.file, sample=args.sample, seed=args.seed,
+                              node_limit=args.node_limit or CHECK_NODE_LIMIT)
+    except PuzzleCheckError as exc:
+        print(f"bad puzzle: {exc}")
+        return 1
+    print(f"{count} puzzles of {args.file} proven: each mover wins with exactly its one move")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from orderchaos.arena.puzzles import SHIPPED_PUZZLES, load_puzzles, save_puzzles
+    from orderchaos.files import check_output_file
+
+    check_output_file(args.file, "puzzle file")
+    puzzles = load_puzzles(SHIPPED_PUZZLES)
+    save_puzzles(args.file, puzzles, export=True)
+    print(f"wrote {len(puzzles)} puzzles to {args.file}")
+    return 0
