@@ -40,7 +40,7 @@ from safetensors.torch import save as save_safetensors_bytes
 from orderchaos.agents.network import PolicyValueNet
 from orderchaos.envs.encoding import OBS_VERSION
 from orderchaos.envs.rules import AGENTS
-from orderchaos.files import atomic_write_bytes, fsync_directory, git_commit, sha256_hex
+from orderchaos.files import atomic_write_bytes, fsync_directory, git_commit, loads_bounded, sha256_hex
 
 POLICY_FORMAT = "orderchaos-policy"
 META_FILE = "meta.json"
@@ -121,8 +121,8 @@ def read_meta(path: str | Path) -> dict[str, Any]:
     if not meta_path.is_file():
         raise CheckpointError(f"{str(path)!r} is not a policy directory: {META_FILE} is missing")
     try:
-        meta = json.loads(meta_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        meta = loads_bounded(meta_path.read_text())
+    except ValueError as exc:  # bad JSON, text or a number beyond its bounds
         raise CheckpointError(f"{meta_path} is damaged: not valid JSON ({exc})") from None
     if not isinstance(meta, dict):
         raise CheckpointError(f"{meta_path} is damaged: expected a JSON object")

@@ -21,8 +21,9 @@ from orderchaos.agents.base import Agent, SeedLike
 class FactoryInfo:
     """Where an agent's factory lives and which parameters it accepts (name -> type).
 
-    ``ranges`` gives, for some parameters, the inclusive range of accepted values, checked
-    when a spec is resolved (so that a bad value is refused before any game starts).
+    ``ranges`` gives, for every parameter, the inclusive range of accepted values, checked
+    when a spec is resolved (so that a bad value, ``nan`` or ``inf`` included, is refused
+    in one line before any game starts).
     ``roles``: the sides the player can play (:func:`check_role` refuses the others).
     """
 
@@ -36,24 +37,38 @@ class FactoryInfo:
 _NETWORK_OPTIONS = {
     "sims": int, "temp": float, "c": float, "seed": int, "solver": int, "sym": int, "avoid": int, "recheck": int,
 }
-_NETWORK_RANGES = {"solver": (0, 36), "sym": (1, 16), "avoid": (0, 10**9), "recheck": (0, 10**9)}
+MAX_SIMS = 1_000_000
+"""The most search simulations per move a spec may ask for (the config's cap too)."""
+MAX_MOVE_SECONDS = 86_400
+"""A day: the longest time per move a spec may give."""
+_SEED_RANGE = (0, 2**63 - 1)
+_TIME_RANGE = (0.001, MAX_MOVE_SECONDS)
+_C_RANGE = (0.001, 1000)
+_NETWORK_RANGES = {
+    "sims": (0, MAX_SIMS), "temp": (0, 100), "c": _C_RANGE, "seed": _SEED_RANGE,
+    "solver": (0, 36), "sym": (1, 16), "avoid": (0, 10**9), "recheck": (0, 10**9),
+}
 _ZERO_MEANS = {"solver": "no solver", "avoid": "no check", "recheck": "one pass of the check"}
 """What 0 means for the network options whose range starts there."""
 
 REGISTRY: dict[str, FactoryInfo] = {
-    "random": FactoryInfo("orderchaos.agents.simple:RandomAgent", {"seed": int}, "uniform over legal actions"),
+    "random": FactoryInfo("orderchaos.agents.simple:RandomAgent", {"seed": int}, "uniform over legal actions",
+                          {"seed": _SEED_RANGE}),
     "heuristic": FactoryInfo(
-        "orderchaos.agents.simple:HeuristicAgent", {"seed": int}, "fast rule-based baseline for both roles"
+        "orderchaos.agents.simple:HeuristicAgent", {"seed": int}, "fast rule-based baseline for both roles",
+        {"seed": _SEED_RANGE},
     ),
     "mcts": FactoryInfo(
         "orderchaos.agents.mcts:MCTSAgent",
         {"sims": int, "c": float, "seed": int, "time": float},
         "UCT with random rollouts and MCTS-Solver backups",
+        {"sims": (1, MAX_SIMS), "c": _C_RANGE, "seed": _SEED_RANGE, "time": _TIME_RANGE},
     ),
     "solver": FactoryInfo(
         "orderchaos.agents.solver:SolverAgent",
         {"time": float, "seed": int},
         "exact solver; when the time limit is hit, falls back to a tactical move (take a five, block a four)",
+        {"time": _TIME_RANGE, "seed": _SEED_RANGE},
     ),
     "strategy": FactoryInfo(
         "orderchaos.agents.strategy:StrategyAgent", {},

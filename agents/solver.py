@@ -43,6 +43,8 @@ from orderchaos.agents.base import SeedLike, make_rng
 from orderchaos.agents import strategy
 from orderchaos.agents.proof_book import ProofBook, shipped_book
 from orderchaos.agents import solver_kernel as K
+from orderchaos.agents.fallback import check_state as _check_state
+from orderchaos.agents.fallback import fallback_action, generated_moves  # noqa: F401 (re-exported)
 from orderchaos.agents.simple import completes_a_five
 from orderchaos.envs.rules import (
     ACTIONS,
@@ -51,8 +53,6 @@ from orderchaos.envs.rules import (
     ORDER,
     IllegalActionError,
     State,
-    check_reachable,
-    threat_pairs,
 )
 
 DEFAULT_TT_BITS = 21
@@ -114,14 +114,6 @@ def _check_limits(time_limit: float | None, node_limit: int | None) -> None:
         isinstance(node_limit, bool) or not isinstance(node_limit, int) or node_limit <= 0
     ):
         raise ValueError(f"node_limit must be a positive int or None, got {node_limit!r}")
-
-
-def _check_state(state: object) -> State:
-    if not isinstance(state, State):
-        raise TypeError(
-            f"expected an orderchaos.envs.rules.State (e.g. parse_board('...')), got {type(state).__name__}"
-        )
-    return check_reachable(state)  # a BoardStringError (ValueError) naming why not
 
 
 class Solver:
@@ -384,38 +376,6 @@ def first_proven_win(state: State, candidates: list[int], node_limit: int, solve
         if solve(state.apply(action), node_limit=node_limit).winner == state.to_play:
             return int(action)
     return None
-
-
-def fallback_action(state: State) -> int:
-    """A sensible move without search: complete a five, block a lone four, else the
-    solver's own first-ordered move (most window danger created for Order, destroyed for
-    Chaos); any legal move if every move loses."""
-    _check_state(state)
-    legal = state.legal_actions()
-    if not legal:
-        raise IllegalActionError(f"the game is over ({state.winner} won); no move to choose")
-    threats = threat_pairs(state.x, state.o)
-    if threats:
-        cell, sym = threats[0]
-        return 2 * cell + (sym if state.to_play == ORDER else 1 - sym)
-    n, ordered = generated_moves(state, stop_on_double_four=True, prune=True)
-    if n == K.DOUBLE_FOUR or n > 0:
-        return int(ordered[0])
-    return legal[0]
-
-
-def generated_moves(state: State, *, stop_on_double_four: bool, prune: bool) -> tuple[int, np.ndarray]:
-    """The solver kernel's move generation at ``state``, outside a search: its return code
-    (the number of moves, or a negative ``K.DOUBLE_FOUR``/``K.SPLIT_FOUR``) and the moves,
-    best first by its ordering."""
-    xc = np.zeros(K.NUM_WINDOWS, dtype=np.int64)
-    oc = np.zeros(K.NUM_WINDOWS, dtype=np.int64)
-    K.window_counts(state.x, state.o, xc, oc)
-    mv = np.zeros(ACTIONS, dtype=np.int64)
-    sc = np.zeros(ACTIONS, dtype=np.int64)
-    hist = np.zeros((2, ACTIONS), dtype=np.int64)
-    n = K.generate(state.x, state.o, state.num_empty, xc, oc, hist, False, stop_on_double_four, mv, sc, prune)
-    return int(n), mv
 
 
 class SolverAgent:

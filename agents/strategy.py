@@ -276,7 +276,7 @@ class StrategyAgent:
         if covers(state):
             self.last_reason = "strategy"
             return move(state)
-        from orderchaos.agents.solver import fallback_action
+        from orderchaos.agents.fallback import fallback_action
 
         self.last_reason = "fallback"
         return fallback_action(state)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orderchaos.envs.rules import SYMBOLS, parse_cell
+from orderchaos.files import JSONLimitError, loads_bounded
 
 FORMAT = "orderchaos-certificate"
 VERSION = 1
@@ -101,9 +102,11 @@ def read(path: str | os.PathLike[str]) -> Certificate:
     except (OSError, UnicodeDecodeError) as e:
         raise CertificateError(f"cannot read certificate {path}: {e}") from None
     try:
-        data = json.loads(text)
+        data = loads_bounded(text)
     except json.JSONDecodeError as e:
         raise CertificateError(f"certificate {path} is not valid JSON (damaged or truncated?): {e}") from None
+    except JSONLimitError as e:
+        raise CertificateError(f"certificate {path} is refused: {e}") from None
     try:
         return from_dict(data)
     except CertificateError as e:

@@ -3,7 +3,7 @@
 Three kinds of game record exist, each for its own job: :class:`GameRecord` (the moves and
 result of a played game, what matches return), :class:`SavedGame` (a ``GameRecord`` read
 back from a file, with the players' labels and its number there), and the trainer's
-``SelfPlayGame`` (states and search policies, in :mod:`orderchaos.train.alphazero`).
+``SelfPlayGame`` (states and search policies, in :mod:`orderchaos.train.selfplay`).
 
 One line per game::
 
@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from orderchaos.envs.rules import IllegalActionError, State, action_name
+from orderchaos.files import JSONLimitError, atomic_write_bytes, loads_bounded
 
 
 @dataclass
@@ -58,10 +59,10 @@ class GameFileError(ValueError):
 def save_games(
     path: str | os.PathLike, records: Sequence[GameRecord], order: str = "", chaos: str = ""
 ) -> None:
-    """Write each game as one JSON line, labelled with the players' specs."""
-    with open(path, "w") as fh:
-        for i, record in enumerate(records):
-            fh.write(game_line(record, order, chaos, i) + "\n")
+    """Write each game as one JSON line, labelled with the players' specs, atomically (a
+    failure, a full disk included, leaves no partial file)."""
+    text = "".join(game_line(record, order, chaos, i) + "\n" for i, record in enumerate(records))
+    atomic_write_bytes(Path(path), text.encode())
 
 
 def game_line(record: GameRecord, order: str, chaos: str, index: int) -> str:
@@ -132,9 +133,11 @@ def json_lines(path: str | os.PathLike, error: type[ValueError]) -> Iterator[tup
             continue
         where = f"{path}:{lineno}"
         try:
-            obj = json.loads(line)
+            obj = loads_bounded(line)
         except json.JSONDecodeError as exc:
             raise error(f"{where}: bad JSON ({exc.msg} at column {exc.colno})") from None
+        except JSONLimitError as exc:
+            raise error(f"{where}: refused: {exc}") from None
         if not isinstance(obj, dict):
             raise error(f"{where}: expected a JSON object, got {type(obj).__name__}")
         yield where, obj

@@ -63,11 +63,15 @@ class MatchResult:
     records: list[GameRecord] = field(default_factory=list)
     order: str = ""
     chaos: str = ""
+    stopped: BaseException | None = field(default=None, repr=False, compare=False)
+    """The KeyboardInterrupt (Ctrl-C, or a signal turned into one) that ended the match
+    before all its games; the figures are those of the games finished before it."""
 
     def to_dict(self) -> dict:
         """A JSON-ready dict; ``ci95`` becomes a two-element list, records a list of dicts."""
         out = asdict(self)
         out["ci95"] = list(self.ci95)
+        out["stopped"] = self.stopped is not None
         return out
 
     def summary(self) -> str:
@@ -251,7 +255,12 @@ def run_tasks(
                     pending.append(pool.submit(_play_tasks, batch))
                 if not pending:
                     break
-                for record in pending.popleft().result():
+                try:
+                    chunk_records = pending.popleft().result()
+                except KeyboardInterrupt:  # stop now: the chunks not started are not played
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
+                for record in chunk_records:
                     yield record
                     bar.update(1)
     except BrokenProcessPool:
@@ -316,6 +325,8 @@ def play_match(
     plays that many seeded uniform random plies first in each game, so deterministic
     players do not replay one game ``n`` times. ``workers > 1`` plays in parallel
     processes with the same results as one worker. ``keep_games`` keeps every game record.
+    A KeyboardInterrupt after some games ends the match with those games and ``stopped``
+    set; before the first one it propagates.
     """
     check_games(n)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -337,15 +348,23 @@ def play_match(
         records = _play_with_objects(order_agent, chaos_agent, n, seed, openings, progress)
     games = order_wins = length_sum = 0
     kept: list[GameRecord] = []
-    for record in records:  # streamed: only the counts are kept unless keep_games
-        games += 1
-        order_wins += record.winner == ORDER
-        length_sum += record.length
-        if keep_games:
-            kept.append(record)
+    stopped: KeyboardInterrupt | None = None
+    try:
+        for record in records:  # streamed: only the counts are kept unless keep_games
+            games += 1
+            order_wins += record.winner == ORDER
+            length_sum += record.length
+            if keep_games:
+                kept.append(record)
+    except KeyboardInterrupt as exc:  # Ctrl-C: the finished games are the result
+        if games == 0:
+            raise
+        stopped = exc
     seconds = time.perf_counter() - start
-    return _result(games, order_wins, length_sum, seconds, kept,
-                   agent_label(order_agent), agent_label(chaos_agent))
+    result = _result(games, order_wins, length_sum, seconds, kept,
+                     agent_label(order_agent), agent_label(chaos_agent))
+    result.stopped = stopped
+    return result
 
 
 def _play_with_objects(

@@ -45,6 +45,7 @@ from orderchaos.envs.rules import (
 )
 from orderchaos.envs.symmetry import canonical_key
 from orderchaos.arena.game_files import json_lines
+from orderchaos.files import atomic_write_bytes
 
 DATA_DIR: Path = Path(__file__).resolve().parent / "data"
 
@@ -156,20 +157,22 @@ def load_positions(path: str | os.PathLike) -> list[LabelledPosition]:
 
 
 def save_positions(path: str | os.PathLike, positions: Sequence[LabelledPosition]) -> None:
-    """Write positions as JSON lines, with the side to move, empties and move names added."""
-    with open(path, "w") as fh:
-        for p in positions:
-            checked = check_position(p.board, list(p.good_actions))
-            state = checked.state
-            line = {
-                "board": checked.board,
-                "good_actions": checked.good_actions,
-                "to_move": state.to_play,
-                "empties": state.num_empty,
-                "good_moves": [action_name(a) for a in checked.good_actions],
-                "legal_moves": len(state.legal_actions()),
-            }
-            fh.write(json.dumps(line) + "\n")
+    """Write positions as JSON lines, with the side to move, empties and move names added,
+    atomically (a failure, a full disk included, leaves no partial file)."""
+    lines = []
+    for p in positions:
+        checked = check_position(p.board, list(p.good_actions))
+        state = checked.state
+        line = {
+            "board": checked.board,
+            "good_actions": checked.good_actions,
+            "to_move": state.to_play,
+            "empties": state.num_empty,
+            "good_moves": [action_name(a) for a in checked.good_actions],
+            "legal_moves": len(state.legal_actions()),
+        }
+        lines.append(json.dumps(line) + "\n")
+    atomic_write_bytes(Path(path), "".join(lines).encode())
 
 
 # ---------------------------------------------------------------------------------------

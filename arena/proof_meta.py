@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orderchaos.agents.proof_book import ProofBookError, write_atomic
+from orderchaos.files import loads_bounded
 
 META_VERSION = 1
 
@@ -46,7 +47,7 @@ class BookMeta:
         if not p.exists():
             return cls()
         try:
-            d = json.loads(p.read_text())
+            d = loads_bounded(p.read_text())
             if not isinstance(d, dict):
                 raise ValueError(f"it holds a JSON {type(d).__name__}, not an object of side data")
             if d.get("version") != META_VERSION:

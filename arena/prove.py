@@ -283,6 +283,9 @@ class Prover:
         self.run_nodes = 0
         self.stop_requested = False
         """Set (e.g. by a signal handler) to end :meth:`run` after the current result."""
+        self.save_error: OSError | None = None
+        """The first error writing the book at ``book_path`` (it went elsewhere, named in a
+        warning, and :attr:`book_path` names where); None while every save went there."""
         # a root with its first move fixed is never settled by the leaf rule: the question
         # is whether that move wins
         self.root = self._node(canonical_form(root.x, root.o)[0], root, leaf_rule=first is None)
@@ -524,6 +527,7 @@ class Prover:
                 self.meta.tried[node.key] = node.tried
         self.book_path, error = write_with_fallback(self.book_path, self._save_to)
         if error is not None:
+            self.save_error = self.save_error or error
             warnings.warn(
                 f"cannot write the proof book ({error.strerror or error}); it is saved to "
                 f"{self.book_path} (and its side file beside it) instead",

@@ -27,7 +27,7 @@ import json
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -182,11 +182,23 @@ class TournamentResult:
     fit: RatingFit
     seconds: float
     anchor: str | None = None
+    played: np.ndarray | None = None
+    """Games played per pairing when the tournament was stopped early (None: ``games`` each)."""
+    stopped: BaseException | None = field(default=None, repr=False, compare=False)
+    """The KeyboardInterrupt (Ctrl-C, or a signal turned into one) that stopped it; the
+    figures and ratings are those of the games finished before it."""
+
+    @property
+    def games_played(self) -> np.ndarray:
+        """Games played in every pairing (rows Order, columns Chaos)."""
+        return self.played if self.played is not None else np.full(self.order_wins.shape, self.games)
 
     @property
     def win_rate(self) -> np.ndarray:
-        """The Order win rate of every pairing (rows Order, columns Chaos)."""
-        return self.order_wins / self.games
+        """The Order win rate of every pairing (rows Order, columns Chaos); NaN for a
+        pairing a stopped tournament never reached."""
+        played = self.games_played
+        return np.divide(self.order_wins, played, out=np.full(played.shape, np.nan), where=played > 0)
 
     def rating_rows(self) -> list[dict]:
         """One dict per entrant: Elo and 95% interval in each role, and overall win rates."""
@@ -201,8 +213,9 @@ class TournamentResult:
                 row[f"{role}_elo"] = float(values[i])
                 row[f"{role}_elo_se"] = float(se[i])
                 row[f"{role}_elo_ci95"] = [float(values[i] - Z95 * se[i]), float(values[i] + Z95 * se[i])]
-            row["order_win_rate"] = float(self.order_wins[i].sum() / (k * self.games))
-            row["chaos_win_rate"] = float(1.0 - self.order_wins[:, i].sum() / (k * self.games))
+            as_order, as_chaos = self.games_played[i].sum(), self.games_played[:, i].sum()
+            row["order_win_rate"] = float(self.order_wins[i].sum() / as_order) if as_order else math.nan
+            row["chaos_win_rate"] = float(1.0 - self.order_wins[:, i].sum() / as_chaos) if as_chaos else math.nan
             rows.append(row)
         return rows
 
@@ -211,16 +224,16 @@ class TournamentResult:
         rows = []
         for i, order in enumerate(self.entrants):
             for j, chaos in enumerate(self.entrants):
-                w = int(self.order_wins[i, j])
-                lo, hi = wilson_interval(w, self.games)
+                w, n = int(self.order_wins[i, j]), int(self.games_played[i, j])
+                lo, hi = wilson_interval(w, n)
                 rows.append(
                     {
                         "order": order,
                         "chaos": chaos,
-                        "games": self.games,
+                        "games": n,
                         "order_wins": w,
-                        "chaos_wins": self.games - w,
-                        "order_win_rate": w / self.games,
+                        "chaos_wins": n - w,
+                        "order_win_rate": w / n if n else None,
                         "ci95_low": lo,
                         "ci95_high": hi,
                         "mean_length": float(self.mean_length[i, j]),
@@ -238,8 +251,10 @@ class TournamentResult:
             "seconds": self.seconds,
             "anchor": self.anchor,
             "model": "P(order i beats chaos j) = sigmoid(a_i - b_j); Elo = logit*400/ln10",
+            "stopped": self.stopped is not None,
+            "games_played": self.games_played.tolist(),
             "order_wins": self.order_wins.tolist(),
-            "order_win_rate": self.win_rate.tolist(),
+            "order_win_rate": [[None if math.isnan(r) else r for r in row] for row in self.win_rate.tolist()],
             "pairings": self.pairing_rows(),
             "ratings": self.rating_rows(),
         }
@@ -255,15 +270,20 @@ class TournamentResult:
             lines.append(
                 f"| {r['entrant']} | {_elo_cell(r['order_elo'], r['order_elo_ci95'])} "
                 f"| {_elo_cell(r['chaos_elo'], r['chaos_elo_ci95'])} "
-                f"| {r['order_win_rate']:.0%} | {r['chaos_win_rate']:.0%} |"
+                f"| {_rate_cell(r['order_win_rate'], '.0%')} | {_rate_cell(r['chaos_win_rate'], '.0%')} |"
             )
         lines += ["", "Order win rate (rows: Order, columns: Chaos):", ""]
         lines.append("| Order \\ Chaos | " + " | ".join(self.entrants) + " |")
         lines.append("|---|" + "---:|" * len(self.entrants))
         for i, name in enumerate(self.entrants):
-            cells = " | ".join(f"{rate:.2f}" for rate in self.win_rate[i])
+            cells = " | ".join(_rate_cell(rate, ".2f") for rate in self.win_rate[i])
             lines.append(f"| {name} | {cells} |")
         return "\n".join(lines)
+
+
+def _rate_cell(rate: float, spec: str) -> str:
+    """A win rate in a table, or ``-`` for a pairing no game of which was played."""
+    return "-" if math.isnan(rate) else format(rate, spec)
 
 
 def _elo_cell(value: float, ci: Sequence[float]) -> str:
@@ -284,7 +304,9 @@ def run_tournament(
     """Play every entrant as Order against every entrant as Chaos and fit role ratings.
 
     ``specs`` are agent spec strings (at least two, no repeats). ``anchor`` names an
-    entrant whose mean rating is set to zero (default: mean of all ratings zero).
+    entrant whose mean rating is set to zero (default: mean of all ratings zero). A
+    KeyboardInterrupt after some games ends it with those games rated and ``stopped`` set;
+    before the first one it propagates.
     """
     from orderchaos.agents.registry import check_role
 
@@ -313,20 +335,28 @@ def run_tournament(
         for g in range(games)
     )
     wins = np.zeros((k, k), dtype=np.int64)
+    played = np.zeros((k, k), dtype=np.int64)
     lengths = np.zeros((k, k))
-    for n, record in enumerate(run_tasks(tasks, workers, progress, total=k * k * games)):
-        i, j = divmod(n // games, k)
-        wins[i, j] += record.winner == "order"
-        lengths[i, j] += record.length
+    stopped: KeyboardInterrupt | None = None
+    try:
+        for n, record in enumerate(run_tasks(tasks, workers, progress, total=k * k * games)):
+            i, j = divmod(n // games, k)
+            wins[i, j] += record.winner == "order"
+            lengths[i, j] += record.length
+            played[i, j] += 1
+    except KeyboardInterrupt as exc:  # Ctrl-C: rate the games finished before it
+        if not played.any():
+            raise
+        stopped = exc
     fit = fit_ratings(
         wins,
-        np.full((k, k), games),
+        played,
         prior_sd=prior_sd,
         anchor=None if anchor is None else entrants.index(anchor),
     )
     return TournamentResult(
-        entrants, games, seed, openings, wins, lengths / games, fit,
-        time.perf_counter() - start, anchor,
+        entrants, games, seed, openings, wins, lengths / np.maximum(played, 1), fit,
+        time.perf_counter() - start, anchor, played if stopped is not None else None, stopped,
     )
 
 
@@ -374,13 +404,20 @@ def _write_csv(path: Path, rows: list[dict]) -> Path:
 
 def _markdown_report(result: TournamentResult) -> str:
     return (
-        f"Tournament: {len(result.entrants)} entrants, {result.games} games per pairing "
+        f"Tournament: {len(result.entrants)} entrants, {result.games} games per pairing"
+        f"{_stopped_text(result)} "
         f"(every entrant as Order against every entrant as Chaos), seed {result.seed}, "
         f"{result.openings} random opening plies, {result.seconds:.0f} s.\n"
         f"Ratings: P(order i beats chaos j) = sigmoid(a_i - b_j), Elo = logit x 400/ln 10, "
         f"{_gauge_text(result)}, 95% intervals from the Fisher information.\n\n"
         f"{result.table()}\n"
     )
+
+
+def _stopped_text(result: TournamentResult) -> str:
+    if result.stopped is None:
+        return ""
+    return f" (stopped after {int(result.games_played.sum())} of {result.games * result.order_wins.size} games)"
 
 
 def _gauge_text(result: TournamentResult) -> str:
@@ -411,10 +448,12 @@ def plot_heatmap(result: TournamentResult, path: str | Path) -> Path:
     for i in range(k):
         for j in range(k):
             rate = result.win_rate[i, j]
+            if math.isnan(rate):  # a pairing a stopped tournament never reached
+                continue
             ax.text(j, i, f"{rate:.2f}", ha="center", va="center",
                     color="white" if abs(rate - 0.5) > 0.3 else "black")
     fig.colorbar(image, ax=ax, label="Order win rate")
-    ax.set_title(f"Order win rate ({result.games} games per pairing)")
+    ax.set_title(f"Order win rate ({result.games} games per pairing{_stopped_text(result)})")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

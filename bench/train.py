@@ -88,7 +88,7 @@ def selfplay_throughput(
     games: int, simulations: int, channels: int, blocks: int, seed: int = 0
 ) -> dict[str, float]:
     """Games/s and moves/s of one batch of self-play games with batched PUCT search."""
-    from orderchaos.train.alphazero import play_selfplay_games
+    from orderchaos.train.selfplay import play_selfplay_games
 
     torch.manual_seed(seed)
     nets = {role: PolicyValueNet(channels, blocks).eval() for role in AGENTS}
@@ -119,7 +119,6 @@ RECIPES: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("alphazero_selfplay.yaml", ("mcts.evaluation_cache=true",), True),
     ("alphazero_selfplay.yaml", ("mcts.prefetch=true",), True),
     ("alphazero_selfplay.yaml", ("mcts.prefetch=true", "mcts.evaluation_cache=true"), True),
-    ("alphazero_selfplay.yaml", ("mcts.fast_simulations=4",), True),
     ("alphazero_selfplay_small.yaml", (), True),
     ("alphazero_selfplay_small.yaml", ("mcts.prefetch=true", "mcts.evaluation_cache=true"), True),
     ("alphazero_selfplay_fast.yaml", (), True),
@@ -129,7 +128,7 @@ overrides and whether the networks run compiled: the first row is the heuristic-
 recipe with the torch module's forward pass (the baseline self-play that throughput
 ratios are measured against); then the shipped recipe, the same with the evaluation cache, with the
 first round of each search prefetched in one batch, and with both (all three play the same
-games), and with playout cap randomisation, an option the shipped recipe leaves off; then the
+games); then the
 same recipe with a 16-channel network, alone and with the cache and prefetching; last the
 shipped recipe with the cache, prefetching and bfloat16 evaluation (docs/experiments.md has
 the A/Bs)."""
@@ -176,7 +175,7 @@ def recipe_throughput(
     from pathlib import Path
 
     from orderchaos.agents.policy_files import find_policy_dir, load_policy_dir, pretrained_dir
-    from orderchaos.train.alphazero import play_training_games
+    from orderchaos.train.selfplay import play_training_games
     from orderchaos.train.config import load_config
     from orderchaos.train.trainer import build_network
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
+import os
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any, TextIO
 
 COMMANDS: dict[str, str] = {
     "train": "train a pair of Order and Chaos policies from a YAML config",
@@ -20,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "tournament": "round robin of agents in both roles, with ratings, tables and plots",
     "positions": "score optimal-move accuracy on a solver-labelled set, or make one",
     "curves": "learning curves of training runs from their TensorBoard events, as a table and a plot",
+    "exploit": "every Chaos line against a deterministic Order player: its exact refutations",
     "mistakes": "find the moves that lost an agent's games, with the solver",
     "prove": "prove the empty board (or any board) into a resumable proof book; status, verify",
     "puzzles": "mine solver-proven puzzles from games, check a puzzle set, export the shipped one",
@@ -49,6 +53,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _ReaderGoneSafe:
+    """A text stream (stdout or stderr) that keeps the command going when its reader has
+    gone (``orderchaos tournament ... | head``): the rest of the output is dropped, files
+    are still written and the exit status is the command's own."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.reader_gone = False
+
+    def write(self, text: str) -> int:
+        """Write ``text``, or drop it once the reader has gone."""
+        if not self.reader_gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._drop_the_rest()
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush, or do nothing once the reader has gone."""
+        if not self.reader_gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop_the_rest()
+
+    def _drop_the_rest(self) -> None:
+        self.reader_gone = True
+        try:  # what is still buffered goes nowhere, so the interpreter's last flush is silent too
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _one_line_warning(message, category, filename, lineno, line=None) -> str:  # noqa: ANN001
     return f"warning: {message}\n"
 
@@ -64,11 +107,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(exc, file=sys.stderr)
         return 2
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _ReaderGoneSafe(sys.stdout), _ReaderGoneSafe(sys.stderr)
     try:
         return int(args._module.run(args) or 0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stopped:  # nothing finished to keep: 130, or 143 for SIGTERM
         print("interrupted", file=sys.stderr)
-        return 130
+        return 128 + getattr(stopped, "signum", 2)
+    finally:
+        sys.stdout.flush()
+        sys.stdout, sys.stderr = streams
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Argument types shared by the subcommands: bounded integers and finite numbers.
+"""Argument types shared by the subcommands (bounded integers and finite numbers) and the
+one way finished work is saved and a failure to save it reported.
 
 Each factory returns an argparse ``type=`` callable that refuses a value outside its
 bounds in one line naming the accepted range, so that no command starts work with a count
@@ -9,7 +10,12 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from orderchaos.arena.matches import MAX_GAMES, MAX_OPENING_PLIES
 
@@ -78,3 +84,75 @@ OPENINGS = int_in(0, MAX_OPENING_PLIES)
 NODES = int_in(1, MAX_NODES)
 MINUTES = number_in(0, MAX_MINUTES, above=True)
 SECONDS = number_in(0, MAX_SECONDS, above=True)
+
+
+def save_finished(
+    command: str, path: str | os.PathLike[str], write: Callable[[Path], None], what: str
+) -> tuple[Path | None, int]:
+    """Write finished work with ``write(path)``, after its figures were printed. When that
+    fails (a full disk, a path changed under the run) the work goes beside it or into a
+    temporary folder (:func:`orderchaos.files.write_with_fallback`) and one line on stderr
+    says where. Returns where it went (None: nowhere) and the exit status: 0 when it went to
+    ``path``, 1 otherwise."""
+    from orderchaos.files import os_error_reason, write_with_fallback
+
+    try:
+        saved, error = write_with_fallback(path, write)
+    except OSError as exc:
+        print(f"orderchaos {command}: cannot write {what} {path}: {os_error_reason(exc)}; nothing was saved",
+              file=sys.stderr)
+        return None, 1
+    if error is not None:
+        print(f"orderchaos {command}: cannot write {what} {path} ({os_error_reason(error)}); "
+              f"saved to {saved} instead", file=sys.stderr)
+        return saved, 1
+    return saved, 0
+
+
+def run_dir_failure(command: str, run_dir: Path, exc: OSError, *, resumable: bool) -> int:
+    """Report in one line that a training run could not write ``run_dir`` (a full disk,
+    the folder taken away during the run); returns exit status 1. ``resumable``: the run
+    had started, so its last checkpoint is there to continue from."""
+    from orderchaos.files import os_error_reason
+
+    after = (f"; its last checkpoint is kept: continue with orderchaos train --resume {run_dir}"
+             if resumable else "")
+    print(f"orderchaos {command}: cannot write the run in {run_dir}: {os_error_reason(exc)}{after}",
+          file=sys.stderr)
+    return 1
+
+
+class Stopped(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) or SIGTERM while a command plays; ``signum`` says which, and the
+    command exits with 128 + it (130 or 143) once the finished work is printed and saved."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    def __reduce__(self) -> tuple[type, tuple[int]]:  # copies and pickles rebuild it from the number
+        return Stopped, (self.signum,)
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM raise :class:`Stopped` (a KeyboardInterrupt),
+    so that a match or tournament ends as on Ctrl-C and keeps the games it finished."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise Stopped(signum)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def stopped_line(command: str, stopped: KeyboardInterrupt, done: str) -> int:
+    """Report in one line that ``command`` was stopped by a signal after ``done``; returns
+    the exit status, 128 + the signal (130 for Ctrl-C, 143 for SIGTERM)."""
+    signum = getattr(stopped, "signum", signal.SIGINT)
+    print(f"orderchaos {command}: stopped by {signal.Signals(signum).name} after {done}", file=sys.stderr)
+    return 128 + signum

@@ -1,5 +1,6 @@
 """Small file helpers shared by every floor: atomic writes, directory fsync, the git commit,
-and the check that an output path can be written before any work starts.
+the check that an output path can be written before any work starts, and a JSON reader
+bounded for files a user hands in.
 
 They know nothing about what the files hold; each on-disk format lives in its own module
 (policies and run directories in :mod:`orderchaos.agents.policy_files`, the proof book in
@@ -9,11 +10,18 @@ They know nothing about what the files hold; each on-disk format lives in its ow
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import os
 import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+MAX_JSON_INT_DIGITS = 40
+"""The most digits an integer in a JSON file may have (every count this project writes fits
+in 20); a longer one is refused before Python converts it."""
 
 
 class OutputPathError(ValueError):
@@ -89,6 +97,11 @@ def check_output_dir(path: str | os.PathLike[str], what: str = "output directory
     return p
 
 
+def os_error_reason(exc: OSError) -> str:
+    """What went wrong in an OSError, for a one-line message (``No space left on device``)."""
+    return _reason(exc)
+
+
 def write_with_fallback(
     path: str | os.PathLike[str], write: Callable[[Path], None]
 ) -> tuple[Path, OSError | None]:
@@ -117,8 +130,14 @@ def write_with_fallback(
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a crash leaves either the old or the new file:
-    a temp file in the same directory, fsync, then ``os.replace``."""
+    a temp file in the same directory, fsync, then ``os.replace``; a failure (a full disk
+    included) removes the temp file and raises the OSError. A path that exists but is not a
+    regular file (``/dev/null``, a pipe) is written straight through, never replaced."""
     path = Path(path)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        with open(path, "wb") as fh:
+            fh.write(data)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -164,3 +183,40 @@ def git_commit(cwd: str | Path | None = None) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+class JSONLimitError(ValueError):
+    """JSON text that is well formed but beyond what this project's files ever hold: nested
+    deeper than the reader's stack allows, an integer of more than
+    :data:`MAX_JSON_INT_DIGITS` digits, or a number that is not finite."""
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_JSON_INT_DIGITS:
+        raise JSONLimitError(f"an integer of {digits:,} digits (at most {MAX_JSON_INT_DIGITS})")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise JSONLimitError(f"a number too large to hold ({text[:20]}{'...' if len(text) > 20 else ''})")
+    return value
+
+
+def _refused_constant(text: str) -> float:
+    raise JSONLimitError(f"{text} is not a number this file may hold")
+
+
+def loads_bounded(text: str) -> Any:
+    """``json.loads`` for files from outside: raises :class:`json.JSONDecodeError` for text
+    that is not JSON and :class:`JSONLimitError` (both ValueErrors, one line each) for
+    nesting too deep to read, integers of more than :data:`MAX_JSON_INT_DIGITS` digits,
+    and numbers that are not finite (``NaN``, ``Infinity``, ``1e999``)."""
+    try:
+        return json.loads(
+            text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_refused_constant
+        )
+    except RecursionError:
+        raise JSONLimitError("lists or objects nested too deeply to read") from None

@@ -321,3 +321,24 @@ class HashEvaluator:
             priors[i] *= np.random.default_rng([s.x, s.o]).uniform(0.1, 1.0, size=72).astype(np.float32)
         values = np.array([np.random.default_rng([s.o, s.x]).uniform(-1, 1) for s in states])
         return priors, values.astype(np.float32)
+
+
+def free_loopback_port() -> int:
+    """A TCP port free on 127.0.0.1 when asked (for a server a test starts there)."""
+    import socket
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return port
+
+
+def next_message(ws: Any, kind: str, limit: int = 50) -> dict:
+    """The next message of type ``kind`` on a web test socket (Starlette's TestClient),
+    skipping up to ``limit`` others."""
+    for _ in range(limit):
+        msg = ws.receive_json()
+        if msg["type"] == kind:
+            return msg
+    raise AssertionError(f"no {kind} message came")

@@ -22,6 +22,15 @@ def test_a_writable_file_path_passes_and_leaves_nothing(tmp_path: Path) -> None:
     assert existing.read_text() == "kept"
 
 
+def test_an_existing_file_that_cannot_be_written_is_refused(tmp_path: Path) -> None:
+    """The folder is writable, the file is there but refuses writes (even to root: a link
+    to a /proc file), so only the check of the existing file itself can catch it."""
+    existing = tmp_path / "games.jsonl"
+    existing.symlink_to("/proc/version")
+    with pytest.raises(OutputPathError, match=f"cannot write output {existing}: "):
+        check_output_file(existing, "output")
+
+
 def test_a_writable_directory_passes_and_leaves_nothing(tmp_path: Path) -> None:
     check_output_dir(tmp_path / "a" / "b")
     check_output_dir(tmp_path)

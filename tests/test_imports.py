@@ -52,18 +52,24 @@ FLOORS = {
 """The rooms each room may import from (the CLI, on top, may import them all)."""
 
 
+def imported_names(path: Path) -> list[list[str]]:
+    """For each absolute import in ``path`` (at the top or inside a function), the dotted
+    names it may bring in: the module, and ``module.name`` for each ``from`` name."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append([node.module] + [f"{node.module}.{a.name}" for a in node.names])
+        elif isinstance(node, ast.Import):
+            out.append([a.name for a in node.names])
+    return out
+
+
 def upward_imports(room: str) -> list[str]:
     """``file: module`` for each import of ``orderchaos.<room>`` in ``room``'s files
     (anywhere in them: at the top or inside a function) that its floor does not allow."""
     found = []
     for path in sorted((REPO / room).rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            else:
-                continue
+        for names in imported_names(path):
             for name in names:
                 parts = name.split(".")
                 if parts[0] == "orderchaos" and len(parts) > 1 and parts[1] in {*FLOORS, "cli"} \
@@ -96,3 +102,61 @@ def test_the_openspiel_modules_load_openspiel_and_nothing_heavier() -> None:
     pytest.importorskip("pyspiel", reason="the openspiel extra is not installed: pip install -e '.[dev]'")
     assert heavy_modules_after("orderchaos.envs.openspiel") == ["pyspiel"]
     assert heavy_modules_after("orderchaos.agents.openspiel_bot") == ["pyspiel"]
+
+
+def agents_import_graph(root: Path) -> dict[str, set[str]]:
+    """For each module of ``root``/agents (``*.py``, one level), the agents modules it
+    imports, at the top or inside a function (``from orderchaos.agents import x`` and
+    ``from orderchaos.agents.x import y`` alike)."""
+    folder = root / "agents"
+    modules = {path.stem for path in folder.glob("*.py")} - {"__init__"}
+    graph: dict[str, set[str]] = {}
+    for name in sorted(modules):
+        path = folder / f"{name}.py"
+        edges = set()
+        for names in imported_names(path):
+            for full in names:
+                parts = full.split(".")
+                if parts[:2] == ["orderchaos", "agents"] and len(parts) > 2 and parts[2] in modules:
+                    edges.add(parts[2])
+        graph[name] = edges - {name}
+    return graph
+
+
+def import_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle of ``graph`` as ``[a, b, ..., a]``, or [] when it has none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return []
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return []
+
+
+def test_the_agents_floor_has_no_import_circle() -> None:
+    """No two agents modules import each other, directly or round a longer circle, even
+    through an import inside a function (docs/architecture.md: the arrows run one way)."""
+    assert import_cycle(agents_import_graph(REPO)) == []
+
+
+def test_the_circle_check_sees_a_function_level_circle(tmp_path: Path) -> None:
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "solver.py").write_text("from orderchaos.agents import strategy\n")
+    (tmp_path / "agents" / "strategy.py").write_text(
+        "def act():\n    from orderchaos.agents.solver import fallback_action\n"
+    )
+    (tmp_path / "agents" / "rules.py").write_text("import orderchaos.agents.strategy\n")
+    assert import_cycle(agents_import_graph(tmp_path)) == ["strategy", "solver", "strategy"]

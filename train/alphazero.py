@@ -1,425 +1,40 @@
-"""AlphaZero-style self-play training of separate Order and Chaos networks.
+"""The AlphaZero training loop: one network per role learns from self-play rows.
 
-Each iteration plays ``selfplay.games`` games at once. Every move of every game is chosen by
-PUCT search (``orderchaos.agents.mcts.MCTS`` with a :class:`~orderchaos.agents.network_agent.NetworkEvaluator`, so each
-simulation wave evaluates the leaves of all trees in one batch per role), with Dirichlet
-noise at the root and a temperature for the first ``selfplay.temperature_moves`` plies.
-A fraction of games can pit the networks against the heuristic agent in one seat.
-
-Every position a network moved in becomes a training row for that role's network: the
-visit distribution as policy target and the final outcome from the mover's view as value
-target, or the exact solver value for positions with at most ``selfplay.solver_depth``
-empty cells. Rows go to one replay buffer per role; training samples them with random
-symmetry augmentation. With ``mistakes.games``, the networks also play greedy games against
-fixed opponents at intervals, and the moves that lost them, corrected by the solver, are
-mixed into training batches (``orderchaos.arena.mistakes``).
+Each iteration plays ``selfplay.games`` games (:mod:`orderchaos.train.selfplay`: batched
+PUCT or Gumbel search for every network move, some games against the heuristic agent) and
+turns every position a network moved in into a training row for that role's network
+(:class:`TrainingRows`): the search's visit distribution as policy target and the final
+outcome from the mover's view as value target, or the exact solver value for positions
+with at most ``selfplay.solver_depth`` empty cells. Rows go to one replay buffer per role;
+training samples them with random symmetry augmentation. With ``mistakes.games``, the
+networks also play greedy games against fixed opponents at intervals, and the moves that
+lost them, corrected by the solver, are mixed into training batches
+(``orderchaos.arena.mistakes``).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from orderchaos.agents.base import Agent, Evaluator
-from orderchaos.agents.evaluation_cache import CachedEvaluator
 from orderchaos.agents.network import masked_log_softmax
-from orderchaos.agents.network_agent import NetworkEvaluator, NeuralAgent, sample_from
+from orderchaos.agents.network_agent import NetworkEvaluator, NeuralAgent
 from orderchaos.agents.solver_pool import SolverPool
-from orderchaos.envs.batch import BatchGame
-from orderchaos.envs.rules import ACTIONS, AGENTS, CHAOS, State
-from orderchaos.arena.matches import random_quiet_action
+from orderchaos.envs.rules import AGENTS, State
 from orderchaos.arena.mistakes import collect_mistakes, labelled_rows, mistake_rows, ranked_moves
 from orderchaos.train.replay_buffer import ReplayBuffer
+from orderchaos.train.selfplay import (
+    SelfPlayGame,
+    play_heuristic_games,
+    play_training_games,
+    value_targets,
+)
 from orderchaos.train.solver_targets import PendingTargets, SolverTargets, SolverWorker, solver_targets
 from orderchaos.train.trainer import Trainer
-
-
-@dataclass
-class SelfPlayGame:
-    """The logged positions of one game (those a learner moved in), with their policy
-    targets and the engine's observation planes and action masks."""
-
-    states: list[State] = field(default_factory=list)
-    policies: list[np.ndarray] = field(default_factory=list)
-    planes: list[np.ndarray] = field(default_factory=list)
-    masks: list[np.ndarray] = field(default_factory=list)
-    winner: str | None = None
-    length: int = 0
-    solver_ended: bool = False
-
-    def keep_only(self, indices: list[int]) -> None:
-        """Keep only the logged positions at ``indices`` (with their targets and arrays)."""
-        self.states = [self.states[i] for i in indices]
-        self.policies = [self.policies[i] for i in indices]
-        self.planes = [self.planes[i] for i in indices]
-        self.masks = [self.masks[i] for i in indices]
-
-
-def graded_order_value(winner: str | None, length: int, length_weight: float) -> float:
-    """A game's outcome from Order's view, graded by its length: a Chaos win is -1; an
-    Order win at ``length`` stones is ``1 - length_weight * (length - 9) / 27`` (1 for the
-    fastest possible five, ``1 - length_weight`` for a five on the last cell). So Order
-    learns to prefer quick wins and Chaos, in games lost in theory, long ones (compare
-    KataGo's score utility); ``length_weight < 1`` keeps every Order win above every loss."""
-    if winner != "order":
-        return -1.0
-    return 1.0 - length_weight * min(max(length - 9, 0), 27) / 27
-
-
-def value_targets(log: SelfPlayGame, length_weight: float = 0.0) -> np.ndarray:
-    """The final outcome from the view of the player to move in each logged position
-    (graded by the game's length when ``length_weight > 0``: :func:`graded_order_value`)."""
-    order_value = graded_order_value(log.winner, log.length, length_weight)
-    return np.array([order_value if s.to_play == "order" else -order_value for s in log.states], np.float32)
-
-
-MoveChooser = Callable[[int, np.ndarray, list[State]], tuple[list[int], list["np.ndarray | None"]]]
-"""``choose(ply, games, states)``: given the indices and positions of the unfinished games,
-one action per game and, per game, the policy target to log for that position (None: the
-position is not logged)."""
-
-
-GameEnder = Callable[[list[State]], list["str | None"]]
-"""``end(states)``: for each position of an unfinished game, the winner if the game is to
-end there (decided without playing on), else None."""
-
-
-def play_lockstep(
-    n_games: int, choose: MoveChooser, end: GameEnder | None = None, end_games: Collection[int] | None = None
-) -> list[SelfPlayGame]:
-    """Play ``n_games`` games from the empty board in one :class:`envs.BatchGame` until
-    every game has ended; ``choose`` picks the moves of the unfinished games at each ply.
-
-    The batch engine steps the games, detects their ends and winners, and supplies the
-    observation planes and masks of the logged positions. With ``end``, a game whose
-    position ``end`` decides stops there with that winner (``solver_ended``); the position
-    is logged with an all-zero policy target (a value-only row, which the solver targets
-    of :meth:`AlphaZeroTrainer.store` complete where they reach). ``end_games`` (default:
-    all) lists the games ``end`` may stop; the others are played to the end.
-    """
-    endable = np.ones(n_games, bool)
-    if end_games is not None:
-        endable[:] = False
-        endable[list(end_games)] = True
-    game = BatchGame(n_games)
-    logs = [SelfPlayGame() for _ in range(n_games)]
-    actions = np.zeros(n_games, np.int64)
-    stopped = np.zeros(n_games, bool)
-    ply = 0
-    while True:
-        playing = ~game.terminated & ~stopped
-        rows = np.flatnonzero(playing)
-        if rows.size == 0:
-            break
-        states = game.states(rows)
-        planes, masks = game.observations(), game.action_masks()
-        if end is not None:
-            asked = [i for i, g in enumerate(rows) if endable[g]]
-            decided: list[str | None] = [None] * len(rows)
-            if asked:
-                for i, winner in zip(asked, end([states[i] for i in asked])):
-                    decided[i] = winner
-            for g, state, winner in zip(rows, states, decided):
-                if winner is not None:
-                    log = logs[g]
-                    log.states.append(state)
-                    log.policies.append(np.zeros(ACTIONS, np.float32))
-                    log.planes.append(planes[g])
-                    log.masks.append(masks[g])
-                    log.winner, log.length, log.solver_ended = winner, state.num_stones, True
-                    stopped[g] = True
-            keep = [i for i, winner in enumerate(decided) if winner is None]
-            if len(keep) < len(rows):
-                rows, states = rows[keep], [states[i] for i in keep]
-                playing[np.flatnonzero(stopped)] = False
-                if rows.size == 0:
-                    break
-        moves, targets = choose(ply, rows, states)
-        for g, state, target in zip(rows, states, targets):
-            if target is not None:
-                log = logs[g]
-                log.states.append(state)
-                log.policies.append(target)
-                log.planes.append(planes[g])
-                log.masks.append(masks[g])
-        actions[rows] = moves
-        game.step(actions, active=playing)
-        ply += 1
-    for log, winner, stones in zip(logs, game.winner, game.num_stones):
-        if not log.solver_ended:
-            log.winner, log.length = AGENTS[int(winner)], int(stones)
-    return logs
-
-
-def solver_ender(depth: int, node_limit: int) -> GameEnder:
-    """A :data:`GameEnder` that ends a game once it has at most ``depth`` empty cells and
-    the exact solver proves its winner within ``node_limit`` nodes (tried again each ply
-    until it does), so that self-play spends the network's evaluations on the opening and
-    middle game and the rest is labelled exactly."""
-    from orderchaos.agents.solver import solve
-
-    def end(states: list[State]) -> list[str | None]:
-        return [
-            solve(s, node_limit=node_limit).winner if s.num_empty <= depth else None for s in states
-        ]
-
-    return end
-
-
-def play_selfplay_games(
-    evaluator: NetworkEvaluator,
-    n_games: int,
-    *,
-    simulations: int,
-    c_puct: float,
-    dirichlet_alpha: float,
-    dirichlet_fraction: float,
-    temperature: float,
-    temperature_moves: int,
-    rng: np.random.Generator,
-    opponents: dict[int, tuple[int, Agent]] | None = None,
-    target_temperature: float = 1.0,
-    on_policy: Collection[int] = (),
-    gumbel_considered: int = 0,
-    end: GameEnder | None = None,
-    end_games: Collection[int] | None = None,
-    fast_simulations: int = 0,
-    full_search_fraction: float = 0.25,
-    evaluation_cache: bool = False,
-    prefetch: bool = False,
-    erring_order: Collection[int] = (),
-    order_error_rate: float = 0.0,
-    chaos_simulations: int = 0,
-) -> list[SelfPlayGame]:
-    """Play ``n_games`` games in lockstep (:func:`play_lockstep`) with batched PUCT search
-    for every network move: one search wave evaluates the leaves of all trees at once.
-
-    ``opponents`` maps a game index to ``(seat, agent)``: in that game the agent plays seat
-    0 (Order) or 1 (Chaos) and only the network's positions are logged. Logged policies are
-    the search's ``policy(target_temperature)``.
-
-    In the games listed in ``on_policy``, after the ``temperature_moves`` plies the network
-    plays its own most probable move (as it plays alone, without search) while its positions
-    are still labelled with the search's targets, so that training sees the positions the
-    network alone reaches and is corrected there (DAgger-style).
-
-    With ``gumbel_considered > 0`` the search is :class:`orderchaos.agents.gumbel.GumbelSearch`
-    over that many sampled root moves: every move is the search's Gumbel-sampled choice
-    (the Gumbel noise is the exploration; no Dirichlet noise, no temperature) and the
-    logged policy is its completed-Q improved policy. ``end`` stops games early, those in
-    ``end_games`` only when given (:func:`play_lockstep`, e.g. :func:`solver_ender`).
-
-    With ``fast_simulations > 0``, playout cap randomisation (KataGo, Wu 2019): each network
-    move gets the full search with probability ``full_search_fraction`` and is logged with
-    its policy target; the others get a cheap search of ``fast_simulations`` that only moves
-    the game on and are not logged, so that the games (and their outcomes) cost fewer
-    evaluations while every policy target still comes from a full search.
-
-    With ``evaluation_cache``, every evaluation of these games goes through one
-    :class:`orderchaos.agents.evaluation_cache.CachedEvaluator`, so each board is evaluated
-    once; ``evaluator.positions_evaluated`` counts only what reached the network. With
-    ``prefetch`` (Gumbel only) each search evaluates the root children of its first round of
-    sequential halving in one batch (:class:`orderchaos.agents.gumbel.GumbelSearch`).
-
-    In the games listed in ``erring_order`` Order errs as a fallible player does: each of its
-    moves is, with probability ``order_error_rate``, drawn from its network's policy
-    (temperature 1) instead of searched, and its positions there are not logged (their
-    outcomes carry its errors). Chaos, searching as usual, meets the saveable positions that
-    self-play against a strong Order seldom reaches.
-
-    With ``chaos_simulations > 0`` Chaos's full searches get that many simulations instead
-    of ``simulations`` (Order's keep ``simulations``; the cheap searches keep
-    ``fast_simulations``): a search budget for the side whose policy targets are weaker.
-    """
-    from orderchaos.agents.gumbel import GumbelSearch
-    from orderchaos.agents.mcts import MCTS, SearchResult
-
-    asked: Evaluator = evaluator
-    if evaluation_cache:
-        asked = CachedEvaluator(evaluator, version=getattr(evaluator, "weights_version", None))
-
-    opponents = opponents or {}
-    on_policy = set(int(g) for g in on_policy)
-    erring = np.zeros(n_games, bool)
-    erring[list(erring_order)] = True
-    opponent_seat = np.full(n_games, -1)
-    for g, (seat, _) in opponents.items():
-        opponent_seat[g] = seat
-    search: MCTS | GumbelSearch
-    if gumbel_considered:
-        search = GumbelSearch(
-            asked, simulations=simulations, max_considered=gumbel_considered, c=c_puct,
-            seed=int(rng.integers(2**31)), prefetch=prefetch,
-        )
-        temperature_moves = 0
-    else:
-        search = MCTS(
-            asked,
-            simulations=simulations,
-            c=c_puct,
-            use_priors=True,
-            dirichlet_alpha=dirichlet_alpha if dirichlet_alpha > 0 else None,
-            dirichlet_fraction=dirichlet_fraction,
-            seed=int(rng.integers(2**31)),
-        )
-
-    def choose(ply: int, games: np.ndarray, states: list[State]) -> tuple[list[int], list[np.ndarray | None]]:
-        moves = [0] * len(states)
-        targets: list[np.ndarray | None] = [None] * len(states)
-        by_network = [i for i, s in enumerate(states) if opponent_seat[games[i]] != s.to_play_index]
-        erring_moves: list[int] = []
-        fallible = [i for i in by_network if erring[games[i]] and states[i].to_play == "order"]
-        if fallible:
-            draws = rng.random(len(fallible))
-            erring_moves = [i for i, draw in zip(fallible, draws) if draw < order_error_rate]
-            skipped = set(erring_moves)
-            by_network = [i for i in by_network if i not in skipped]
-        full, fast = by_network, []
-        if fast_simulations and by_network:
-            draws = rng.random(len(by_network))
-            full = [i for i, draw in zip(by_network, draws) if draw < full_search_fraction]
-            fast = [i for i, draw in zip(by_network, draws) if draw >= full_search_fraction]
-        groups = [(full, simulations), (fast, fast_simulations)]
-        if chaos_simulations and chaos_simulations != simulations:
-            # one batch per budget; without a Chaos budget the batches (and games) are as before
-            groups[0:1] = [
-                ([i for i in full if states[i].to_play == "order"], simulations),
-                ([i for i in full if states[i].to_play == "chaos"], chaos_simulations),
-            ]
-        results: dict[int, SearchResult] = {}
-        for group, budget in groups:
-            if group:
-                found = search.search_batch([states[i] for i in group], simulations=budget, add_noise=True)
-                results.update(zip(group, found))
-        temp = temperature if ply < temperature_moves else 0.0
-        lost = set()
-        logged = set(full)  # the cheap searches only move the game on
-        for i in by_network:
-            result = results[i]
-            if result.proven == "loss":
-                lost.add(i)
-            # visit distribution; for a proven win, uniform over the proven winning moves; a
-            # proven loss stops the search early, so its few visits carry no policy signal and
-            # the row trains the value only (an all-zero policy target adds no policy loss)
-            if i in logged:
-                targets[i] = (
-                    np.zeros(ACTIONS, np.float32)
-                    if result.proven == "loss"
-                    else np.asarray(result.policy(target_temperature), dtype=np.float32)
-                )
-            if temp == 0 or result.proven is not None:  # (Gumbel: temp is always 0)
-                moves[i] = int(result.best_action)
-            else:
-                moves[i] = sample_from(np.asarray(result.policy(1.0), dtype=np.float64), temp, rng)
-        # Every move loses against best play: take the network's favourite, which resists
-        # fallible opponents better than an arbitrary (maybe suicidal) move. In on-policy
-        # games, after the temperature plies, the network plays its own favourite too.
-        greedy = [i for i in by_network if i in lost or (temp == 0 and games[i] in on_policy)]
-        if greedy:
-            priors, _ = asked.evaluate([states[i] for i in greedy])
-            for i, prior in zip(greedy, priors):
-                moves[i] = int(np.argmax(prior))
-        if erring_moves:
-            priors, _ = asked.evaluate([states[i] for i in erring_moves])
-            for i, prior in zip(erring_moves, priors):
-                moves[i] = sample_from(prior.astype(np.float64), 1.0, rng)
-        for i in fallible:
-            targets[i] = None
-        for i, state in enumerate(states):
-            if opponent_seat[games[i]] == state.to_play_index:
-                moves[i] = opponents[int(games[i])][1].act(state)
-        return moves, targets
-
-    return play_lockstep(n_games, choose, end, end_games)
-
-
-def play_heuristic_games(n_games: int, openings: int, rng: np.random.Generator) -> list[SelfPlayGame]:
-    """``n_games`` games of the heuristic agent against itself, in lockstep, each after
-    ``openings`` uniformly random plies that do not end the game. The heuristic's
-    positions are logged with its move as a one-hot policy."""
-    from orderchaos.agents.registry import make
-
-    agents = [make("heuristic", seed=int(seed)) for seed in rng.integers(2**31, size=n_games)]
-
-    def choose(ply: int, games: np.ndarray, states: list[State]) -> tuple[list[int], list[np.ndarray | None]]:
-        moves: list[int] = []
-        targets: list[np.ndarray | None] = []
-        for g, state in zip(games, states):
-            quiet = random_quiet_action(state, rng) if ply < openings else None
-            if quiet is not None:
-                moves.append(quiet)
-                targets.append(None)
-            else:
-                action = agents[int(g)].act(state)
-                target = np.zeros(ACTIONS, np.float32)
-                target[action] = 1.0
-                moves.append(action)
-                targets.append(target)
-        return moves, targets
-
-    return play_lockstep(n_games, choose)
-
-
-def heuristic_opponents(fraction: float, n_games: int, rng: np.random.Generator) -> dict[int, tuple[int, Agent]]:
-    """The heuristic agent in one seat (alternating) of the first ``fraction`` of ``n_games``."""
-    from orderchaos.agents.registry import make
-
-    count = int(round(fraction * n_games))
-    seed = int(rng.integers(2**31))
-    return {g: (g % 2, make("heuristic", seed=seed + g)) for g in range(count)}
-
-
-def play_training_games(
-    evaluator: NetworkEvaluator, config: Any, n_games: int, n_imitation: int, rng: np.random.Generator
-) -> tuple[list[SelfPlayGame], list[SelfPlayGame], float]:
-    """One batch of an iteration's games as ``config`` (a TrainConfig) says: ``n_games``
-    self-play games (:func:`play_selfplay_games`, some against the heuristic agent) and
-    ``n_imitation`` heuristic imitation games, of which only ``imitation_roles``' positions
-    are kept. Returns the self-play logs, the imitation logs and the self-play seconds.
-    The local trainer plays an iteration with it, each Ray actor its share."""
-    cfg = config
-    started = time.perf_counter()
-    opponents = heuristic_opponents(cfg.selfplay.heuristic_fraction, n_games, rng)
-    logs = play_selfplay_games(
-        evaluator,
-        n_games,
-        simulations=cfg.mcts.simulations,
-        c_puct=cfg.mcts.c_puct,
-        dirichlet_alpha=cfg.mcts.dirichlet_alpha,
-        dirichlet_fraction=cfg.mcts.dirichlet_fraction,
-        temperature=cfg.selfplay.temperature,
-        temperature_moves=cfg.selfplay.temperature_moves,
-        rng=rng,
-        opponents=opponents,
-        target_temperature=cfg.selfplay.target_temperature,
-        on_policy=range(int(round(cfg.selfplay.on_policy_fraction * len(opponents)))),
-        gumbel_considered=cfg.mcts.max_considered if cfg.mcts.gumbel else 0,
-        end=(
-            solver_ender(cfg.selfplay.solver_end_depth, cfg.selfplay.solver_node_limit)
-            if cfg.selfplay.solver_end_depth
-            else None
-        ),
-        end_games=range(int(round(cfg.selfplay.solver_end_fraction * n_games))),
-        fast_simulations=cfg.mcts.fast_simulations,
-        full_search_fraction=cfg.mcts.full_search_fraction,
-        evaluation_cache=cfg.mcts.evaluation_cache,
-        prefetch=cfg.mcts.prefetch,
-        chaos_simulations=cfg.mcts.chaos_simulations,
-        erring_order=range(n_games - int(round(cfg.selfplay.erring_order_fraction * n_games)), n_games),
-        order_error_rate=cfg.selfplay.order_error_rate,
-    )
-    play_seconds = time.perf_counter() - started
-    imitation: list[SelfPlayGame] = []
-    if n_imitation:
-        imitation = play_heuristic_games(n_imitation, cfg.selfplay.warmup_openings, rng)
-        for log in imitation:
-            log.keep_only([i for i, s in enumerate(log.states) if s.to_play in cfg.selfplay.imitation_roles])
-    return logs, imitation, play_seconds
 
 
 def mistake_hunt_rows(
@@ -497,36 +112,12 @@ class TrainingRows:
         order = np.argsort(-policy, kind="stable")[:count]
         return [int(a) for a in order if policy[a] > 0]
 
-    def hold_against_fours(self, plies: int) -> int:
-        """Narrow the policy target of every Chaos row (value-only rows excepted) to the moves
-        after which Order has no win by continuous fours within ``plies`` plies
-        (:func:`orderchaos.agents.fours.holding_moves`), renormalised (uniform over them if
-        the target gave them nothing), where some but not all moves hold. Returns how many
-        rows were narrowed."""
-        from orderchaos.agents.fours import holding_moves
-
-        narrowed = 0
-        for row, state in enumerate(self.states):
-            if state.to_play != CHAOS or self.policies[row].sum() <= 0:
-                continue
-            holding = holding_moves(state, plies)
-            if holding and len(holding) < len(state.legal_actions()):
-                narrowed += self._narrow(row, holding)
-        return narrowed
-
-    def apply(
-        self, rows: list[int], exact: SolverTargets, weights: str = "uniform", practical_chaos: bool = False
-    ) -> None:
+    def apply(self, rows: list[int], exact: SolverTargets, weights: str = "uniform") -> None:
         """Overwrite the targets of ``rows`` with the exact results the solver found
         (``exact`` is keyed by position in ``rows``): the value, and for a proven win a
         policy over the winning moves only: uniform, or (``weights="search"``) in
-        proportion to the policy target already there (uniform if it gave them nothing).
-        With ``practical_chaos``, a Chaos position proven lost keeps its game-outcome value.
-        A Chaos position with ``holding_moves`` keeps its policy target on those moves only
-        (renormalised; uniform if it gave them nothing)."""
+        proportion to the policy target already there (uniform if it gave them nothing)."""
         for j, value in exact.values.items():
-            if practical_chaos and value < 0 and self.states[rows[j]].to_play == CHAOS:
-                continue
             self.values[rows[j]] = value
         for j, winning in exact.winning_moves.items():
             kept = self.policies[rows[j], winning] if weights == "search" else np.ones(len(winning))
@@ -534,20 +125,6 @@ class TrainingRows:
                 kept = np.ones(len(winning))
             self.policies[rows[j]] = 0.0
             self.policies[rows[j], winning] = kept / kept.sum()
-        for j, holding in exact.holding_moves.items():
-            if j not in exact.winning_moves:
-                self._narrow(rows[j], holding)
-
-    def _narrow(self, row: int, moves: list[int]) -> bool:
-        """Keep ``row``'s policy target on ``moves`` only, renormalised (uniform over them if
-        it gave them nothing); a value-only row (all zero) stays one. Whether it changed."""
-        policy = self.policies[row]
-        if policy.sum() <= 0:
-            return False
-        kept = policy[moves] if policy[moves].sum() > 0 else np.ones(len(moves))
-        policy[:] = 0.0
-        policy[moves] = kept / kept.sum()
-        return True
 
 
 class AlphaZeroTrainer(Trainer):
@@ -661,8 +238,6 @@ class AlphaZeroTrainer(Trainer):
         depth = cfg.solver_depth if solver_depth is None else solver_depth
         if rows is None:
             return {}
-        if cfg.fours_holding_plies:
-            rows.hold_against_fours(cfg.fours_holding_plies)
         late = [i for i, s in enumerate(rows.states) if s.num_empty <= depth] if depth else []
         if not late:
             self._add(rows)
@@ -670,9 +245,7 @@ class AlphaZeroTrainer(Trainer):
         late_states = [rows.states[i] for i in late]
         candidates = [rows.favourite_moves(i, cfg.solver_candidates) for i in late] if cfg.solver_candidates else None
         args = (
-            late_states, cfg.solver_node_limit, cfg.solver_policy, candidates, cfg.solver_fastest_plies,
-            cfg.solver_holding_plies,
-        )
+            late_states, cfg.solver_node_limit, cfg.solver_policy, candidates)
         if cfg.solver_process:
             self._pending.append((rows, late, self.solver.submit(*args)))
             return {"charts/solver_positions": float(len(late))}
@@ -697,7 +270,7 @@ class AlphaZeroTrainer(Trainer):
         """Put the solver's results into ``rows`` (positions ``late``) as the config says,
         then add the rows to the replay buffers."""
         cfg = self.config.selfplay
-        rows.apply(late, exact, cfg.solver_policy_weights, cfg.chaos_practical_values)
+        rows.apply(late, exact, cfg.solver_policy_weights)
         self._add(rows)
 
     def _add(self, rows: "TrainingRows") -> None:
@@ -752,13 +325,12 @@ class AlphaZeroTrainer(Trainer):
         from_mistakes = 0
         if len(mistakes) >= cfg.mistakes.min_rows:
             from_mistakes = min(cfg.optim.batch_size - 1, int(round(cfg.mistakes.fraction * cfg.optim.batch_size)))
-        early = (cfg.replay.chaos_early_empties, cfg.replay.chaos_early_weight) if role == "chaos" else ()
         net, opt = self.nets[role], self.optimizers[role]
         net.train()
         totals = np.zeros(3)
         for _ in range(updates):
             planes, masks, targets, values = buffer.sample(
-                cfg.optim.batch_size - from_mistakes, self.rng, cfg.replay.augment, *early
+                cfg.optim.batch_size - from_mistakes, self.rng, cfg.replay.augment
             )
             if from_mistakes:
                 extra = mistakes.sample(from_mistakes, self.rng, cfg.replay.augment)

@@ -1,8 +1,8 @@
-"""Training configuration: nested dataclasses loaded from YAML, with dotted overrides.
+"""Loading a training configuration: YAML and dotted overrides, checked against the schema.
 
-Every field carries its help text in ``field(metadata={"help": ...})`` and, where it has
-one, its accepted range (``min``, ``max``, ``exclusive``) or ``choices``. The help is shown
-by ``orderchaos train --help-config``. Loading refuses unknown keys (naming the close
+The schema is :mod:`orderchaos.train.config_schema` (its sections are importable from here
+too). The fields' help is shown by ``orderchaos train --help-config`` and
+:func:`reference_table`. Loading refuses unknown keys (naming the close
 matches), values of the wrong type and impossible values, always naming the key.
 
 Overrides are ``key=value`` or ``--key value`` with dotted keys, e.g. ``optim.lr=1e-3`` or
@@ -17,557 +17,27 @@ import math
 import re
 import typing
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from orderchaos.train.config_schema import (  # noqa: F401 (the sections are re-exported)
+    EvalConfig,
+    MCTSConfig,
+    MistakesConfig,
+    NetworkConfig,
+    OptimConfig,
+    PPOConfig,
+    ReplayConfig,
+    RunConfig,
+    SelfPlayConfig,
+    TrainConfig,
+)
+
 
 class ConfigError(ValueError):
     """A configuration that cannot be used; the message names the offending key."""
-
-
-def _field(default: Any, help: str, **rules: Any) -> Any:
-    """A dataclass field with its help text and validation rules in the metadata."""
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata={"help": help, **rules})
-    return field(default=default, metadata={"help": help, **rules})
-
-
-@dataclass
-class RunConfig:
-    """How long the run lasts, how often it checkpoints, and how it reports."""
-
-    iterations: int = _field(
-        100, "training iterations; each plays a batch of self-play games then trains", min=1
-    )
-    time_limit_minutes: float = _field(
-        0.0,
-        "stop after this many minutes of training (0: no limit); a final checkpoint and "
-        "evaluation are still written",
-        min=0,
-        max=60 * 24 * 365,
-    )
-    evaluation_budget: int = _field(
-        0,
-        "stop once self-play has spent this many network evaluations (leaf positions "
-        "evaluated by the networks; 0: no limit): a compute budget that is the same on every "
-        "machine, for comparing recipes at equal compute (alphazero, local backend); the "
-        "learning-rate schedule follows it like the time limit",
-        min=0,
-    )
-    checkpoint_interval: int = _field(
-        5, "iterations between checkpoints (a killed run loses at most this many)", min=1
-    )
-    keep_checkpoints: int = _field(2, "how many checkpoint directories to keep on disk", min=1, max=1000)
-    threads: int = _field(0, "torch CPU threads (0: leave torch's default)", min=0, max=1024)
-    compiled_inference: bool = _field(
-        True,
-        "self-play runs the networks compiled for inference on CPU (agents.network."
-        "InferenceForward: 1.35x the self-play games/s in a measured run of the shipped "
-        "config, between none and 1.6x in benchmarks); false runs the torch "
-        "modules (the plain forward pass): the same outputs to float rounding, so "
-        "statistically the same run, but not the same games",
-    )
-    inference_precision: str = _field(
-        "float32",
-        "the precision self-play evaluates the networks in: 'bfloat16' gave 1.05-1.54x the "
-        "self-play games/s of the shipped recipe with both mcts options, at equal strength, "
-        "on a CPU with AVX512-BF16 (slower on CPUs without bfloat16 units); not the same "
-        "games, as bfloat16 rounds (docs/experiments.md has the A/B); training is float32 "
-        "either way",
-        choices=["float32", "bfloat16"],
-    )
-    progress: bool = _field(True, "show a live tqdm progress bar")
-    backend: str = _field(
-        "local",
-        "where self-play runs (alphazero): 'local' plays in the training process (solver "
-        "targets in local worker processes); 'ray' plays on `actors` Ray actors, with solver "
-        "targets and the mistake hunt on Ray workers too (needs pip install 'orderchaos[ray]'; "
-        "see docs/ray.md)",
-        choices=["local", "ray"],
-    )
-    actors: int = _field(
-        2, "self-play actors (backend ray); each plays its share of selfplay.games", min=1, max=1024
-    )
-    ray_address: str | None = _field(
-        None,
-        "the Ray cluster to join (backend ray): null starts a local instance sized to this "
-        "machine (bound to 127.0.0.1), 'auto' joins the one running here, HOST:PORT joins "
-        "that head node",
-        pattern=r"auto|[^\s:]+:[0-9]{1,5}",
-        shape="null, auto or HOST:PORT",
-    )
-    sync: bool = _field(
-        True,
-        "backend ray: the learner waits for each iteration's games, all played with its "
-        "latest weights, so a run with fixed `actors` is reproducible from its seed; false: "
-        "actors keep playing (with weights up to `inflight` iterations old) while the "
-        "learner trains: faster, not reproducible",
-    )
-    inflight: int = _field(
-        2,
-        "backend ray, sync false: game batches queued per actor (the cap on unread batches "
-        "is actors x this, so memory stays bounded)",
-        min=1,
-    )
-    object_store_mb: int = _field(
-        512, "backend ray: object store size of a local Ray instance, MiB", min=80
-    )
-    dashboard: bool = _field(False, "backend ray: start the Ray dashboard of a local instance")
-
-
-@dataclass
-class NetworkConfig:
-    """The residual policy-value network (one per role, same shape)."""
-
-    channels: int = _field(32, "convolution channels of the residual trunk", min=1, max=4096)
-    blocks: int = _field(4, "residual blocks in the trunk", min=0, max=256)
-    value_hidden: int = _field(64, "hidden units of the value head", min=1, max=65536)
-    window_features: bool = _field(
-        True,
-        "also feed the trunk fixed per-cell counts of the live five-cell windows through each "
-        "cell by how many identical stones they hold (orderchaos.agents.network.WindowFeatures); false "
-        "gives the plain network of policies trained before this option",
-    )
-    init_from: str = _field(
-        "",
-        "start both networks from this policy: a policy directory, a run directory (its latest "
-        "checkpoint) or 'pretrained'; its network shape must match this section, except that "
-        "`blocks` may be larger: the added residual blocks start as the identity "
-        "(orderchaos.agents.network.deepened), so the run starts from the policy's play (empty: "
-        "a fresh random initialisation). A resumed run continues from its own checkpoint instead",
-    )
-
-
-@dataclass
-class SelfPlayConfig:
-    """How the self-play games are generated (alphazero)."""
-
-    games: int = _field(128, "games played in parallel per iteration", min=1, max=1_000_000)
-    temperature: float = _field(
-        1.0, "sampling temperature over search visits for the opening moves", min=0
-    )
-    temperature_moves: int = _field(
-        8, "plies played with `temperature`; later plies take the most visited move", min=0
-    )
-    heuristic_fraction: float = _field(
-        0.0,
-        "fraction of games in which one side (alternating) is the heuristic agent; only the "
-        "network's positions are trained on",
-        min=0,
-        max=1,
-    )
-    on_policy_fraction: float = _field(
-        0.0,
-        "fraction of the games against the heuristic agent in which the network, after the "
-        "temperature plies, plays its own most probable move instead of the search's, while "
-        "its positions keep the search's (and solver's) targets: DAgger-style, so training "
-        "sees and corrects the positions the network alone reaches",
-        min=0,
-        max=1,
-    )
-    erring_order_fraction: float = _field(
-        0.0,
-        "fraction of the self-play games (the last ones of each batch) "
-        "in which Order errs at `order_error_rate`; Order's positions there are not trained on, "
-        "so that Chaos meets and learns the positions a fallible Order lets it save",
-        min=0,
-        max=1,
-    )
-    order_error_rate: float = _field(
-        0.1,
-        "with erring_order_fraction: the chance that each Order move of those games is drawn "
-        "from its network's policy (temperature 1) instead of its search's choice",
-        min=0,
-        max=1,
-    )
-    solver_depth: int = _field(
-        0,
-        "positions with at most this many empty cells get exact solver values as value "
-        "targets (0: off)",
-        min=0,
-        max=36,
-    )
-    solver_node_limit: int = _field(
-        20000, "node budget of each solver call; unknown results keep the game outcome", min=1
-    )
-    solver_end_depth: int = _field(
-        0,
-        "end a self-play game as soon as it has at most this many empty cells and the solver "
-        "proves its winner within solver_node_limit (tried each ply until it does): earlier "
-        "positions get the proven winner as their outcome, the last one is a value-only row "
-        "(solver_depth >= this also gives it the winning moves as policy), and the network's "
-        "evaluations go to the opening and middle game (0: games are played out)",
-        min=0,
-        max=36,
-    )
-    solver_end_fraction: float = _field(
-        1.0,
-        "with solver_end_depth: the share of each batch's games that may end at a solver "
-        "proof; the rest are played out, so that the networks, which play alone without the "
-        "solver, still learn the endgame (with every game ended at 20 empty cells, the Order "
-        "network alone forgot how to finish: docs/experiments.md)",
-        min=0.0,
-        max=1.0,
-    )
-    length_weight: float = _field(
-        0.0,
-        "grade the game outcome by its length: an Order win at L stones is worth "
-        "1 - length_weight * (L - 9) / 27 to Order (and minus that to Chaos), a Chaos win -1; "
-        "so Chaos, lost in theory in most self-play games, still learns to make them long, and "
-        "Order to win fast (0: plain +/-1 outcomes)",
-        min=0,
-        max=0.95,
-    )
-    warmup_games: int = _field(
-        0,
-        "before self-play, games of the heuristic agent against itself (after a short random "
-        "opening) whose moves fill the replay buffers as one-hot policy targets (0: off)",
-        min=0,
-    )
-    warmup_updates: int = _field(
-        0, "gradient steps per role on the warm-up positions before self-play starts", min=0
-    )
-    warmup_solver_depth: int = _field(
-        -1,
-        "solver_depth for the warm-up positions (-1: the same as solver_depth); the warm-up "
-        "holds many positions, so a smaller depth keeps it short",
-        min=-1,
-        max=36,
-    )
-    warmup_openings: int = _field(
-        4, "random opening plies of each warm-up and imitation game", min=0, max=30
-    )
-    imitation_games: int = _field(
-        0,
-        "heuristic self-games added to the replay buffers every iteration, like the warm-up "
-        "games, to keep anchoring the policies (0: off)",
-        min=0,
-    )
-    imitation_roles: list[str] = _field(
-        ["order", "chaos"],
-        "whose positions from the imitation games are trained on",
-        choices=["order", "chaos"],
-    )
-    target_temperature: float = _field(
-        1.0,
-        "policy targets are search visits ** (1 / this), normalised: 1 keeps the visit "
-        "distribution, lower values sharpen it towards the search's chosen move (0: one-hot)",
-        min=0,
-    )
-    solver_process: bool = _field(
-        True,
-        "run the solver in a separate worker process, so that a crash in it costs one "
-        "batch of solver targets instead of the run; it solves one batch while the next "
-        "is played and trained on (those rows join the replay buffers one iteration later)",
-    )
-    solver_workers: int = _field(
-        1,
-        "solver worker processes (with solver_process); one per spare CPU core",
-        min=1,
-        max=1024,
-    )
-    solver_policy: bool = _field(
-        True,
-        "where the solver proves the mover wins, the policy target keeps only the proven "
-        "winning moves (needs solver_depth > 0)",
-    )
-    solver_candidates: int = _field(
-        0,
-        "when listing every winning move of a won position exceeds the solver's budget "
-        "(common with many empty cells), try this many of the moves the game's policy target "
-        "favours most, and train on the first one proven to win as a one-hot target (0: off)",
-        min=0,
-        max=72,
-    )
-    solver_fastest_plies: int = _field(
-        0,
-        "where the solver lists Order's winning moves, the policy target keeps only those "
-        "that force a five soonest, looking this many plies ahead (0: off; kept whole when "
-        "no five is that close): fewer moves left for the network to get wrong",
-        min=0,
-        max=35,
-    )
-    solver_holding_plies: int = _field(
-        0,
-        "where Chaos is to move within solver_depth and the solver does not prove Chaos wins, "
-        "the policy target keeps only the moves after which Order cannot force a five within "
-        "this many plies, when some but not all moves hold out that long: in positions lost in "
-        "theory Chaos learns not to walk into the short combinations a practical Order finds "
-        "(0: off)",
-        min=0,
-        max=35,
-    )
-    fours_holding_plies: int = _field(
-        0,
-        "Chaos's policy targets, at every stage, keep only the moves after which Order has no "
-        "win by continuous fours (a four, the forced block, and so on to a double four or a "
-        "five: orderchaos.agents.fours) within this many plies, when some but not all moves "
-        "hold: the lines a practical Order finds (0: off)",
-        min=0,
-        max=35,
-    )
-    chaos_practical_values: bool = _field(
-        False,
-        "where the solver proves a Chaos position lost, keep the game's outcome as its value "
-        "target instead of -1: most Chaos positions are lost against perfect play, and the "
-        "outcome keeps the practical chance that the Order player errs, which gives Chaos's "
-        "search something to prefer",
-    )
-    solver_policy_weights: str = _field(
-        "uniform",
-        "how a solver policy target spreads over the proven winning moves: 'uniform', or "
-        "'search': in proportion to the target the game gave them (search visits, or the "
-        "heuristic's move), uniform if that gave them nothing. 'search' keeps the mass on "
-        "a few winning moves, which a greedy network alone plays more reliably",
-        choices=["uniform", "search"],
-    )
-
-
-@dataclass
-class MCTSConfig:
-    """PUCT search used during self-play (alphazero)."""
-
-    simulations: int = _field(64, "simulations per move", min=1, max=1_000_000)
-    c_puct: float = _field(1.5, "PUCT exploration constant", min=0, exclusive=True)
-    dirichlet_alpha: float = _field(
-        0.3, "Dirichlet noise concentration at the root (0: no noise)", min=0
-    )
-    dirichlet_fraction: float = _field(
-        0.25, "weight of the Dirichlet noise in the root priors", min=0, max=1
-    )
-    gumbel: bool = _field(
-        False,
-        "Gumbel root search (orderchaos.agents.gumbel): sample max_considered root moves "
-        "without replacement, share the simulations among them by sequential halving, and "
-        "train on the completed-Q improved policy; moves are the search's Gumbel-sampled "
-        "choice (no Dirichlet noise, no temperature)",
-    )
-    max_considered: int = _field(
-        16, "with gumbel: root moves considered (Gumbel-Top-k)", min=1, max=72
-    )
-    chaos_simulations: int = _field(
-        0,
-        "simulations of Chaos's full searches (0: simulations, as Order's): a larger "
-        "search budget for the side whose policy targets are weaker",
-        min=0,
-        max=1_000_000,
-    )
-    fast_simulations: int = _field(
-        0,
-        "playout cap randomisation (KataGo): simulations of the cheap searches that move "
-        "the game on without a policy target (0: every move gets the full search). Off in "
-        "the shipped recipe: at equal iterations and at equal time its Chaos network came "
-        "out weaker (docs/experiments.md)",
-        min=0,
-    )
-    full_search_fraction: float = _field(
-        0.25,
-        "with fast_simulations: the share of the network's self-play moves that get the full "
-        "search and are logged for training",
-        min=0,
-        max=1,
-        exclusive=True,
-    )
-    evaluation_cache: bool = _field(
-        False,
-        "remember the network's answer for each board during an iteration's self-play "
-        "(orderchaos.agents.evaluation_cache), so that a position the searches reach again "
-        "(the tree below the move played, transpositions, openings shared by games) is "
-        "evaluated once: the same games up to float rounding, with 13-20% fewer "
-        "network evaluations in the shipped recipe. Off there only because the shipped "
-        "weights were made without it: run.evaluation_budget counts the network's real "
-        "evaluations, so with the cache a run plays more iterations on the same budget",
-    )
-    prefetch: bool = _field(
-        False,
-        "with gumbel: evaluate in one batch, for all games, the root children that each "
-        "search's first round of sequential halving visits, instead of one small batch per "
-        "simulation (orderchaos.agents.gumbel.GumbelSearch prefetch): the same games, a "
-        "cheaper network call per position. Off in the shipped config only because its "
-        "weights were made without it (batches of another size round the outputs a little "
-        "differently)",
-    )
-
-
-@dataclass
-class OptimConfig:
-    """The optimiser (AdamW) shared by both roles' networks."""
-
-    lr: float = _field(2e-3, "learning rate", min=0, exclusive=True)
-    weight_decay: float = _field(1e-4, "AdamW weight decay", min=0)
-    batch_size: int = _field(256, "positions per gradient step (per role)", min=1, max=1_000_000)
-    updates_per_iteration: int = _field(
-        32, "gradient steps per role after each self-play batch (alphazero)", min=1
-    )
-    value_weight: float = _field(1.0, "weight of the value loss against the policy loss", min=0)
-    grad_clip: float = _field(5.0, "gradient norm clip (0: no clipping)", min=0)
-    lr_schedule: str = _field(
-        "constant", "learning-rate schedule over the iterations", choices=["constant", "cosine"]
-    )
-    bf16: bool = _field(
-        False, "bf16 autocast of the learner's forward pass on CUDA (alphazero; ignored on CPU)"
-    )
-
-
-@dataclass
-class ReplayConfig:
-    """The replay buffer of self-play positions (alphazero), one per role."""
-
-    capacity: int = _field(100000, "positions kept per role (oldest dropped first)", min=1, max=100_000_000)
-    min_positions: int = _field(
-        512, "positions a role needs before its network trains", min=1
-    )
-    augment: bool = _field(True, "train on a random one of the 16 symmetric images")
-    chaos_early_empties: int = _field(
-        0,
-        "Chaos's positions with at least this many empty cells are drawn chaos_early_weight "
-        "times as often as its others (0: off): more of the early game, where Chaos's saving "
-        "moves are hardest to learn",
-        min=0,
-        max=36,
-    )
-    chaos_early_weight: float = _field(
-        1.0, "sampling weight of Chaos's early positions (see chaos_early_empties)", min=0.01, max=1000
-    )
-
-
-@dataclass
-class MistakesConfig:
-    """Learning from lost games (alphazero; ``orderchaos.arena.mistakes``): at intervals each network
-    plays greedy games against fixed opponents, the solver finds the move that lost each
-    lost game, and those positions, with the proven winning moves as targets, are mixed
-    into training batches."""
-
-    games: int = _field(
-        0, "greedy games per role and opponent in each round (0: off)", min=0
-    )
-    interval: int = _field(4, "iterations between rounds", min=1)
-    opponents: list[str] = _field(
-        ["heuristic"], "agent specs the networks play in these games (see orderchaos.agents.registry)",
-        agent_specs=True,
-    )
-    roles: list[str] = _field(
-        ["order", "chaos"], "whose lost games are searched", choices=["order", "chaos"]
-    )
-    openings: int = _field(
-        2, "random opening plies per game (not searched for mistakes)", min=0, max=30
-    )
-    node_limit: int = _field(
-        300000,
-        "solver node budget per position when walking a lost game back to its losing move",
-        min=1,
-    )
-    workers: int = _field(
-        1,
-        "solver worker processes walking the lost games back (1: in the process that hunts); "
-        "the mistakes found are the same for any number",
-        min=1,
-        max=1024,
-    )
-    candidates: int = _field(
-        10,
-        "where listing every winning move exceeds the budget, try this many of the "
-        "network's favourite moves and keep the first proven to win",
-        min=0,
-        max=72,
-    )
-    rollouts: int = _field(
-        0,
-        "where the solver places no losing move (most lost Chaos games: lost in theory from "
-        "early on), look for a practical one: the latest position where another of the "
-        "network's `candidates` favourite moves wins this many greedy play-outs of this many "
-        "against the same opponent (0: off)",
-        min=0,
-    )
-    capacity: int = _field(4096, "mistake positions kept per role (oldest dropped first)", min=1, max=10_000_000)
-    fraction: float = _field(
-        0.1, "share of each training batch drawn from the role's mistake positions", min=0, max=1
-    )
-    min_rows: int = _field(
-        32, "mistake positions a role needs before they join its batches", min=1
-    )
-    positions: list[str] = _field(
-        [],
-        "solver-labelled positions files (`orderchaos positions --make`) whose positions, for "
-        "the sides to move in `roles`, join the mistake positions when the run starts (uniform "
-        "policy over the winning moves, value +1); they need no hunt (`games` may be 0)",
-    )
-
-
-@dataclass
-class EvalConfig:
-    """Evaluation at intervals: matches against fixed opponents and solver accuracy."""
-
-    interval: int = _field(10, "iterations between evaluations (0: only at the end)", min=0)
-    games: int = _field(40, "games per opponent and seat", min=1, max=1_000_000)
-    opponents: list[str] = _field(
-        ["random", "heuristic"], "agent specs to play in both seats (see orderchaos.agents.registry)",
-        agent_specs=True,
-    )
-    openings: int = _field(
-        2, "random opening plies per game so that greedy players differ between games", min=0
-    )
-    positions: bool = _field(True, "measure optimal-move accuracy on the solver-labelled set")
-    positions_limit: int = _field(
-        0, "use only the first N labelled positions (0: all)", min=0
-    )
-    enabled: bool = _field(True, "run evaluations at all")
-
-
-@dataclass
-class PPOConfig:
-    """Masked-action PPO self-play against a pool of past opponents (ppo)."""
-
-    games: int = _field(64, "parallel games per role per iteration", min=1, max=1_000_000)
-    epochs: int = _field(4, "optimisation passes over each rollout", min=1)
-    minibatch: int = _field(256, "transitions per PPO minibatch", min=1, max=1_000_000)
-    clip: float = _field(0.2, "PPO ratio clip", min=0, exclusive=True)
-    entropy_coef: float = _field(0.01, "entropy bonus weight", min=0)
-    value_coef: float = _field(0.5, "value loss weight", min=0)
-    gae_lambda: float = _field(0.95, "GAE lambda", min=0, max=1)
-    gamma: float = _field(1.0, "discount over the learner's own moves", min=0, max=1)
-    pool_size: int = _field(8, "past snapshots kept per role as opponents", min=1, max=10_000)
-    snapshot_interval: int = _field(5, "iterations between opponent-pool snapshots", min=1)
-    latest_fraction: float = _field(
-        0.5, "probability of facing the current opposing network instead of a pool one",
-        min=0, max=1,
-    )
-
-
-@dataclass
-class TrainConfig:
-    """A complete training run: algorithm, seed, device and the sections above."""
-
-    algorithm: str = _field(
-        "alphazero", "training algorithm", choices=["alphazero", "ppo"]
-    )
-    seed: int = _field(0, "seed for every random choice of the run", min=0, max=2**63 - 1)
-    device: str = _field(
-        "auto", "where the networks run (auto: cuda when present)", choices=["auto", "cpu", "cuda"]
-    )
-    run: RunConfig = field(default_factory=RunConfig, metadata={"help": "run length and logging"})
-    network: NetworkConfig = field(
-        default_factory=NetworkConfig, metadata={"help": "network shape"}
-    )
-    selfplay: SelfPlayConfig = field(
-        default_factory=SelfPlayConfig, metadata={"help": "self-play games"}
-    )
-    mcts: MCTSConfig = field(default_factory=MCTSConfig, metadata={"help": "self-play search"})
-    optim: OptimConfig = field(default_factory=OptimConfig, metadata={"help": "optimiser"})
-    replay: ReplayConfig = field(default_factory=ReplayConfig, metadata={"help": "replay buffer"})
-    mistakes: MistakesConfig = field(
-        default_factory=MistakesConfig, metadata={"help": "learning from lost games"}
-    )
-    eval: EvalConfig = field(default_factory=EvalConfig, metadata={"help": "evaluation"})
-    ppo: PPOConfig = field(default_factory=PPOConfig, metadata={"help": "PPO settings"})
-
-
-# ---------------------------------------------------------------------------------------
-# Loading, validation and overrides.
-# ---------------------------------------------------------------------------------------
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -775,6 +245,15 @@ def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _yaml_fault(exc: yaml.YAMLError) -> str:
+    """Where and what in one line (``: line 2, column 6: expected ',' or ']'``); PyYAML's
+    own text quotes the lines around it over several."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return ": " + ": ".join(part for part in (where, problem) if part) if where or problem else ""
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping from ``path`` with errors that name the file."""
     p = Path(path)
@@ -791,9 +270,12 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"config file {str(p)!r} cannot be read: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
-    if data is None:
-        return {}
+        raise ConfigError(f"config file {str(p)!r} is not valid YAML{_yaml_fault(exc)}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {str(p)!r} is nested too deeply to read") from None
+    if data is None or data == {}:
+        raise ConfigError(f"config file {str(p)!r} holds no keys; give at least one (e.g. algorithm: "
+                          f"alphazero), or start from configs/alphazero.yaml")
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(p)!r} must hold a mapping of sections")
     return data

@@ -4,7 +4,7 @@ Layout (after muzero-general's actors, with its memory kept bounded):
 
 * **Self-play actors** (``run.actors``), each holding both role networks on CPU, play
   their share of an iteration's ``selfplay.games`` (and ``imitation_games``) with the batch
-  engine and batched PUCT: :func:`orderchaos.train.alphazero.play_training_games`, the
+  engine and batched PUCT: :func:`orderchaos.train.selfplay.play_training_games`, the
   same function the local backend uses. They return compact game records: numpy arrays of
   bitboards, planes, masks and targets (:func:`pack_games`), never Python objects per move.
 * **The learner** stays in the driver (on CUDA when ``device`` says so), owns the replay
@@ -52,13 +52,8 @@ from orderchaos.agents.network_agent import NetworkEvaluator
 from orderchaos.envs.encoding import OBS_SHAPE
 from orderchaos.envs.rules import ACTIONS, AGENTS, State
 from orderchaos.ray_setup import CONNECT_TIMEOUT_S, RayBackendError, connect_ray, shutdown_ray  # noqa: F401 (re-exported)
-from orderchaos.train.alphazero import (
-    AlphaZeroTrainer,
-    SelfPlayGame,
-    TrainingRows,
-    mistake_hunt_rows,
-    play_training_games,
-)
+from orderchaos.train.alphazero import AlphaZeroTrainer, TrainingRows, mistake_hunt_rows
+from orderchaos.train.selfplay import SelfPlayGame, play_training_games
 from orderchaos.train.config import TrainConfig, config_from_dict, config_to_dict
 from orderchaos.train.solver_targets import SolverWorker
 from orderchaos.train.trainer import build_network

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from orderchaos.envs.encoding import OBS_SHAPE
-from orderchaos.envs.rules import ACTIONS, CELLS
+from orderchaos.envs.rules import ACTIONS
 from orderchaos.envs.symmetry import NUM_SYMMETRIES, transform_planes, transform_policy
 
 
@@ -28,7 +28,6 @@ class ReplayBuffer:
         self.masks = np.zeros((capacity, ACTIONS), np.int8)
         self.policies = np.zeros((capacity, ACTIONS), np.float32)
         self.values = np.zeros(capacity, np.float32)
-        self.empties = np.zeros(capacity, np.int8)  # empty cells of each row, for weighted draws
         self.size = 0
         self.next = 0
         self.total_added = 0
@@ -53,7 +52,6 @@ class ReplayBuffer:
         self.masks[idx] = masks
         self.policies[idx] = policies
         self.values[idx] = values
-        self.empties[idx] = _empty_cells(planes)
         self.next = int((self.next + n) % self.capacity)
         self.size = min(self.capacity, self.size + n)
         self.total_added += n
@@ -63,21 +61,12 @@ class ReplayBuffer:
         batch_size: int,
         rng: np.random.Generator,
         augment: bool = True,
-        early_empties: int = 0,
-        early_weight: float = 1.0,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``batch_size`` rows drawn uniformly with replacement, each mapped through a random
-        symmetry when ``augment``. Returns ``(planes, masks, policies, values)`` copies.
-
-        With ``early_empties`` (> 0), a row with at least that many empty cells is drawn
-        ``early_weight`` times as often as any other row.
-        """
+        symmetry when ``augment``. Returns ``(planes, masks, policies, values)`` copies."""
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
-        if early_empties and early_weight != 1.0:
-            idx = self._weighted_indices(batch_size, rng, early_empties, early_weight)
-        else:
-            idx = rng.integers(self.size, size=batch_size)
+        idx = rng.integers(self.size, size=batch_size)
         planes, masks = self.planes[idx], self.masks[idx]
         policies, values = self.policies[idx], self.values[idx].copy()
         if augment:
@@ -90,21 +79,6 @@ class ReplayBuffer:
                 masks[rows] = transform_policy(masks[rows], int(g))
                 policies[rows] = transform_policy(policies[rows], int(g))
         return planes, masks, policies, values
-
-    def _weighted_indices(
-        self, batch_size: int, rng: np.random.Generator, early_empties: int, early_weight: float
-    ) -> np.ndarray:
-        """Row indices where each early row (at least ``early_empties`` empty cells) weighs
-        ``early_weight`` and each other row 1: a binomial split between the two groups, then
-        uniform draws within each."""
-        early = self.empties[: self.size] >= early_empties
-        early_rows, other_rows = np.flatnonzero(early), np.flatnonzero(~early)
-        mass = early_weight * len(early_rows)
-        from_early = rng.binomial(batch_size, mass / (mass + len(other_rows)))
-        return np.concatenate([
-            early_rows[rng.integers(len(early_rows), size=from_early)] if from_early else early_rows[:0],
-            other_rows[rng.integers(len(other_rows), size=batch_size - from_early)] if from_early < batch_size else other_rows[:0],
-        ])
 
     def state_dict(self) -> dict[str, Any]:
         """The filled part of the buffer and its cursor, for a trainer-state file."""
@@ -131,10 +105,5 @@ class ReplayBuffer:
         self.masks[:n] = state["masks"]
         self.policies[:n] = state["policies"]
         self.values[:n] = state["values"]
-        self.empties[:n] = _empty_cells(self.planes[:n])
         self.size, self.next, self.total_added = n, int(state["next"]), int(state["total_added"])
 
-
-def _empty_cells(planes: np.ndarray) -> np.ndarray:
-    """The number of empty cells of each position of ``planes`` (rows of encoded boards)."""
-    return CELLS - planes[:, :2].reshape(len(planes), 2 * CELLS).sum(axis=1, dtype=np.int32)

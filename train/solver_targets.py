@@ -16,7 +16,7 @@ from typing import Any
 
 from orderchaos.agents.solver import Solver, default_solver, first_proven_win
 from orderchaos.agents.solver_pool import PoolBatch, SolverPool, SolverPoolError
-from orderchaos.envs.rules import CHAOS, ORDER, State
+from orderchaos.envs.rules import State
 
 
 @dataclass
@@ -27,7 +27,6 @@ class SolverTargets:
 
     values: dict[int, float] = field(default_factory=dict)
     winning_moves: dict[int, list[int]] = field(default_factory=dict)
-    holding_moves: dict[int, list[int]] = field(default_factory=dict)
 
 
 def solver_targets(
@@ -35,8 +34,6 @@ def solver_targets(
     node_limit: int,
     moves: bool,
     candidates: list[list[int]] | None = None,
-    fastest_plies: int = 0,
-    holding_plies: int = 0,
     solver: Solver | None = None,
 ) -> SolverTargets:
     """Solve each state within ``node_limit`` nodes (``orderchaos.agents.solver.solve``); unproven ones
@@ -47,25 +44,12 @@ def solver_targets(
     ``candidates[i]`` gives moves to try (most favoured first), the first of them proven to
     win within a quarter of the budget becomes the position's one winning move.
 
-    With ``fastest_plies``, a listed set of Order's winning moves is narrowed to those
-    that force a five soonest, looking up to that many plies ahead within a quarter of the
-    budget (``Solver.fastest_wins``); kept whole when no five is that close.
-
-    With ``holding_plies``, a Chaos position not proven won for Chaos lists in
-    ``holding_moves`` Chaos's moves after which Order cannot force a five within that many
-    plies (``Solver.holding_moves``, within a quarter of the budget), when some but not all
-    moves hold out that long.
-
     ``solver`` defaults to the module-wide one (:func:`orderchaos.agents.solver.default_solver`).
     """
     solver = solver if solver is not None else default_solver()
     out = SolverTargets()
     for i, state in enumerate(states):
         result = solver.solve(state, node_limit=node_limit, moves=moves)
-        if holding_plies and state.to_play == CHAOS and result.winner != CHAOS:
-            holding = solver.holding_moves(state, holding_plies, node_limit=max(1, node_limit // 4))
-            if holding and len(holding) < len(state.legal_actions()):
-                out.holding_moves[i] = holding
         if result.winner is None:
             continue
         wins = result.winner == state.to_play
@@ -73,13 +57,7 @@ def solver_targets(
         if not (wins and moves):
             continue
         if result.best_actions:
-            winning = list(result.best_actions)
-            if fastest_plies and state.to_play == ORDER:
-                quick = solver.fastest_wins(
-                    state, winning, fastest_plies, node_limit=max(1, node_limit // 4)
-                )
-                winning = quick[0] if quick is not None else winning
-            out.winning_moves[i] = winning
+            out.winning_moves[i] = list(result.best_actions)
         elif candidates is not None:
             found = first_proven_win(state, candidates[i], max(1, node_limit // 4), solver.solve)
             if found is not None:
@@ -93,11 +71,9 @@ def targets_job(
     node_limit: int,
     moves: bool,
     candidates: list[list[int]] | None,
-    fastest_plies: int,
-    holding_plies: int = 0,
 ) -> SolverTargets:
     """:func:`solver_targets` with a pool worker's Solver (a :class:`SolverPool` job)."""
-    return solver_targets(states, node_limit, moves, candidates, fastest_plies, holding_plies, solver=solver)
+    return solver_targets(states, node_limit, moves, candidates, solver=solver)
 
 
 class SolverWorker:
@@ -124,8 +100,6 @@ class SolverWorker:
         node_limit: int,
         moves: bool,
         candidates: list[list[int]] | None = None,
-        fastest_plies: int = 0,
-        holding_plies: int = 0,
     ) -> "PendingTargets":
         """Start :func:`solver_targets` in the workers and return at once; the caller
         collects the targets with :meth:`PendingTargets.result` (and can work meanwhile)."""
@@ -133,7 +107,7 @@ class SolverWorker:
         shares = deal(states, candidates, self.workers)
         batch = self.pool.map_async(
             targets_job,
-            [(share, node_limit, moves, share_candidates, fastest_plies, holding_plies) for _, share, share_candidates in shares],
+            [(share, node_limit, moves, share_candidates) for _, share, share_candidates in shares],
         )
         return PendingTargets(batch, self.workers, lambda exc: self._lost(len(states), exc))
 
@@ -172,7 +146,6 @@ def merge(shares: list[SolverTargets], stride: int) -> SolverTargets:
     for k, share in enumerate(shares):
         out.values.update({k + stride * j: v for j, v in share.values.items()})
         out.winning_moves.update({k + stride * j: m for j, m in share.winning_moves.items()})
-        out.holding_moves.update({k + stride * j: m for j, m in share.holding_moves.items()})
     return out
 
 

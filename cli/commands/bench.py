@@ -15,7 +15,8 @@ import argparse
 import importlib
 import json
 import sys
-from pathlib import Path
+
+from orderchaos.cli import options
 
 TARGETS: dict[str, list[str]] = {
     "env": ["orderchaos.bench.envs:run"],
@@ -36,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the chosen benchmarks; each prints its own table."""
-    from orderchaos.files import OutputPathError, check_output_file, write_with_fallback
+    from orderchaos.files import OutputPathError, atomic_write_bytes, check_output_file
 
     if args.json:
         try:
@@ -52,9 +53,6 @@ def run(args: argparse.Namespace) -> int:
             results[target] = getattr(importlib.import_module(module_name), attr)(quick=args.quick)
     if args.json:
         text = json.dumps(results, indent=2, default=str)
-        saved, error = write_with_fallback(args.json, lambda p: Path(p).write_text(text))
-        if error is not None:
-            print(f"orderchaos bench: cannot write {args.json} ({error.strerror or error}); "
-                  f"the figures went to {saved} instead", file=sys.stderr)
-            return 1
+        return options.save_finished("bench", args.json, lambda p: atomic_write_bytes(p, text.encode()),
+                                     "figures file")[1]
     return 0

@@ -59,8 +59,13 @@ def run(args: argparse.Namespace) -> int:
     except (FileExistsError, ValueError) as exc:
         print(f"orderchaos demo: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        return options.run_dir_failure("demo", run_dir, exc, resumable=False)
     print(f"training for {args.minutes:g} minutes into {run_dir} ...", flush=True)
-    trainer.fit()
+    try:
+        trainer.fit()
+    except OSError as exc:
+        return options.run_dir_failure("demo", run_dir, exc, resumable=True)
     print(f"trained {trainer.iteration} iterations, {trainer.games_played} self-play games")
 
     spec = str(run_dir)

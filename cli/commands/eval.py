@@ -41,21 +41,22 @@ def run(args: argparse.Namespace) -> int:
     from orderchaos.agents.registry import SpecError
     from orderchaos.arena.game_files import save_games
     from orderchaos.arena.matches import WorkerCrashError, play_match
-    from orderchaos.files import check_output_file, write_with_fallback
+    from orderchaos.files import check_output_file
 
     try:
         if args.save_games:
             check_output_file(args.save_games, "saved games")
-        result = play_match(
-            args.order,
-            args.chaos,
-            args.games,
-            args.seed,
-            openings=args.openings,
-            workers=args.workers,
-            progress=not args.json and sys.stderr.isatty(),
-            keep_games=bool(args.save_games),
-        )
+        with options.stop_on_signals():
+            result = play_match(
+                args.order,
+                args.chaos,
+                args.games,
+                args.seed,
+                openings=args.openings,
+                workers=args.workers,
+                progress=not args.json and sys.stderr.isatty(),
+                keep_games=bool(args.save_games),
+            )
     except (SpecError, ValueError, WorkerCrashError) as exc:
         print(f"orderchaos eval: {exc}", file=sys.stderr)
         return 2
@@ -66,18 +67,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(result.summary(), flush=True)
     if args.save_games:
-        try:
-            saved, error = write_with_fallback(
-                args.save_games, lambda p: save_games(p, result.records, result.order, result.chaos)
-            )
-        except OSError as exc:
-            print(f"orderchaos eval: cannot write saved games {args.save_games}: "
-                  f"{exc.strerror or exc}", file=sys.stderr)
-            return 1
-        if error is not None:
-            print(f"orderchaos eval: cannot write {args.save_games} ({error.strerror or error}); "
-                  f"games saved to {saved} instead", file=sys.stderr)
-            return 1
+        saved, status = options.save_finished(
+            "eval", args.save_games, lambda p: save_games(p, result.records, result.order, result.chaos),
+            "saved games")
+        if status:
+            return status
         if not args.json:
             print(f"games saved to {saved}")
+    if result.stopped is not None:  # the finished games are printed and saved above
+        return options.stopped_line("eval", result.stopped, f"{result.games} of {args.games} games")
     return 0

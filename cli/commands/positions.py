@@ -120,7 +120,7 @@ def _make(args: argparse.Namespace) -> int:
         save_positions,
     )
 
-    from orderchaos.files import check_output_file, write_with_fallback
+    from orderchaos.files import check_output_file
 
     if not args.out:
         raise ValueError("--make needs --out F.jsonl (where to write the positions)")
@@ -138,11 +138,11 @@ def _make(args: argparse.Namespace) -> int:
         side=args.side,
         exclude=exclude,
     )
-    saved, error = write_with_fallback(args.out, lambda p: save_positions(p, positions))
-    if error is not None:
-        print(f"orderchaos positions: cannot write {args.out} ({error.strerror or error}); "
-              f"the positions went to {saved} instead", file=sys.stderr)
-        args.out = str(saved)
+    saved, status = options.save_finished("positions", args.out, lambda p: save_positions(p, positions),
+                                          "positions file")
+    if saved is None:
+        return status
+    args.out = str(saved)
     if args.json:
         print(json.dumps({"positions": len(positions), "out": args.out, "seed": args.seed,
                           "node_limit": args.node_limit, **stats.to_dict()}))
@@ -154,4 +154,4 @@ def _make(args: argparse.Namespace) -> int:
               f"{stats.all_moves_win}, duplicates {stats.duplicates}"
               + (f", excluded {stats.excluded}" if args.exclude else ""))
         print(f"  by empties: {dict(sorted(stats.empties.items()))}")
-    return 0 if len(positions) == args.make else 1
+    return status or (0 if len(positions) == args.make else 1)

@@ -101,6 +101,15 @@ def run(args: argparse.Namespace) -> int:
             check_address(args.ray_address, "--ray-address")
         except RayBackendError as e:
             problem = str(e)
+    if problem is None:
+        try:
+            root = parse_board(args.board)
+        except BoardStringError as e:
+            problem = str(e)
+        else:
+            if (args.status or args.verify) and root.num_empty != 36:
+                problem = (f"{'--status' if args.status else '--verify'} reports on the whole book from the "
+                           f"empty board; a BOARD goes with proving")
     if problem is not None:
         print(f"orderchaos prove: {problem}", file=sys.stderr)
         return 2
@@ -128,7 +137,6 @@ def run(args: argparse.Namespace) -> int:
             return 1 if fails else 0
         check_output_file(args.book, "proof book")
         check_output_file(meta_path(args.book), "proof book side file")
-        root = parse_board(args.board)
         first = None if args.first is None else parse_action(args.first)
         config = ProveConfig(first_budget=args.budget, growth=args.growth, cap=args.cap,
                              tt_bits=args.tt_bits, workers=args.workers, interval=args.interval,
@@ -147,13 +155,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"orderchaos prove: {e}", file=sys.stderr)
         return 2
 
+    stopped_by: list[int] = []
+
     def on_signal(signum: int, frame: object) -> None:
+        stopped_by.append(signum)
         if prover.stop_requested:  # a second Ctrl-C or SIGTERM: stop at once
             raise KeyboardInterrupt
         prover.stop_requested = True
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         result = prover.run(None if args.minutes is None else args.minutes * 60)
     except RayBackendError as e:  # raised before the run changed anything
@@ -162,6 +172,13 @@ def run(args: argparse.Namespace) -> int:
     except SolverPoolError as e:  # the book was saved on the way out
         print(f"orderchaos prove: {e}; the book keeps what was solved before", file=sys.stderr)
         return 1
+    except OSError as e:  # no place could hold the book (a full disk): the solved work is lost
+        print(f"orderchaos prove: cannot write the proof book {args.book}: {e.strerror or e}; "
+              f"this run's work is not saved", file=sys.stderr)
+        return 1
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     summary = {
         "root": result.winner,
         "first_move_refuted": result.refuted,
@@ -175,6 +192,12 @@ def run(args: argparse.Namespace) -> int:
           f"done: root {result.winner or 'open'}{' (first move refuted)' if result.refuted else ''}; "
           f"{result.tasks} tasks, {result.solver_nodes:,} solver nodes in {result.seconds:.1f}s; "
           f"book {result.book_entries} entries{' (interrupted)' if result.interrupted else ''}", flush=True)
+    if prover.save_error is not None:  # the warning named where the book went instead
+        return 1
+    if stopped_by:  # stopped by Ctrl-C or SIGTERM after the book was saved: 130 or 143
+        print(f"orderchaos prove: stopped by {signal.Signals(stopped_by[0]).name}; the book is saved",
+              file=sys.stderr)
+        return 128 + stopped_by[0]
     return 0
 
 

@@ -29,6 +29,10 @@ def run(args: argparse.Namespace) -> int:
     except GameFileError as exc:
         print(f"orderchaos replay: {exc}", file=sys.stderr)
         return 2
+    if not games:
+        print(f"orderchaos replay: {args.file} holds no games (a games file has one JSON line per game, "
+              f"as orderchaos eval --save-games writes)", file=sys.stderr)
+        return 2
     if args.game is not None:
         chosen = [g for g in games if g.index == args.game]
         if not chosen:

@@ -1,20 +1,26 @@
 """Play, watch and study games in the browser: a web server with an SVG board, games
 against a friend (an invite link) or an agent, kept in a SQLite file across restarts.
 
-Opens nothing to the network unless --host says so: the default binds 127.0.0.1. Games are
-stored in --db (default: orderchaos/games.sqlite3 under $XDG_DATA_HOME or ~/.local/share);
---export-games DIR writes the finished ones as games files and exits. Saved games (from
-`orderchaos eval --save-games F`) can be opened by name from --games-dir, or uploaded from
-the page. Needs the `web` extra: pip install 'orderchaos[web]'.
+Opens nothing to the network unless --host says so: the default binds 127.0.0.1. Behind a
+reverse proxy, --public-url names the address people use and --trusted-proxy the proxy whose
+forwarded headers give the client's address (docs/deploy.md). Games are stored in --db
+(default: orderchaos/games.sqlite3 under $XDG_DATA_HOME or ~/.local/share); --export-games DIR
+writes the finished ones as games files and exits, --backup FILE copies the store (also while
+a server runs on it) and exits. Saved games (from `orderchaos eval --save-games F`) can be
+opened by name from --games-dir, or uploaded from the page. SIGTERM drains: the tabs are told
+the server is restarting. Needs the `web` extra: pip install 'orderchaos[web]'.
 """
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
+import logging
+import os
 import sys
 import threading
 import webbrowser
+
+from orderchaos.cli import options
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-specs", action="store_true",
         help="let the page name any agent spec, training run folders included, even when not on "
-        "loopback (default: any registered spec on loopback, only the named levels otherwise)",
+        "loopback (default: any registered spec on loopback without --public-url, only the named levels otherwise)",
     )
     parser.add_argument(
         "--max-connections", type=int, default=500, metavar="N",
@@ -47,39 +53,49 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--max-searches", type=int, default=None, metavar="N",
         help="agent moves, hints and analyses computed at once (default: the CPU count)",
     )
+    parser.add_argument(
+        "--public-url", metavar="URL",
+        help="the address people use, https://HOST[:PORT], behind a reverse proxy: requests and pages "
+        "of that origin are accepted (besides loopback), and the page's links use it",
+    )
+    parser.add_argument(
+        "--trusted-proxy", action="append", default=[], metavar="ADDR",
+        help="a proxy (IP address or network) whose X-Forwarded-For/Forwarded headers give the "
+        "client's address; repeatable (default: none, the headers are ignored)",
+    )
+    parser.add_argument(
+        "--max-connections-per-address", type=int, default=20, metavar="N",
+        help="open WebSockets from one client address, when public-facing (--public-url, or not "
+        "bound to loopback; default 20)",
+    )
+    parser.add_argument(
+        "--games-per-minute", type=int, default=20, metavar="N",
+        help="new games one client address may ask for in any minute, when public-facing (default 20)",
+    )
+    parser.add_argument(
+        "--backup", metavar="FILE",
+        help="copy the game store (--db) into the new file FILE, consistently even while a server "
+        "runs on it, then exit",
+    )
     parser.add_argument("--open", action="store_true", help="open the page in a web browser")
     parser.add_argument(
-        "--move-time", type=float, default=30.0, metavar="S",
+        "--move-time", type=options.SECONDS, default=30.0, metavar="S",
         help="seconds an agent may think about one move before the move fails (default 30)",
     )
     parser.add_argument(
-        "--hint-time", type=float, default=1.0, metavar="S",
+        "--hint-time", type=options.SECONDS, default=1.0, metavar="S",
         help="solver time limit for a hint in seconds (default 1)",
     )
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def run(args: argparse.Namespace) -> int:
     """Check the arguments and serve until interrupted (or export the stored games)."""
     from pathlib import Path
 
-    for name in ("move_time", "hint_time"):
-        if getattr(args, name) <= 0:
-            print(f"orderchaos serve: --{name.replace('_', '-')} must be positive seconds", file=sys.stderr)
-            return 2
     if not 0 < args.port < 65536:
         print(f"orderchaos serve: --port must be 1..65535, got {args.port}", file=sys.stderr)
         return 2
-    for name in ("max_connections", "max_searches"):
+    for name in ("max_connections", "max_searches", "max_connections_per_address", "games_per_minute"):
         value = getattr(args, name)
         if value is not None and value < 1:
             print(f"orderchaos serve: --{name.replace('_', '-')} must be at least 1, got {value}", file=sys.stderr)
@@ -87,32 +103,56 @@ def run(args: argparse.Namespace) -> int:
     if args.games_dir is not None and not Path(args.games_dir).is_dir():
         print(f"orderchaos serve: --games-dir {args.games_dir}: no such folder", file=sys.stderr)
         return 2
+    from orderchaos.cli.web.proxy import is_loopback, parse_public_url, parse_trusted_proxy, public_facing
+
+    try:
+        public = parse_public_url(args.public_url) if args.public_url is not None else None
+    except ValueError as exc:
+        print(f"orderchaos serve: --public-url {exc}", file=sys.stderr)
+        return 2
+    try:
+        trusted = [parse_trusted_proxy(addr) for addr in args.trusted_proxy]
+    except ValueError as exc:
+        print(f"orderchaos serve: --trusted-proxy {exc}", file=sys.stderr)
+        return 2
     from orderchaos.cli.web.store import GameStore, StoreError, default_db_path, export_games
+    from orderchaos.files import OutputPathError, check_output_dir
 
     db = args.db or str(default_db_path())
+    if args.backup is not None:
+        return backup(db, args.backup)
     if args.export_games is not None and db == ":memory:":
         print("orderchaos serve: --export-games needs a --db file to read", file=sys.stderr)
         return 2
     if args.export_games is not None and not Path(db).is_file():
         print(f"orderchaos serve: --db {db}: no such file to export from", file=sys.stderr)
         return 2
-    if args.export_games is not None and Path(args.export_games).exists() and not Path(args.export_games).is_dir():
-        print(f"orderchaos serve: --export-games {args.export_games}: not a folder", file=sys.stderr)
-        return 2
+    if args.export_games is not None:
+        try:
+            check_output_dir(args.export_games, "--export-games folder")
+        except OutputPathError as exc:
+            print(f"orderchaos serve: {exc}", file=sys.stderr)
+            return 2
     try:
         store = GameStore(db)
     except (StoreError, OSError) as exc:
         print(f"orderchaos serve: --db {db}: {exc}", file=sys.stderr)
         return 2
     if args.export_games is not None:
-        written = export_games(store, args.export_games)
+        try:
+            written = export_games(store, args.export_games)
+        except OSError as exc:
+            print(f"orderchaos serve: cannot write the games into {args.export_games}: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return 1
         games = sum(len(p.read_text().splitlines()) for p in written)
         print(f"orderchaos serve: wrote {games} finished games into {len(written)} files in {args.export_games}")
         return 0
     try:
-        import uvicorn
-
         from orderchaos.cli.web.app import create_app
+        from orderchaos.cli.web.proxy import allowed_hosts
+        from orderchaos.cli.web.quotas import AddressLimits
+        from orderchaos.cli.web.server import serve
         from orderchaos.cli.web.services import Limits
     except ImportError as exc:
         print(
@@ -121,25 +161,56 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    loopback = is_loopback(args.host)
-    if not loopback:
+    if not is_loopback(args.host):
         print(exposure(args), file=sys.stderr)
+    facing = public_facing(args.host, public)
     extra = {} if args.max_searches is None else {"max_searches": args.max_searches}
     limits = Limits(
         move_time=args.move_time, hint_time=args.hint_time, max_connections=args.max_connections,
-        free_specs=loopback or args.allow_specs, spec_dirs=args.allow_specs, **extra,
+        free_specs=not facing or args.allow_specs, spec_dirs=args.allow_specs, **extra,
     )
-    loopback_names = ["localhost", "127.0.0.1", "[::1]", "::1", args.host]
     app = create_app(
-        args.games_dir, limits, warm_up=True, db=store,
-        allowed_hosts=loopback_names if loopback else None,
+        args.games_dir, limits, warm_up=True, db=store, allowed_hosts=allowed_hosts(public, args.host),
+        public=public, trusted_proxies=trusted,
+        quotas=AddressLimits(args.max_connections_per_address, args.games_per_minute) if facing else None,
     )
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
-    print(f"orderchaos serve: open {url} (games stored in {db}; Ctrl-C stops)", flush=True)
+    shown = f"{url}, public address {public.origin}/" if public is not None else url
+    print(f"orderchaos serve: open {shown} (games stored in {db}; Ctrl-C stops)", flush=True)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.open:
         threading.Timer(1.0, webbrowser.open, [url]).start()
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    try:
+        serve(app, args.host, args.port)
+    finally:  # Ctrl-C ends in KeyboardInterrupt (exit 130); every write is committed already
+        store.close()
+    print("orderchaos serve: stopped; the game store is closed", flush=True)
+    return 0
+
+
+def backup(db: str, target: str) -> int:
+    """``--backup``: check the target, copy the store into it, print what was written."""
+    from pathlib import Path
+
+    from orderchaos.cli.web.store import StoreError, backup_store
+
+    out = Path(target)
+    if db == ":memory:" or not Path(db).is_file():
+        print(f"orderchaos serve: --db {db}: no such file to back up", file=sys.stderr)
+        return 2
+    if out.exists():
+        print(f"orderchaos serve: --backup {target}: already exists; name a new file", file=sys.stderr)
+        return 2
+    if not out.parent.is_dir() or not os.access(out.parent, os.W_OK):
+        print(f"orderchaos serve: --backup {target}: {out.parent} is not a writable folder", file=sys.stderr)
+        return 2
+    try:
+        games = backup_store(db, out)
+    except (StoreError, OSError) as exc:
+        print(f"orderchaos serve: --backup: {exc}", file=sys.stderr)
+        return 2
+    print(f"orderchaos serve: copied {games} games from {db} into {target}")
     return 0
 
 

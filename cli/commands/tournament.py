@@ -35,41 +35,40 @@ def run(args: argparse.Namespace) -> int:
     from orderchaos.agents.registry import SpecError
     from orderchaos.arena.matches import WorkerCrashError
     from orderchaos.arena.tournament import run_tournament, write_outputs
-    from orderchaos.files import check_output_dir, write_with_fallback
+    from orderchaos.files import check_output_dir
 
     try:
         if args.out:
             check_output_dir(args.out, "tournament output folder")
-        result = run_tournament(
-            args.specs,
-            args.games,
-            args.seed,
-            openings=args.openings,
-            workers=args.workers,
-            progress=sys.stderr.isatty(),
-            prior_sd=args.prior_sd,
-            anchor=args.anchor,
-        )
+        with options.stop_on_signals():
+            result = run_tournament(
+                args.specs,
+                args.games,
+                args.seed,
+                openings=args.openings,
+                workers=args.workers,
+                progress=sys.stderr.isatty(),
+                prior_sd=args.prior_sd,
+                anchor=args.anchor,
+            )
     except (SpecError, ValueError, WorkerCrashError) as exc:
         print(f"orderchaos tournament: {exc}", file=sys.stderr)
         return 2
     print(result.table())
-    print(f"\n{len(args.specs) ** 2 * args.games} games in {result.seconds:.1f} s", flush=True)
+    total = len(args.specs) ** 2 * args.games
+    played = int(result.games_played.sum())
+    print(f"\n{played} games in {result.seconds:.1f} s", flush=True)
     if args.out:
         written: list = []
 
         def write(folder: Path) -> None:
             written[:] = write_outputs(result, folder)
 
-        try:
-            where, error = write_with_fallback(args.out, write)
-        except OSError as exc:
-            print(f"orderchaos tournament: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
-            return 1
+        _, status = options.save_finished("tournament", args.out, write, "the tournament files into")
         for path in written:
             print(f"wrote {path}")
-        if error is not None:
-            print(f"orderchaos tournament: cannot write {args.out} ({error.strerror or error}); "
-                  f"the files went to {where} instead", file=sys.stderr)
-            return 1
+        if status:
+            return status
+    if result.stopped is not None:  # the table is printed and the files written above
+        return options.stopped_line("tournament", result.stopped, f"{played} of {total} games")
     return 0

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from orderchaos.cli import options
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``train``."""
@@ -98,7 +100,12 @@ def run(args: argparse.Namespace) -> int:
     except (FileExistsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    last_eval = trainer.fit()
+    except OSError as exc:
+        return options.run_dir_failure("train", run_dir, exc, resumable=False)
+    try:
+        last_eval = trainer.fit()
+    except OSError as exc:
+        return options.run_dir_failure("train", run_dir, exc, resumable=True)
     print(f"run directory: {run_dir}")
     print(f"iterations: {trainer.iteration}  games: {trainer.games_played}  minutes: {trainer.elapsed / 60:.1f}")
     for key, value in last_eval.items():

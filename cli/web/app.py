@@ -7,9 +7,12 @@ type and fields) and by the tab's rate limit before a
 is answered with an ``error`` and the connection stays open. A WebSocket opened by a page
 from another site (its ``Origin`` is not this server) is refused, so a web page in the same
 browser cannot drive the server, and with ``allowed_hosts`` (what ``serve`` sets when it
-binds loopback) a request naming another host is refused, which stops DNS rebinding. Every
-HTTP answer carries a Content-Security-Policy (nothing from other sites, no inline script)
-and the usual hardening headers.
+binds loopback, or names a public URL) a request naming another host is refused, which stops
+DNS rebinding. Behind a reverse proxy, ``public`` names the site's public origin and
+``trusted_proxies`` the proxies whose forwarded headers give the client's address
+(:mod:`.proxy`); :mod:`.quotas` limits each address, :mod:`.ops` serves ``/healthz`` and
+``/metrics`` and logs each request. Every HTTP answer carries a Content-Security-Policy
+(nothing from other sites, no inline script) and the usual hardening headers.
 """
 
 from __future__ import annotations
@@ -17,12 +20,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sqlite3
 import subprocess
 import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -36,7 +42,10 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from orderchaos.arena.game_files import game_line
 from orderchaos.cli.web.errors import Busy, WebError
 from orderchaos.cli.web.games import Hub, valid_id
+from orderchaos.cli.web.ops import Metrics, RequestLog, health_route, metrics_route
 from orderchaos.cli.web.protocol import RateLimit, decode
+from orderchaos.cli.web.proxy import ClientAddress, IPNetwork, PublicURL, origin_allowed, request_client
+from orderchaos.cli.web.quotas import GAME_CREATING, AddressLimits
 from orderchaos.cli.web.services import Limits, Services
 from orderchaos.cli.web.sessions import Connection
 from orderchaos.cli.web.store import GameStore
@@ -57,6 +66,35 @@ SECURITY_HEADERS = [
     (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
 ]
 log = logging.getLogger("orderchaos.web")
+GAME_EVENTS = GAME_CREATING | {"open", "move", "undo", "leave"}
+"""Messages after which a game event is logged (with the game and the client's address)."""
+
+
+@dataclass
+class Site:
+    """What every connection of one app shares besides :class:`Services`: the game hub, the
+    public URL, the metrics, the per-address limits, and the open tabs' ``send``."""
+
+    services: Services
+    hub: Hub
+    metrics: Metrics
+    quotas: AddressLimits | None = None
+    """None: no limits per client address."""
+    public: PublicURL | None = None
+    tabs: set[Callable[[dict[str, Any]], Awaitable[None]]] = field(default_factory=set)
+
+    async def tell_restarting(self, timeout: float = 2.0) -> None:
+        """Tell every open tab that the server is restarting (each tab's send waits at most
+        ``timeout`` seconds)."""
+        notice = WebError("the server is restarting; the page reconnects when it is back", "restarting").payload()
+
+        async def tell(send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+            try:
+                await asyncio.wait_for(send(notice), timeout)
+            except asyncio.TimeoutError:
+                pass
+
+        await asyncio.gather(*(tell(send) for send in list(self.tabs)))
 
 
 class SecurityHeaders:
@@ -125,17 +163,26 @@ def create_app(
     warm_up: bool = False,
     allowed_hosts: list[str] | None = None,
     db: str | Path | GameStore = ":memory:",
+    public: PublicURL | None = None,
+    trusted_proxies: Sequence[IPNetwork] = (),
+    quotas: AddressLimits | None = None,
 ) -> Starlette:
     """The web app; ``games_dir`` is the only folder whose files can be opened by name and
     ``db`` the game store (a path, ``":memory:"``, or an open :class:`GameStore`).
 
     ``warm_up`` loads the solver's compiled kernels in the background at startup, so the
     first hint does not wait for them. ``allowed_hosts`` (None: any) lists the host names
-    that requests may be addressed to.
+    that requests may be addressed to. ``public`` is the address people use (the origin
+    WebSockets may come from, and the base of the links the page shows); the client's address
+    is read from forwarded headers only when the peer is in ``trusted_proxies``; ``quotas``
+    limits each client address (None: no such limits).
     """
     store = db if isinstance(db, GameStore) else GameStore(db)
     services = Services(limits or Limits(), Path(games_dir) if games_dir is not None else None, store)
+    services.public_url = public.origin if public is not None else None
     hub = Hub(services)
+    metrics = Metrics(lambda: len(hub.games), lambda: services.queued, lambda: services.running)
+    site = Site(services, hub, metrics, quotas, public)
     info = build_info()
     template = (STATIC_DIR / "index.html").read_text()
     counter = {"open": 0}
@@ -162,18 +209,33 @@ def create_app(
             return PlainTextResponse("docs/proof.md is in the orderchaos repository\n", status_code=404)
         return PlainTextResponse(PROOF_DOC.read_text(), headers={"Cache-Control": "no-store"})
 
+    async def refuse(websocket: WebSocket, error: WebError) -> None:
+        if same_origin(websocket, public):
+            await websocket.accept()
+            await websocket.send_text(json.dumps(error.payload()))
+        await websocket.close(code=1013)
+
     async def socket(websocket: WebSocket) -> None:
+        address = request_client(websocket.scope)
         if counter["open"] >= services.limits.max_connections:
-            if same_origin(websocket):
-                await websocket.accept()
-                await websocket.send_text(json.dumps(Busy("too many connections").payload()))
-            await websocket.close(code=1013)
+            await refuse(websocket, Busy("too many connections"))
+            return
+        try:
+            if site.quotas is not None:
+                site.quotas.connect(address)
+        except WebError as exc:
+            log.info("client=%s refused: %s", address, exc)
+            await refuse(websocket, exc)
             return
         counter["open"] += 1
+        metrics.connections.inc()
         try:
-            await serve_socket(websocket, services, hub)
+            await serve_socket(websocket, site)
         finally:
             counter["open"] -= 1
+            metrics.connections.dec()
+            if site.quotas is not None:
+                site.quotas.disconnect(address)
 
     @asynccontextmanager
     async def lifespan(app: Starlette):  # noqa: ANN202 - Starlette's lifespan protocol
@@ -183,12 +245,15 @@ def create_app(
         for game in list(hub.games.values()):
             game.stop()
 
-    middleware = [Middleware(SecurityHeaders)]
+    middleware = [Middleware(ClientAddress, trusted=trusted_proxies), Middleware(RequestLog),
+                  Middleware(SecurityHeaders)]
     if allowed_hosts:
         middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
     app = Starlette(
         routes=[
             Route("/", index),
+            Route("/healthz", health_route(store)),
+            Route("/metrics", metrics_route(metrics)),
             Route("/g/{game}", index),
             Route("/games/{game}.jsonl", download),
             Route("/docs/proof.md", proof),
@@ -200,20 +265,20 @@ def create_app(
     )
     app.state.services = services
     app.state.hub = hub
+    app.state.site = site
     return app
 
 
-def same_origin(websocket: WebSocket) -> bool:
-    """True when the socket has no ``Origin`` (not a browser page) or one naming this host."""
-    origin = websocket.headers.get("origin")
-    if origin is None:
-        return True
-    return urlsplit(origin).netloc.lower() == websocket.headers.get("host", "").lower()
+def same_origin(websocket: WebSocket, public: PublicURL | None = None) -> bool:
+    """Whether the socket's page may talk to this server (:func:`.proxy.origin_allowed`)."""
+    return origin_allowed(websocket.headers.get("origin"), websocket.headers.get("host", ""), public)
 
 
-async def serve_socket(websocket: WebSocket, services: Services, hub: Hub) -> None:
+async def serve_socket(websocket: WebSocket, site: Site) -> None:
     """Run one tab's connection until it closes."""
-    if not same_origin(websocket):
+    services, hub, metrics = site.services, site.hub, site.metrics
+    address = request_client(websocket.scope)
+    if not same_origin(websocket, site.public):
         await websocket.close(code=1008, reason="cross-site WebSocket refused")
         return
     await websocket.accept()
@@ -231,24 +296,46 @@ async def serve_socket(websocket: WebSocket, services: Services, hub: Hub) -> No
                 pass  # the tab went away while a reply was on its way
 
     connection = Connection(services, hub, send)
+    site.tabs.add(send)
     await connection.hello()
     try:
         while True:
             received = await websocket.receive()
             if received["type"] == "websocket.disconnect":
                 break
+            kind = None
             try:
                 if not rate.allow():
                     raise WebError(f"too many messages: at most {limits.rate:g} a second", "rate",
                                    rate=limits.rate)
-                await connection.handle(decode(received.get("text"), limits.max_message_bytes,
-                                               limits.max_upload_bytes))
+                msg = decode(received.get("text"), limits.max_message_bytes, limits.max_upload_bytes)
+                kind = msg["type"]
+                if kind in GAME_CREATING and site.quotas is not None:
+                    site.quotas.create_game(address)
+                started = time.perf_counter()
+                await connection.handle(msg)
+                if kind == "move":
+                    metrics.moves.inc()
+                    metrics.round_trip.observe(time.perf_counter() - started)
+                if kind in GAME_EVENTS:
+                    game = connection.play.game
+                    log.info("client=%s game=%s %s", address, game.id if game is not None else "-", kind)
             except WebError as exc:
+                if kind == "move":
+                    metrics.refused.labels(kind=exc.code).inc()
+                if kind in GAME_CREATING:
+                    log.info("client=%s %s refused: %s", address, kind, exc.code)
                 await send(exc.payload())
-            except Exception:  # a bug must not end the tab's connection or show its text
-                log.exception("error while handling a message")
-                await send(WebError("the server could not handle that message", "internal").payload())
+            except Exception as exc:  # a bug must not end the tab's connection or show its text
+                if isinstance(exc, sqlite3.OperationalError) and "is locked" in str(exc):
+                    log.warning("the game store is locked by another program: %s", exc)
+                    await send(WebError("the game store is in use by another program; try again in a "
+                                        "moment", "store_busy").payload())
+                else:
+                    log.exception("error while handling a message")
+                    await send(WebError("the server could not handle that message", "internal").payload())
     except WebSocketDisconnect:
         pass
     finally:
+        site.tabs.discard(send)
         connection.close()

@@ -28,6 +28,10 @@ ID_BYTES = 16
 """Random bytes in a game id and an invite secret (128 bits)."""
 TOKEN_BYTES = 32
 """Random bytes in a seat token."""
+ABORT_AFTER = 60.0
+"""Seconds after both seats are taken within which the first move must come, or the game is aborted."""
+SWEEP_SECONDS = 0.5
+"""How often the server looks for games to abort, open or not."""
 
 
 def other(role: str) -> str:
@@ -62,6 +66,7 @@ class LiveGame:
         self.rematch = stored.rematch
         self.actions = list(stored.actions)
         self.state = stored.state()
+        self.winner, self.reason = stored.winner, stored.reason
         self.clients: list[Client] = []
         self.agents: dict[str, Agent | None] = {role: None for role in AGENTS}
         self.task: asyncio.Task | None = None
@@ -106,7 +111,7 @@ class LiveGame:
         """The ``state`` message for one tab (its seat decides what it may do)."""
         seat = client.seat
         here = {role: any(c.seat == role for c in self.clients) for role in AGENTS}
-        agent_turn = not self.state.is_terminal and self.specs.get(self.state.to_play) is not None
+        agent_turn = not self.over and self.specs.get(self.state.to_play) is not None
         return {
             "type": "state",
             "mode": "play",
@@ -127,7 +132,15 @@ class LiveGame:
             "invite": self.invite if seat is not None and self.free_seat() is not None else None,
             "rematch": self.rematch,
             "error": self.error,
+            "winner": self.winner,
+            "reason": self.reason,
+            "can_resign": seat is not None and not self.over,
         }
+
+    @property
+    def over(self) -> bool:
+        """Whether the game has ended, on the board or off it (resigned, aborted)."""
+        return self.reason is not None
 
     def can_undo(self, seat: str | None) -> bool:
         """Undo is for a person playing an agent, once they have moved."""
@@ -151,7 +164,7 @@ class LiveGame:
         async with self.lock:
             if client.seat is None:
                 raise WebError("you are watching this game: only its two players can move", "watching")
-            if self.state.is_terminal:
+            if self.over:
                 raise WebError("the game is over", "game_over")
             if self.free_seat() is not None:
                 raise WebError("wait for the other player to open the invite link", "no_opponent")
@@ -167,10 +180,30 @@ class LiveGame:
         self.state = state
         self.actions.append(action)
         self.error = None
+        if state.winner is not None:
+            self.winner, self.reason = state.winner, "five" if state.winner == ORDER else "full_board"
+
+    async def end(self, winner: str | None, reason: str) -> None:
+        """End the game off the board (resign, time, aborted): stored first, then told."""
+        async with self.lock:
+            if self.over:
+                return
+            self.services.store.finish(self.id, winner, reason)
+            self.winner, self.reason = winner, reason
+            self.stop()
+        await self.broadcast()
+
+    async def resign(self, client: Client) -> None:
+        """The tab's player gives up: the other side wins."""
+        if client.seat is None:
+            raise WebError("you are watching this game: only its two players can resign", "watching")
+        if self.over:
+            raise WebError("the game is over", "game_over")
+        await self.end(other(client.seat), "resign")
 
     def agent_turn(self) -> None:
         """Start the agent's move when an agent is to move, a tab is open and none is running."""
-        if self.state.is_terminal or self.task is not None or not self.clients:
+        if self.over or self.task is not None or not self.clients:
             return
         role = self.state.to_play
         if self.specs.get(role) is None:
@@ -222,6 +255,7 @@ class LiveGame:
             self.services.store.take_back(self.id, keep)
             self.actions = self.actions[:keep]
             self.state = states[keep]
+            self.winner = self.reason = None
             self.error = None
         await self.broadcast()
 
@@ -238,6 +272,29 @@ class Hub:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.games: dict[str, LiveGame] = {}
+        self.sweeper: asyncio.Task | None = None
+
+    async def sweep(self) -> None:
+        """Abort every game, open in a tab or not, whose first move did not come within
+        :data:`ABORT_AFTER` seconds of both seats being taken."""
+        store = self.services.store
+        for game_id in store.unstarted_since(store.clock() - ABORT_AFTER):
+            live = self.games.get(game_id)
+            if live is not None:
+                await live.end(None, "aborted")
+            else:
+                store.finish(game_id, None, "aborted")
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_SECONDS)
+            await self.sweep()
+
+    def start_sweeper(self) -> None:
+        """Run :meth:`sweep` every :data:`SWEEP_SECONDS` from now on (once per hub)."""
+        if self.sweeper is None or self.sweeper.done():
+            self.sweeper = asyncio.create_task(self._sweep_forever())
+        self.pending: set[asyncio.Task] = set()  # views sent after a player left
 
     def _new_id(self) -> str:
         return secrets.token_urlsafe(ID_BYTES)
@@ -276,6 +333,7 @@ class Hub:
 
     def attach(self, game: LiveGame, client: Client) -> None:
         """Add a tab to a game (and start the agent's move it may be waiting for)."""
+        self.start_sweeper()
         if client not in game.clients:
             game.clients.append(client)
         self.games.setdefault(game.id, game)
@@ -289,13 +347,20 @@ class Hub:
             game.stop()
             if self.games.get(game.id) is game:
                 del self.games[game.id]
+        elif client.seat is not None and not any(c.seat == client.seat for c in game.clients):
+            try:  # the tabs still there learn that this player has left
+                task = asyncio.get_running_loop().create_task(game.broadcast())
+            except RuntimeError:  # no event loop: nobody to tell
+                return
+            self.pending.add(task)
+            task.add_done_callback(self.pending.discard)
 
     async def rematch(self, game: LiveGame, client: Client) -> LiveGame:
         """The rematch of a finished game, sides swapped (each seat's token moves with its
         holder); created by the first who asks, found by the others."""
         if client.seat is None:
             raise WebError("only the players can ask for a rematch", "watching")
-        if not game.state.is_terminal:
+        if not game.over:
             raise WebError("the game is not over yet", "not_over")
         if game.rematch is not None:
             return self.get(game.rematch)

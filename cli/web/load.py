@@ -171,13 +171,18 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
         if max_searches is not None:
             command += ["--max-searches", str(max_searches)]
         env = {**os.environ, "XDG_DATA_HOME": tmp}
-        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        # the server logs a line per request and game event: into a file, as a pipe read only at
+        # the end would fill and stop the server
+        server_log = Path(tmp) / "serve.log"
+        with server_log.open("wb") as log_file:
+            server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log_file, env=env)
         try:
             _wait_for_port(port, server)
             logs, seconds = asyncio.run(_run_clients(f"ws://{HOST}:{port}/ws", friend_games, agent_games, seed))
         finally:
             server.terminate()
-            _, err = server.communicate(timeout=30)
+            server.wait(timeout=30)
+        err = server_log.read_bytes()
         problems = check_store(db_path, logs)
     trips = sorted(t for log in logs for t in log.trips)
     moves = sum(len(log.final) for log in logs)

@@ -31,6 +31,7 @@ FIELDS: dict[str, frozenset[str]] = {
         "leave": "",
         "move": "cell symbol text",
         "undo": "",
+        "resign": "",
         "hint": "",
         "state": "",
         "rematch": "",

@@ -90,7 +90,11 @@ class Services:
     limits: Limits = field(default_factory=Limits)
     games_dir: Path | None = None
     store: GameStore = field(default_factory=lambda: GameStore(":memory:"))
+    public_url: str | None = None
+    """The site's public origin (``--public-url``): the base of the links the page shows."""
     running: int = 0
+    queued: int = 0
+    """Searches waiting for a slot."""
     _slots: asyncio.Semaphore | None = None
     _count_lock: threading.Lock = field(default_factory=threading.Lock)
     _solver: Any = None
@@ -149,10 +153,13 @@ class Services:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.limits.max_searches)
         slots = self._slots
+        self.queued += 1
         try:
             await asyncio.wait_for(slots.acquire(), self.limits.queue_time)
         except asyncio.TimeoutError:
             raise Busy("every search slot is taken") from None
+        finally:
+            self.queued -= 1
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         # read its exception even when nobody awaits it any more (a stopped search)

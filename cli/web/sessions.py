@@ -165,7 +165,7 @@ class Play:
         game = self._open_game()
         if self.client.seat is None:
             raise WebError("you are watching this game: only its two players can move", "watching")
-        if game.state.is_terminal:
+        if game.over:
             raise WebError("the game is over", "game_over")
         action = read_move(msg, game.state)
         self.stop_hint()
@@ -175,6 +175,11 @@ class Play:
         """Take back the tab's last move against an agent."""
         self.stop_hint()
         await self._open_game().undo(self.client)
+
+    async def resign(self) -> None:
+        """The tab's player gives up its game."""
+        self.stop_hint()
+        await self._open_game().resign(self.client)
 
     async def state(self) -> None:
         """Send the view again."""
@@ -194,7 +199,7 @@ class Play:
     def hint(self) -> None:
         """Start a hint for the tab's move (a newer one replaces it)."""
         game = self._open_game()
-        if game.state.is_terminal:
+        if game.over:
             raise WebError("the game is over; no hint needed", "game_over")
         if self.client.seat is None or game.state.to_play != self.client.seat:
             raise WebError("hints are for your own move", "hint_turn")
@@ -497,6 +502,7 @@ class Connection:
                 "max_sims": limits.max_sims,
             },
             "games_dir": self.services.games_dir is not None,
+            "public_url": self.services.public_url,
         })
 
     async def handle(self, msg: dict[str, Any]) -> None:
@@ -509,6 +515,7 @@ class Connection:
             "leave": self.play.leave,
             "move": lambda: self.play.move(msg),
             "undo": self.play.undo,
+            "resign": self.play.resign,
             "hint": self.play.hint,
             "state": self.play.state,
             "rematch": self.play.rematch,

@@ -3,7 +3,7 @@
 Every game played on the page (against a friend or an agent) is a row of ``games``, and
 each of its moves a row of ``moves``; a move is committed before the server tells anyone
 about it, so a restart loses nothing that a player saw. The file is opened in WAL mode
-(readers never wait for the writer). Schema, version 1::
+(readers never wait for the writer). Schema, version 2::
 
     games(id TEXT PRIMARY KEY,       -- secrets.token_urlsafe(16): 128 random bits
           created REAL, updated REAL,  -- Unix seconds
@@ -12,11 +12,21 @@ about it, so a restart loses nothing that a player saw. The file is opened in WA
           order_token TEXT, chaos_token TEXT, -- SHA-256 (hex) of the seat token, NULL: seat free
           invite TEXT,                 -- the invite secret while the other seat is free, else NULL
           winner TEXT,                 -- 'order' / 'chaos' once finished, else NULL
-          rematch TEXT)                -- the id of the rematch game, once asked for
+          rematch TEXT,                -- the id of the rematch game, once asked for
+          reason TEXT,                 -- why it ended: five, full_board, resign, time, aborted
+          time_base REAL, time_increment REAL,  -- the time control in seconds, NULL: no clock
+          order_left REAL, chaos_left REAL,     -- each side's seconds left as of turn_started
+          turn_started REAL,           -- when the running clock started, NULL: none runs
+          seated REAL)                 -- when both seats were first taken
     moves(game TEXT, ply INTEGER, action INTEGER, at REAL, PRIMARY KEY (game, ply))
     meta(key TEXT PRIMARY KEY, value TEXT)   -- schema_version
 
 Seat tokens are kept only as hashes: the file alone does not let anyone take a seat.
+A game is finished once ``reason`` is set; ``winner`` stays NULL for an aborted game.
+A version 1 file is upgraded in place when opened: the new columns are added, and a
+finished game's reason is read off its winner (Order can only win by five, Chaos only by a
+full board). :meth:`GameStore.resume_clocks` restarts running clocks from the moment the
+server starts, so the time it was down is not charged.
 """
 
 from __future__ import annotations
@@ -26,14 +36,19 @@ import os
 import sqlite3
 import time
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
 from orderchaos.arena.game_files import GameRecord, SavedGame, game_line
+from orderchaos.cli.web.clocks import GameClock, TimeControl
 from orderchaos.envs.rules import AGENTS, State
+from orderchaos.files import atomic_write_bytes
 
 PERSON = "person"
 """How a seat held by a person is labelled in game files."""
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+REASONS = ("five", "full_board", "resign", "time", "aborted")
+"""Why a game ended, as the store and the protocol name it."""
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS games (
@@ -45,7 +60,12 @@ CREATE TABLE IF NOT EXISTS games (
     order_token TEXT, chaos_token TEXT,
     invite TEXT,
     winner TEXT,
-    rematch TEXT
+    rematch TEXT,
+    reason TEXT,
+    time_base REAL, time_increment REAL,
+    order_left REAL, chaos_left REAL,
+    turn_started REAL,
+    seated REAL
 );
 CREATE TABLE IF NOT EXISTS moves (
     game TEXT NOT NULL REFERENCES games(id),
@@ -54,8 +74,25 @@ CREATE TABLE IF NOT EXISTS moves (
     at REAL NOT NULL,
     PRIMARY KEY (game, ply)
 );
-CREATE INDEX IF NOT EXISTS games_unfinished ON games(winner) WHERE winner IS NULL;
+CREATE INDEX IF NOT EXISTS games_open ON games(reason) WHERE reason IS NULL;
 """
+V2_COLUMNS = (
+    "reason TEXT", "time_base REAL", "time_increment REAL", "order_left REAL", "chaos_left REAL",
+    "turn_started REAL", "seated REAL",
+)
+"""The columns version 2 added to ``games``, in the order :func:`upgrade_from_1` adds them."""
+
+
+def upgrade_from_1(db: sqlite3.Connection) -> None:
+    """Bring a version 1 store to version 2 in one transaction (see the module docstring)."""
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        for column in V2_COLUMNS:
+            db.execute(f"ALTER TABLE games ADD COLUMN {column}")
+        db.execute("UPDATE games SET reason = CASE winner WHEN 'order' THEN 'five' ELSE 'full_board' END"
+                   " WHERE winner IS NOT NULL")
+        db.execute("DROP INDEX IF EXISTS games_unfinished")
+        db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
 
 
 class StoreError(ValueError):
@@ -86,6 +123,14 @@ class StoredGame:
     rematch: str | None
     created: float
     actions: list[int] = field(default_factory=list)
+    reason: str | None = None
+    clock: GameClock | None = None
+    seated: float | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the game has ended (a win of either kind, or an abort)."""
+        return self.reason is not None
 
     def state(self) -> State:
         """The position after the stored moves."""
@@ -101,11 +146,10 @@ class StoredGame:
         return self.labels.get(role) or self.specs[role] or PERSON
 
     def saved(self) -> SavedGame:
-        """The finished game as a :class:`SavedGame` (raises ValueError if unfinished)."""
-        state = self.state()
-        if state.winner is None:
-            raise ValueError(f"game {self.id} is not finished")
-        record = GameRecord(list(self.actions), state.winner, len(self.actions), 0)
+        """The finished game as a :class:`SavedGame` (raises ValueError if unfinished or aborted)."""
+        if self.winner is None:
+            raise ValueError(f"game {self.id} has no winner")
+        record = GameRecord(list(self.actions), self.winner, len(self.actions), 0)
         return SavedGame(0, self.label("order"), self.label("chaos"), record)
 
 
@@ -115,7 +159,8 @@ class GameStore:
     Used from one thread (the server's event loop); every write is committed at once.
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -124,7 +169,17 @@ class GameStore:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
+            has_meta = self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+            row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() if has_meta else None
+            if row is not None and row[0] == "1":
+                upgrade_from_1(self.db)
+                row = ("2",)
             self.db.executescript(SCHEMA)
+            damage = [row[0] for row in self.db.execute("PRAGMA quick_check")]
+            if damage != ["ok"]:  # corrupt pages would fail later games one by one
+                raise StoreError(f"{self.path}: the game store is damaged ({damage[0]}); "
+                                 f"move it aside (or export what is readable with sqlite3 .recover)")
             row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
                 self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
@@ -137,6 +192,13 @@ class GameStore:
         """Close the file."""
         self.db.close()
 
+    def answers(self) -> bool:
+        """True while the file answers a query (what ``/healthz`` reports)."""
+        try:
+            return self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() is not None
+        except sqlite3.Error:
+            return False
+
     def create(
         self,
         game_id: str,
@@ -144,38 +206,85 @@ class GameStore:
         labels: dict[str, str | None],
         tokens: dict[str, str | None],
         invite: str | None,
+        control: TimeControl | None = None,
     ) -> None:
-        """Add a new game without moves; ``tokens`` are already hashed."""
-        now = time.time()
+        """Add a new game without moves; ``tokens`` are already hashed; ``control`` None: no clock.
+        A game whose both seats are filled (a token or an agent each) is seated at once."""
+        now = self.clock()
+        full = all(tokens.get(role) or specs.get(role) for role in AGENTS)
         self.db.execute(
             "INSERT INTO games (id, created, updated, order_spec, chaos_spec, order_label, chaos_label,"
-            " order_token, chaos_token, invite) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " order_token, chaos_token, invite, time_base, time_increment, order_left, chaos_left, seated)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (game_id, now, now, specs.get("order"), specs.get("chaos"), labels.get("order"),
-             labels.get("chaos"), tokens.get("order"), tokens.get("chaos"), invite),
+             labels.get("chaos"), tokens.get("order"), tokens.get("chaos"), invite,
+             *((control.base, control.increment, control.base, control.base) if control else (None,) * 4),
+             now if full else None),
         )
 
-    def add_move(self, game_id: str, ply: int, action: int, winner: str | None) -> None:
-        """Commit move number ``ply`` (0-based) and, when it ended the game, the winner."""
-        now = time.time()
+    def add_move(
+        self, game_id: str, ply: int, action: int, winner: str | None, clock: GameClock | None = None
+    ) -> None:
+        """Commit move number ``ply`` (0-based), the clocks after it, and, when it ended the
+        game, the winner (by five for Order, by a full board for Chaos)."""
+        now = self.clock()
+        reason = None if winner is None else "five" if winner == "order" else "full_board"
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("INSERT INTO moves VALUES (?, ?, ?, ?)", (game_id, ply, action, now))
-            self.db.execute("UPDATE games SET updated=?, winner=? WHERE id=?", (now, winner, game_id))
+            self.db.execute("UPDATE games SET updated=?, winner=?, reason=? WHERE id=?", (now, winner, reason, game_id))
+            if clock is not None:
+                self._write_clock(game_id, clock)
+
+    def _write_clock(self, game_id: str, clock: GameClock) -> None:
+        self.db.execute(
+            "UPDATE games SET order_left=?, chaos_left=?, turn_started=? WHERE id=?",
+            (clock.remaining["order"], clock.remaining["chaos"], clock.turn_started, game_id),
+        )
+
+    def finish(self, game_id: str, winner: str | None, reason: str, clock: GameClock | None = None) -> None:
+        """End a game off the board: ``reason`` one of resign, time, aborted (winner None)."""
+        if reason not in REASONS[2:]:
+            raise ValueError(f"reason must be one of {REASONS[2:]}, got {reason!r}")
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("UPDATE games SET updated=?, winner=?, reason=? WHERE id=? AND reason IS NULL",
+                            (self.clock(), winner, reason, game_id))
+            if clock is not None:
+                self._write_clock(game_id, clock)
+
+    def unstarted_since(self, before: float) -> list[str]:
+        """Unfinished games without a move whose seats were both taken at ``before`` or earlier."""
+        return [i for (i,) in self.db.execute(
+            "SELECT id FROM games WHERE reason IS NULL AND seated <= ?"
+            " AND NOT EXISTS (SELECT 1 FROM moves WHERE game=games.id) ORDER BY seated", (before,))]
+
+    def resume_clocks(self) -> int:
+        """Restart every running clock of an unfinished game from now (the server starts:
+        the time it was down is not charged); returns how many were running."""
+        now = self.clock()
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            cursor = self.db.execute(
+                "UPDATE games SET turn_started=? WHERE reason IS NULL AND turn_started IS NOT NULL", (now,))
+        return cursor.rowcount
 
     def take_back(self, game_id: str, plies: int) -> None:
         """Remove every move from ply ``plies`` on (an undo)."""
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("DELETE FROM moves WHERE game=? AND ply>=?", (game_id, plies))
-            self.db.execute("UPDATE games SET updated=?, winner=NULL WHERE id=?", (time.time(), game_id))
+            self.db.execute("UPDATE games SET updated=?, winner=NULL, reason=NULL WHERE id=?", (self.clock(), game_id))
 
     def claim_seat(self, game_id: str, role: str, token: str) -> None:
-        """Give the free seat ``role`` to the holder of ``token`` (hashed) and spend the invite."""
+        """Give the free seat ``role`` to the holder of ``token`` (hashed), spend the invite,
+        and note when both seats became taken."""
         if role not in AGENTS:
             raise ValueError(f"role must be one of {AGENTS}, got {role!r}")
+        now = self.clock()
         self.db.execute(
-            f"UPDATE games SET {role}_token=?, invite=NULL, updated=? WHERE id=?",
-            (token, time.time(), game_id),
+            f"UPDATE games SET {role}_token=?, invite=NULL, updated=?, seated=COALESCE(seated, ?) WHERE id=?",
+            (token, now, now, game_id),
         )
 
     def set_rematch(self, game_id: str, rematch_id: str) -> None:
@@ -186,7 +295,8 @@ class GameStore:
         """The game with this id, or None."""
         row = self.db.execute(
             "SELECT id, order_spec, chaos_spec, order_label, chaos_label, order_token, chaos_token,"
-            " invite, winner, rematch, created FROM games WHERE id=?",
+            " invite, winner, rematch, created, reason, time_base, time_increment, order_left, chaos_left,"
+            " turn_started, seated FROM games WHERE id=?",
             (game_id,),
         ).fetchone()
         if row is None:
@@ -195,13 +305,47 @@ class GameStore:
         return StoredGame(
             id=row[0], specs={"order": row[1], "chaos": row[2]}, labels={"order": row[3], "chaos": row[4]},
             tokens={"order": row[5], "chaos": row[6]}, invite=row[7], winner=row[8], rematch=row[9],
-            created=row[10], actions=actions,
+            created=row[10], actions=actions, reason=row[11], seated=row[17],
+            clock=None if row[12] is None else GameClock(
+                TimeControl(row[12], row[13]), {"order": row[14], "chaos": row[15]}, row[16]),
         )
 
     def ids(self, finished: bool | None = None) -> list[str]:
         """Game ids, oldest first: all, only finished (True) or only unfinished (False) ones."""
-        where = "" if finished is None else " WHERE winner IS NOT NULL" if finished else " WHERE winner IS NULL"
+        where = "" if finished is None else " WHERE reason IS NOT NULL" if finished else " WHERE reason IS NULL"
         return [i for (i,) in self.db.execute(f"SELECT id FROM games{where} ORDER BY created, id")]
+
+
+def backup_store(source: str | os.PathLike, target: str | os.PathLike) -> int:
+    """Copy the game store ``source`` into the new file ``target`` with SQLite's backup API: a
+    consistent copy even while a server writes to ``source``. The copy is written beside
+    ``target`` and renamed into place when complete. Returns the number of games copied.
+    Raises StoreError for a source that is not a game store of this schema version."""
+    target = Path(target)
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        src = sqlite3.connect(f"file:{Path(source).resolve()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{source}: cannot be opened ({exc})") from None
+    try:
+        try:
+            row = src.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{source}: not a usable game store ({exc})") from None
+        if row is None or row[0] != SCHEMA_VERSION:
+            raise StoreError(f"{source}: game store schema version {row and row[0]}, this server reads {SCHEMA_VERSION}")
+        partial.unlink(missing_ok=True)
+        dst = sqlite3.connect(partial)
+        try:
+            src.backup(dst)
+            dst.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+            games = dst.execute("SELECT COUNT(*) FROM games").fetchone()[0]
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    os.replace(partial, target)
+    return games
 
 
 def export_games(store: GameStore, folder: str | os.PathLike) -> list[Path]:
@@ -214,6 +358,8 @@ def export_games(store: GameStore, folder: str | os.PathLike) -> list[Path]:
     for game_id in store.ids(finished=True):
         stored = store.load(game_id)
         assert stored is not None
+        if stored.winner is None:  # aborted: nobody won, nothing to learn from
+            continue
         game = stored.saved()
         line = game_line(game.record, game.order, game.chaos, len(groups.get((game.order, game.chaos), [])))
         groups.setdefault((game.order, game.chaos), []).append(line)
@@ -221,6 +367,6 @@ def export_games(store: GameStore, folder: str | os.PathLike) -> list[Path]:
     for (order, chaos), lines in sorted(groups.items()):
         safe = "_vs_".join("".join(ch if ch.isalnum() else "-" for ch in label) for label in (order, chaos))
         path = out / f"web_{safe}.jsonl"
-        path.write_text("".join(line + "\n" for line in lines))
+        atomic_write_bytes(path, "".join(line + "\n" for line in lines).encode())  # never half a file
         written.append(path)
     return written

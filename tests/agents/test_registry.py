@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from orderchaos.agents.base import Agent
-from orderchaos.agents.registry import RUN_DIR, SpecError, make, parse_spec, resolve
+from orderchaos.agents.registry import REGISTRY, RUN_DIR, SpecError, make, parse_spec, resolve
 from orderchaos.envs.rules import State, parse_board
 
 # Order to move with four empties; only O on d4 (action 43) wins (checked by brute force).
@@ -80,10 +80,32 @@ def test_bad_specs_are_refused_with_what_is_accepted(spec: str, message: str) ->
     assert message in str(caught.value)
 
 
-@pytest.mark.parametrize("spec", ["mcts:sims=0", "mcts:c=-1", "mcts:time=0"])
-def test_out_of_range_values_are_refused_by_the_factory(spec: str) -> None:
-    with pytest.raises(ValueError, match="must be a positive"):
-        make(spec)
+@pytest.mark.parametrize(
+    "spec, accepted",
+    [
+        ("mcts:sims=0", "from 1 to 1,000,000"),
+        ("mcts:sims=1000000000000", "from 1 to 1,000,000"),
+        ("mcts:sims=99999999999999999999", "from 1 to 1,000,000"),
+        ("mcts:c=-1", "from 0.001 to 1,000"),
+        ("mcts:time=0", "from 0.001 to 86,400"),
+        ("mcts:time=inf", "from 0.001 to 86,400"),
+        ("mcts:time=nan", "from 0.001 to 86,400"),
+        ("solver:time=1e400", "from 0.001 to 86,400"),
+        ("pretrained:sims=2000000", "from 0 to 1,000,000"),
+        ("pretrained:temp=nan", "from 0 to 100"),
+        ("random:seed=-1", "from 0 to 9,223,372,036,854,775,807"),
+    ],
+)
+def test_out_of_range_values_are_refused_in_one_line_before_a_game(spec: str, accepted: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        resolve(spec)
+    message = str(caught.value)
+    assert accepted in message and spec in message and "\n" not in message
+
+
+def test_every_parameter_of_every_agent_has_a_range() -> None:
+    for name, info in [*REGISTRY.items(), ("run directory", RUN_DIR)]:
+        assert set(info.ranges) == set(info.params), name
 
 
 def test_parse_spec_splits_name_and_raw_values() -> None:

@@ -83,11 +83,11 @@ def test_order_wins_the_centre_game_from_the_empty_4x4_and_after_every_first_mov
 
 def covered_positions(draw: st.DrawFn) -> State:
     """A position built from the strategy's pieces: each pair empty, mixed or (seldom) with
-    equal symbols, at most one pair with a single stone, a random centre; 8-20 empty cells."""
+    equal symbols (X X or O O), at most one pair with a single stone, a random centre; 8-20 empty cells."""
     x = o = 0
     half = draw(st.sampled_from([None, *range(10)]))
     for i, (p, q) in enumerate(PAIRS):
-        kind = draw(st.sampled_from(["empty", "xo", "ox", "mixed", "xx"] if i != half else ["x", "o"]))
+        kind = draw(st.sampled_from(["empty", "xo", "ox", "mixed", "xx", "oo"] if i != half else ["x", "o"]))
         if kind == "mixed":
             kind = draw(st.sampled_from(["xo", "ox"]))
         for cell, ch in zip((p, q), kind if kind != "empty" else ""):
@@ -147,6 +147,10 @@ def test_a_pair_with_equal_symbols_or_two_half_pairs_is_not_covered() -> None:
     c3, a2, f2, b1 = (parse_cell(n) for n in ("c3", "a2", "f2", "b1"))
     equal = State().apply(2 * c3).apply(2 * a2).apply(2 * f2).apply(2 * parse_cell("d4") + 1)
     assert not covers(equal)
+    equal_o = State().apply(2 * c3).apply(2 * a2 + 1).apply(2 * f2 + 1).apply(2 * parse_cell("d4") + 1)
+    assert not covers(equal_o)  # O O is as much outside the strategy as X X
+    with pytest.raises(ValueError, match="does not cover"):
+        move(equal_o)
     two_half = State().apply(2 * c3).apply(2 * a2).apply(2 * b1 + 1).apply(2 * parse_cell("d4") + 1)
     assert not covers(two_half)
     with pytest.raises(ValueError, match="does not cover"):

@@ -138,6 +138,19 @@ def test_damaged_truncated_or_other_version_files_are_refused_in_one_line(cert_f
     assert prove("--check", str(tmp_path / "absent.json")).returncode == 2
 
 
+@pytest.mark.parametrize("change", ["extra", "missing"])
+def test_a_certificate_with_other_keys_is_refused(cert_file: Path, tmp_path: Path, change: str) -> None:
+    data = json.loads(cert_file.read_text())
+    if change == "extra":
+        data["comment"] = "a key no reader checks"
+    else:
+        del data["border_answer"]
+    bad = tmp_path / f"{change}.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(CertificateError, match="expected exactly the keys"):
+        certificate.read(bad)
+
+
 def test_bad_combinations_are_refused(cert_file: Path) -> None:
     for args in (["--check", str(cert_file), "--border-moves", "-1"], ["--status", "--check", str(cert_file)],
                  ["--status", "--border-moves", "1"]):
@@ -146,7 +159,8 @@ def test_bad_combinations_are_refused(cert_file: Path) -> None:
 
 
 def test_the_checker_imports_only_the_rules_engine_and_the_format() -> None:
-    allowed = {"orderchaos.envs.rules", "orderchaos.arena.certificate"}
+    # orderchaos.files: the bounded JSON reader, which knows nothing of what a file means
+    allowed = {"orderchaos.envs.rules", "orderchaos.arena.certificate", "orderchaos.files"}
     stdlib = {"__future__", "json", "os", "tempfile", "time", "dataclasses", "pathlib", "collections.abc"}
     for name in ("certificate_check.py", "certificate.py"):
         tree = ast.parse((ROOT / "arena" / name).read_text())

@@ -36,19 +36,6 @@ def test_recipe_overrides_change_the_search() -> None:
     assert fewer["evals_per_game"] < plain["evals_per_game"]
 
 
-def test_the_playout_cap_row_costs_fewer_evaluations_per_game() -> None:
-    """The benchmark's playout-cap row: three moves in four get a 4-simulation search
-    instead of 16, so a game costs far fewer evaluations."""
-    from orderchaos.bench.train import RECIPES
-
-    overrides = ("mcts.fast_simulations=4",)
-    name, compiled = next((n, c) for n, o, c in RECIPES if o == overrides)
-    assert name == "alphazero_selfplay.yaml" and compiled
-    plain = recipe_throughput(name, 8, networks="pretrained")
-    capped = recipe_throughput(name, 8, networks="pretrained", overrides=overrides)
-    assert capped["evals_per_game"] < 0.7 * plain["evals_per_game"]
-
-
 def test_the_cache_and_prefetch_rows_play_the_same_games_for_fewer_evaluations() -> None:
     from orderchaos.bench.train import RECIPES
 

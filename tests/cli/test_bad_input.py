@@ -4,7 +4,11 @@ unreadable configs and bad agent specs in configs refused before training starts
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,10 +19,11 @@ NOWHERE = "/proc/orderchaos-nowhere"  # /proc refuses new entries, even to root
 SMOKE = str(Path(__file__).resolve().parents[2] / "configs" / "smoke.yaml")
 
 
-def one_line_error(capsys: pytest.CaptureFixture[str], *needles: str) -> str:
-    """The captured stderr: one line holding every needle, and nothing on stdout."""
+def one_line_error(capsys: pytest.CaptureFixture[str], *needles: str, after_output: bool = False) -> str:
+    """The captured stderr: one line holding every needle, and nothing on stdout (unless
+    ``after_output``: the command had printed its progress before it failed)."""
     captured = capsys.readouterr()
-    assert captured.out == ""
+    assert after_output or captured.out == ""
     err = captured.err
     assert len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err
@@ -108,6 +113,9 @@ def test_eval_keeps_the_games_when_the_file_fails_at_the_end(
         (["mistakes", "--agent", "random", "--node-limit", "0"], "--node-limit"),
         (["positions", "--make", "0", "--out", "p.jsonl"], "--make"),
         (["play", "--hint-time", "inf"], "--hint-time"),
+        (["eval", "--order", "mcts:sims=99999999999999999999", "--chaos", "random"], "from 1 to 1,000,000"),
+        (["eval", "--order", "mcts:sims=1000000000000", "--chaos", "random"], "from 1 to 1,000,000"),
+        (["eval", "--order", "mcts:time=inf", "--chaos", "random"], "from 0.001 to 86,400"),
     ],
 )
 def test_numbers_out_of_bounds_are_refused_in_one_line(
@@ -144,6 +152,28 @@ def test_unreadable_configs_are_one_line(tmp_path: Path, capsys: pytest.CaptureF
 
 
 @pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("key: [unclosed\n  - x: {\n", "is not valid YAML: line 2, column 6: expected ',' or ']'"),
+        ("a: b: c\n", "is not valid YAML: line 1, column 5: mapping values are not allowed here"),
+        ('{"algorithm": "alphazero", "seed": [1, 2\n', "is not valid YAML: line 2, column 1"),
+        ("", "holds no keys"),
+        ("# only a comment\n", "holds no keys"),
+        ("{}\n", "holds no keys"),
+    ],
+)
+def test_a_config_that_is_not_yaml_or_holds_nothing_is_one_line_before_any_run(
+    text: str, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    run_dir = tmp_path / "run"
+    assert main(["train", str(config), "--run-dir", str(run_dir)]) == 2
+    one_line_error(capsys, needle)
+    assert not run_dir.exists()
+
+
+@pytest.mark.parametrize(
     "override, needle",
     [
         ("selfplay.games=10000000000", "config key 'selfplay.games' must be <= 1000000"),
@@ -158,3 +188,239 @@ def test_huge_counts_in_a_config_are_refused(override: str, needle: str, tmp_pat
                                              capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["train", SMOKE, override, "--run-dir", str(tmp_path / "run")]) == 2
     one_line_error(capsys, needle)
+
+
+def _json_bombs(tmp: Path) -> dict[str, Path]:
+    """Files that are JSON (or one JSON line) beyond any bound this project's files hold."""
+    bombs = {
+        "deep": "[" * 200_000 + "]" * 200_000,
+        "digits": "1" + "0" * 5000,
+        "infinite": '{"x": 1e999}',
+    }
+    for name, text in bombs.items():
+        (tmp / f"{name}.jsonl").write_text(text + "\n")
+    return {name: tmp / f"{name}.jsonl" for name in bombs}
+
+
+@pytest.mark.parametrize("bomb, needle", [("deep", "nested too deeply"), ("digits", "5,001 digits"),
+                                          ("infinite", "too large")])
+@pytest.mark.parametrize("command", [["prove", "--check"], ["replay"], ["positions", "--agent", "random", "--file"]])
+def test_json_beyond_bounds_is_refused_in_one_line(
+    command: list[str], bomb: str, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _json_bombs(tmp_path)[bomb]
+    assert main([*command, str(path)]) == 2
+    one_line_error(capsys, str(path), needle)
+
+
+@pytest.mark.parametrize("bomb", ["deep", "digits"])
+def test_a_proof_book_side_file_beyond_bounds_is_refused(
+    bomb: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from orderchaos.arena.proof_meta import meta_path
+
+    book = tmp_path / "b.ocb"
+    _json_bombs(tmp_path)[bomb].rename(meta_path(book))
+    assert main(["prove", "--book", str(book), "--minutes", "0.01"]) == 2
+    one_line_error(capsys, "side file", "b.ocb")
+
+
+@pytest.fixture
+def full_disk(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    """``fill(where)``: from then on, flushing any file whose path holds ``where`` ("" for
+    every file) fails with ENOSPC, as on a full disk (every project file is written through
+    the atomic writer, which flushes before it renames)."""
+    real_fsync = os.fsync
+
+    def fill(where: str = "") -> None:
+        def fsync(fd: int) -> None:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if where in target and os.path.isfile(target):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), target)
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", fsync)
+
+    return fill
+
+
+def test_train_on_a_full_disk_is_one_line_and_names_the_resume(
+    tmp_path: Path, full_disk: Callable[[str], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    full_disk("checkpoints")  # the config is written, the first checkpoint is not
+    assert main(["train", SMOKE, "--run-dir", str(run_dir)]) == 1
+    one_line_error(capsys, "No space left on device", f"orderchaos train --resume {run_dir}", after_output=True)
+    full_disk("")
+    assert main(["train", SMOKE, "--run-dir", str(tmp_path / "other")]) == 1
+    one_line_error(capsys, "cannot write the run in", "No space left on device")
+
+
+def test_demo_on_a_full_disk_is_one_line(
+    tmp_path: Path, full_disk: Callable[[str], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    full_disk("")
+    assert main(["demo", "--minutes", "0.01", "--run-dir", str(tmp_path / "run")]) == 1
+    one_line_error(capsys, "orderchaos demo: cannot write the run in", "No space left on device",
+                   after_output=True)
+
+
+def test_prove_on_a_full_disk_fails_and_says_the_work_is_not_saved(
+    tmp_path: Path, full_disk: Callable[[str], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    book = tmp_path / "b.ocb"
+    full_disk("")
+    assert main(["prove", "....................................", "--book", str(book), "--minutes", "0.01",
+                 "--json"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"orderchaos prove: cannot write the proof book {book}: No space left on device; "
+        f"this run's work is not saved"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_positions_on_a_full_disk_fail_and_leave_no_partial_file(
+    tmp_path: Path, full_disk: Callable[[str], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "p.jsonl"
+    full_disk("")
+    assert main(["positions", "--make", "2", "--out", str(out), "--node-limit", "20000"]) == 1
+    one_line_error(capsys, f"cannot write positions file {out}: No space left on device; nothing was saved")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _store_with_a_finished_game(path: Path) -> None:
+    from orderchaos.arena.matches import play_match
+    from orderchaos.cli.web.store import GameStore
+
+    record = play_match("random", "random", 1, keep_games=True).records[0]
+    store = GameStore(path)
+    store.create("g1", {"order": "random", "chaos": "random"}, {"order": None, "chaos": None},
+                 {"order": None, "chaos": None}, None)
+    for ply, action in enumerate(record.actions):
+        store.add_move("g1", ply, action, record.winner if ply == record.length - 1 else None)
+    store.close()
+
+
+def test_serve_export_games_refuses_a_folder_under_a_file_and_fails_cleanly_on_a_full_disk(
+    tmp_path: Path, afile: Path, full_disk: Callable[[str], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "games.sqlite3"
+    _store_with_a_finished_game(db)
+    assert main(["serve", "--db", str(db), "--export-games", str(afile / "out")]) == 2
+    one_line_error(capsys, "afile is a file")
+    out = tmp_path / "out"
+    full_disk("out")
+    assert main(["serve", "--db", str(db), "--export-games", str(out)]) == 1
+    one_line_error(capsys, f"cannot write the games into {out}: No space left on device")
+    assert list(out.iterdir()) == []  # no empty or partial file
+
+
+@pytest.mark.parametrize("option", ["--hint-time", "--move-time"])
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-1"])
+def test_serve_times_must_be_finite_positive_seconds(
+    option: str, value: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    uvicorn = pytest.importorskip("uvicorn")
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: pytest.fail(f"the server started with {option} {value}"))
+    assert main(["serve", option, value, "--db", ":memory:"]) == 2
+    one_line_error(capsys, f"{option}: must be a number greater than 0")
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["prove", "XXXX", "--status"], "a board string needs 36 cells"),
+        (["prove", "XXXX", "--verify"], "a board string needs 36 cells"),
+        (["prove", "X" + "." * 35, "--status"], "--status reports on the whole book from the empty board"),
+    ],
+)
+def test_prove_checks_the_board_in_every_mode(argv: list[str], needle: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    one_line_error(capsys, needle)
+
+
+@pytest.mark.parametrize("text", ["", "\n\n  \n"])
+def test_replay_of_a_file_without_games_says_so(text: str, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "g.jsonl"
+    empty.write_text(text)
+    assert main(["replay", str(empty)]) == 2
+    one_line_error(capsys, f"{empty} holds no games")
+
+
+def test_a_reader_that_left_loses_the_output_but_not_the_files(tmp_path: Path) -> None:
+    """``orderchaos tournament ... | head -1``: the pipe is closed before the command writes,
+    which stops neither the command nor the files it saves, and prints no traceback."""
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone before the first line
+    out = tmp_path / "t"
+    argv = [sys.executable, "-m", "orderchaos", "tournament", "random", "heuristic", "--games", "2",
+            "--out", str(out)]
+    done = subprocess.run(argv, timeout=120, stdout=write_end, stderr=subprocess.PIPE)
+    os.close(write_end)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr.decode()
+    assert sorted(p.name for p in out.iterdir()) == [
+        "heatmap.png", "pairings.csv", "ratings.csv", "ratings.png", "tournament.json", "tournament.md"]
+
+
+@pytest.fixture
+def signal_during_game(monkeypatch: pytest.MonkeyPatch) -> Callable[[int, int], None]:
+    """``send(signum, n)``: the signal comes to this process while its n-th game is played."""
+    import orderchaos.arena.matches as matches
+
+    def send(signum: int, n: int) -> None:
+        real, played = matches._play_task, []
+
+        def play_then_signal(task):  # noqa: ANN001, ANN202
+            played.append(task)
+            if len(played) == n:
+                os.kill(os.getpid(), signum)
+            return real(task)
+
+        monkeypatch.setattr(matches, "_play_task", play_then_signal)
+
+    return send
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stopped_match_prints_and_saves_the_games_it_finished(
+    signum: int, status: int, tmp_path: Path, signal_during_game: Callable[[int, int], None],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    signal_during_game(signum, 4)
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    saved = tmp_path / "g.jsonl"
+    code = main(["eval", "--order", "random", "--chaos", "random", "--games", "50", "--json",
+                 "--save-games", str(saved)])
+    captured = capsys.readouterr()
+    assert code == status
+    printed = json.loads(captured.out)
+    assert printed["games"] == 3 and printed["stopped"] is True
+    assert len(saved.read_text().splitlines()) == 3
+    assert captured.err.strip().splitlines() == [
+        f"orderchaos eval: stopped by {signal.Signals(signum).name} after 3 of 50 games"]
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers  # put back
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stopped_tournament_prints_and_writes_the_games_it_finished(
+    signum: int, status: int, tmp_path: Path, signal_during_game: Callable[[int, int], None],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    signal_during_game(signum, 5)
+    out = tmp_path / "t"
+    code = main(["tournament", "random", "heuristic", "--games", "3", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == status
+    assert "\n4 games in" in captured.out and "| - |" in captured.out  # a pairing never reached
+    assert captured.err.strip().splitlines() == [
+        f"orderchaos tournament: stopped by {signal.Signals(signum).name} after 4 of 12 games"]
+    saved = json.loads((out / "tournament.json").read_text())
+    assert saved["stopped"] is True and saved["games_played"] == [[3, 1], [0, 0]]
+    assert sum(row["games"] for row in saved["pairings"]) == 4
+    assert (out / "heatmap.png").stat().st_size > 0 and (out / "ratings.csv").exists()

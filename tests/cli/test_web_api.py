@@ -29,11 +29,12 @@ from orderchaos.agents.registry import make  # noqa: E402
 from orderchaos.arena import analysis  # noqa: E402
 from orderchaos.arena.game_files import load_games, save_games  # noqa: E402
 from orderchaos.arena.matches import play_game  # noqa: E402
-from orderchaos.cli.commands.serve import is_loopback  # noqa: E402
 from orderchaos.cli.web import games as web_games  # noqa: E402
 from orderchaos.cli.web import sessions  # noqa: E402
+from orderchaos.cli.web import app as web_app  # noqa: E402
 from orderchaos.cli.web.app import create_app, pick_language  # noqa: E402
 from orderchaos.cli.web.protocol import RateLimit, nesting_depth  # noqa: E402
+from orderchaos.cli.web.proxy import is_loopback  # noqa: E402
 from orderchaos.cli.web.services import Limits, Services  # noqa: E402
 from orderchaos.cli.web.store import GameStore  # noqa: E402
 from orderchaos.envs.rules import State  # noqa: E402
@@ -190,6 +191,23 @@ def test_play_as_chaos_the_agent_moves_first_and_undo_takes_back_a_pair(client: 
     assert len(view["moves"]) == 1 and stones(view)[35] == ""
     ws.send_json({"type": "undo"})
     assert error_of(ws)["code"] == "no_undo"
+    ws.send_json({"type": "move", "text": "a6 x"})  # the store dropped both moves taken back
+    view = until_turn(ws, "chaos")
+    assert len(view["moves"]) == 3 and stones(view)[30] == "X" and stones(view)[35] == ""
+
+
+def test_the_store_takes_back_from_the_given_ply_on(tmp_path: Path) -> None:
+    store = GameStore(tmp_path / "games.sqlite3")
+    store.create("g" * 22, {"order": None, "chaos": None}, {"order": None, "chaos": None},
+                 {"order": None, "chaos": None}, None)
+    for ply, action in enumerate([0, 3, 5, 7]):
+        store.add_move("g" * 22, ply, action, None)
+    store.take_back("g" * 22, 2)
+    loaded = store.load("g" * 22)
+    assert loaded is not None and loaded.actions == [0, 3]
+    store.add_move("g" * 22, 2, 9, None)  # ply 2 is free again
+    assert store.load("g" * 22).actions == [0, 3, 9]  # type: ignore[union-attr]
+    store.close()
 
 
 BAD_MESSAGES = [
@@ -218,7 +236,7 @@ BAD_MESSAGES = [
     (json.dumps({"type": "new_game", "side": "order", "opponent": "grandmaster"}), "unknown agent"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "/etc"}), "unknown agent"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "mcts:sims=lots"}), "must be int"),
-    (json.dumps({"type": "new_game", "side": "order", "opponent": "pretrained:sims=10000000"}), "sims is at most"),
+    (json.dumps({"type": "new_game", "side": "order", "opponent": "pretrained:sims=100000"}), "sims is at most"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "mcts:time=1000"}), "time is at most"),
     (json.dumps({"type": "new_game", "side": "order", "opponent": "x" * 500}), "at most"),
     (json.dumps({"type": "new_game", "side": "order"}), "give an opponent level"),
@@ -263,7 +281,13 @@ def test_nesting_depth_skips_strings() -> None:
     assert nesting_depth("[[[]]]") == 3
 
 
-def test_a_burst_of_messages_is_refused_past_the_rate_limit_and_the_connection_stays(tmp_path: Path) -> None:
+def test_a_burst_of_messages_is_refused_past_the_rate_limit_and_the_connection_stays(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection's bucket runs on a clock the test moves: 30 messages at one instant
+    give exactly the burst of 5 answers and 25 refusals; a second later one more is served."""
+    now = [0.0]
+    monkeypatch.setattr(web_app, "RateLimit", lambda rate, burst: RateLimit(rate, burst, clock=lambda: now[0]))
     limits = Limits(move_time=5, rate=1.0, burst=5)
     with TestClient(create_app(None, limits)) as quick, ExitStack() as stack:
         quick.sockets = stack  # type: ignore[attr-defined]
@@ -272,18 +296,22 @@ def test_a_burst_of_messages_is_refused_past_the_rate_limit_and_the_connection_s
             ws.send_json({"type": "state"})
         answers = [ws.receive_json() for _ in range(30)]
         refused = [a for a in answers if a["type"] == "error" and a["code"] == "rate"]
-        assert 20 <= len(refused) <= 25 and len(answers) - len(refused) >= 5
-        time.sleep(1.1)  # the bucket refills: the connection is open and served again
+        assert len(refused) == 25 and [a["type"] for a in answers if a not in refused] == ["state"] * 5
+        now[0] = 1.0  # the bucket refills: the connection is open and served again
         ws.send_json({"type": "state"})
         assert ws.receive_json()["type"] == "state"
+        ws.send_json({"type": "state"})
+        assert ws.receive_json()["code"] == "rate"
 
 
-def test_rate_limit_refills_at_its_rate() -> None:
+def test_rate_limit_refills_at_its_rate_up_to_its_burst() -> None:
     now = [0.0]
     bucket = RateLimit(2.0, 3, clock=lambda: now[0])
     assert [bucket.allow() for _ in range(4)] == [True, True, True, False]
     now[0] = 0.5
     assert bucket.allow() and not bucket.allow()
+    now[0] = 1000.0  # a long quiet spell fills the bucket to its burst, no further
+    assert [bucket.allow() for _ in range(4)] == [True, True, True, False]
 
 
 def test_an_exception_inside_the_server_never_reaches_the_page(
@@ -363,6 +391,25 @@ def test_games_past_the_cap_are_refused_as_busy() -> None:
         receive(one, "joined")
         two.send_json({"type": "play_friend", "side": "order"})
         assert "busy" in error_of(two)["message"]
+
+
+def test_reopening_a_saved_game_counts_against_the_cap_too() -> None:
+    """A game no tab has open lives only in the store; opening it again while the cap is
+    reached is refused as busy, like a new game."""
+    with TestClient(create_app(None, Limits(max_games=1))) as capped, ExitStack() as stack:
+        capped.sockets = stack  # type: ignore[attr-defined]
+        with capped.websocket_connect("/ws") as one:
+            one.receive_json()
+            one.send_json({"type": "play_friend", "side": "order"})
+            saved = receive(one, "joined")["game"]
+        two = connect(capped)
+        assert wait_until(lambda: not capped.app.state.hub.games)  # the closed tab's game left memory
+        two.send_json({"type": "play_friend", "side": "order"})
+        receive(two, "joined")
+        three = connect(capped)
+        three.send_json({"type": "open", "game": saved})
+        answer = three.receive_json()
+        assert (answer["type"], answer.get("code")) == ("error", "busy"), answer
 
 
 # -- cancellation --------------------------------------------------------------------------
@@ -638,6 +685,46 @@ def test_the_store_refuses_a_file_that_is_not_sqlite(tmp_path: Path, capsys: pyt
     assert "not a usable game store" in capsys.readouterr().err
 
 
+def test_a_store_with_damaged_pages_is_refused_at_start_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from orderchaos.cli.main import main
+
+    db = tmp_path / "games.sqlite3"
+    store = GameStore(db)
+    for n in range(400):  # enough rows for the tables to span many pages
+        store.create(f"game{n:04d}", {"order": "random", "chaos": None}, {"order": None, "chaos": None},
+                     {"order": None, "chaos": None}, f"invite{n:04d}")
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    data = bytearray(db.read_bytes())
+    page = 4096
+    assert len(data) > 6 * page
+    data[3 * page:5 * page] = b"\xa5" * (2 * page)  # the header page stays intact
+    db.write_bytes(bytes(data))
+    assert main(["serve", "--db", str(db), "--export-games", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "damaged" in err and "Traceback" not in err, err
+
+
+def test_a_store_locked_by_another_program_answers_with_a_coded_error(tmp_path: Path) -> None:
+    import sqlite3
+
+    store = GameStore(tmp_path / "games.sqlite3")
+    store.db.execute("PRAGMA busy_timeout=0")  # refuse at once rather than wait for the lock
+    other = sqlite3.connect(tmp_path / "games.sqlite3", isolation_level=None)
+    with TestClient(create_app(None, FAST, db=store)) as test_client, ExitStack() as stack:
+        test_client.sockets = stack  # type: ignore[attr-defined]
+        ws = connect(test_client)
+        other.execute("BEGIN EXCLUSIVE")
+        ws.send_json({"type": "new_game", "side": "order", "opponent": "random"})
+        error = error_of(ws)
+        assert error["code"] == "store_busy" and "another program" in error["message"]
+        other.execute("ROLLBACK")
+        new_agent_game(ws, "order", "random")  # the same connection goes on once the lock is gone
+    other.close()
+
+
 # -- watch and study ---------------------------------------------------------------------------
 
 
@@ -757,7 +844,7 @@ def test_serve_refuses_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["serve", "--port", "70000"]) == 2
     assert "--port must be" in capsys.readouterr().err
     assert main(["serve", "--move-time", "0"]) == 2
-    assert "--move-time must be positive" in capsys.readouterr().err
+    assert "--move-time: must be a number greater than 0" in capsys.readouterr().err
     assert main(["serve", "--max-connections", "0"]) == 2
     assert "--max-connections must be at least 1" in capsys.readouterr().err
 
@@ -791,3 +878,72 @@ def test_a_move_the_store_cannot_commit_is_told_to_nobody(client: TestClient, mo
     for ws in (order, chaos):
         ws.send_json({"type": "state"})
         assert receive(ws, "state", "play")["moves"] == []  # no view holds the move
+
+
+def seated_friend_game(client: TestClient) -> tuple[Any, Any, dict, str]:
+    """Both seats of a new friend game taken: Order's and Chaos's sockets, Order's
+    ``joined`` and Chaos's token."""
+    order, joined, view = friend_game(client)
+    chaos = connect(client)
+    chaos.send_json({"type": "open", "game": joined["game"], "invite": view["invite"]})
+    chaos_token = receive(chaos, "joined")["token"]
+    receive(chaos, "state", "play")
+    return order, chaos, joined, chaos_token
+
+
+def test_resign_ends_the_game_for_the_other_side_and_survives_a_restart(tmp_path: Path) -> None:
+    db = tmp_path / "games.sqlite3"
+    with TestClient(create_app(None, FAST, db=db)) as first, ExitStack() as stack:
+        first.sockets = stack  # type: ignore[attr-defined]
+        order, chaos, joined, chaos_token = seated_friend_game(first)
+        order.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        view = receive(chaos, "state", "play")
+        assert view["can_resign"] and view["reason"] is None
+        chaos.send_json({"type": "resign"})
+        view = receive(order, "state", "play")
+        while view["reason"] is None:
+            view = receive(order, "state", "play")
+        assert view["winner"] == "order" and view["reason"] == "resign" and not view["can_resign"]
+        order.send_json({"type": "move", "cell": 1, "symbol": "X"})
+        assert error_of(order)["code"] == "game_over"
+        chaos.send_json({"type": "resign"})
+        assert error_of(chaos)["code"] == "game_over"
+    with TestClient(create_app(None, FAST, db=db)) as second, ExitStack() as stack:
+        second.sockets = stack  # type: ignore[attr-defined]
+        chaos = connect(second)
+        chaos.send_json({"type": "open", "game": joined["game"], "token": chaos_token})
+        receive(chaos, "joined")
+        view = receive(chaos, "state", "play")
+        assert (view["winner"], view["reason"], view["can_resign"]) == ("order", "resign", False)
+        chaos.send_json({"type": "rematch"})  # a resigned game is over: a rematch may follow
+        assert receive(chaos, "rematch")["game"] != joined["game"]
+
+
+def test_a_game_without_a_first_move_within_a_minute_of_seating_is_aborted(tmp_path: Path) -> None:
+    now = {"t": 5000.0}
+    store = GameStore(tmp_path / "games.sqlite3", clock=lambda: now["t"])
+    with TestClient(create_app(None, FAST, db=store)) as client, ExitStack() as stack:
+        client.sockets = stack  # type: ignore[attr-defined]
+        lonely, lonely_joined, _ = friend_game(client)  # one seat taken: never aborted
+        order, chaos, joined, _ = seated_friend_game(client)
+        now["t"] += web_games.ABORT_AFTER - 1
+        moved, moved_chaos, moved_joined, _ = seated_friend_game(client)
+        moved.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        receive(moved, "state", "play")
+        now["t"] += 2
+        view = receive(chaos, "state", "play")
+        while view["reason"] is None:
+            view = receive(chaos, "state", "play")
+        assert view["reason"] == "aborted" and view["winner"] is None and not view["can_resign"]
+        order.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        assert error_of(order)["code"] == "game_over"
+        _, probe, _, _ = seated_friend_game(client)  # seated after the game that has its first move
+        now["t"] += web_games.ABORT_AFTER * 2
+        view = receive(probe, "state", "play")
+        while view["reason"] is None:  # one sweep aborts the probe and passes the other by
+            view = receive(probe, "state", "play")
+        moved_chaos.send_json({"type": "move", "cell": 1, "symbol": "O"})
+        assert receive(moved, "state", "play")["reason"] is None
+    assert store.load(joined["game"]).reason == "aborted"  # type: ignore[union-attr]
+    assert store.load(lonely_joined["game"]).reason is None  # type: ignore[union-attr]
+    assert store.load(moved_joined["game"]).reason is None  # type: ignore[union-attr]

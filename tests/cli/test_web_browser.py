@@ -186,7 +186,9 @@ def test_play_the_computer_to_the_end_by_clicking(page: Page) -> None:
 
 def test_an_illegal_click_shows_an_error_and_keyboard_play_and_a_reload_keep_the_game(page: Page) -> None:
     play_the_computer(page, "chaos", level="easy")
-    wait_for_turn_or_end(page)
+    status = wait_for_turn_or_end(page)
+    assert "Your move" in status, status  # Order's (the computer's) first move has come
+    expect(page.locator("[data-cell].X, [data-cell].O")).to_have_count(1)
     before = board(page)
     taken = next(c for c, s in enumerate(before) if s)
     page.click("button[data-symbol=O]")
@@ -207,6 +209,10 @@ def test_an_illegal_click_shows_an_error_and_keyboard_play_and_a_reload_keep_the
         r"^No proof within 0\.5 s\. Network: favourite moves ([a-f][1-6] [XO], ){2}[a-f][1-6] [XO]; "
         r"value for Chaos [+-]\d\.\d\d \(−1 lost … \+1 won\)\.$"))
     screenshot(page, "web_play.png")
+    page.keyboard.type("a6")  # a move makes the hint stale: it goes
+    expect(page.locator("[data-cell='30']")).to_have_text("O")
+    expect(page.get_by_test_id("hint")).to_have_text("")
+    wait_for_turn_or_end(page)
     moves = board(page)
     page.reload()  # the seat token in localStorage puts the tab back into its game
     expect(page.get_by_test_id("status")).to_contain_text("Your move (Chaos)")
@@ -232,6 +238,9 @@ def test_a_friend_game_through_the_invite_link_with_a_watcher_a_reload_and_a_ser
     expect(chaos.get_by_test_id("status")).to_contain_text("Your friend's move (Order)")
     expect(watcher.get_by_test_id("status")).to_contain_text("You are watching")
     assert "#invite" not in chaos.url  # the invite is spent, and not left in the address bar
+    late_ctx, late = new_tab(browser, invite_url)  # a second guest with the spent invite watches, and is told
+    expect(late.get_by_test_id("status")).to_contain_text("This seat is taken: you are watching.")
+    late_ctx.close()
 
     def move(tab: Page, cell: int, symbol: str, ply: int) -> None:
         tab.click(f"button[data-symbol={symbol}]")
@@ -269,7 +278,9 @@ def test_a_friend_game_through_the_invite_link_with_a_watcher_a_reload_and_a_ser
     order.click("button[data-action=rematch]")  # sides swapped: the friend now plays Order
     expect(chaos.get_by_test_id("status")).to_contain_text("Your move (Order)")
     expect(order.get_by_test_id("status")).to_contain_text("Your friend's move (Order)")
-    for context in (order_ctx, chaos_ctx, watch_ctx):
+    chaos_ctx.close()  # the friend closes the tab: the other player and the watcher's page say so
+    expect(order.get_by_test_id("status")).to_contain_text("The other player has left the game.")
+    for context in (order_ctx, watch_ctx):
         context.close()
 
 
@@ -280,7 +291,9 @@ def test_swedish_rules_and_the_language_is_remembered(browser: Browser, server: 
     tab.select_option("select[name=language]", "sv")
     expect(rules).to_contain_text("Vad sidorna vill")
     expect(rules).to_contain_text("Stephen Sniderman")
-    expect(rules.locator("caption")).to_have_text("Hur Ordning och kaos skiljer sig från luffarschack")
+    expect(rules.locator("caption")).to_have_text("Hur Ordning och kaos skiljer sig från tre i rad")
+    expect(tab.locator("output[name=speed-shown]")).to_have_text("0,5 s")  # Intl's decimal comma
+    expect(tab.locator("[data-cell='14']")).to_have_attribute("aria-label", "c3, tom")
     expect(tab.locator("button[data-action=play-friend]")).to_have_text("Spela mot en vän")
     tab.reload()
     expect(rules).to_contain_text("Vad sidorna vill")
@@ -289,22 +302,47 @@ def test_swedish_rules_and_the_language_is_remembered(browser: Browser, server: 
     context.close()
 
 
-def test_a_390_pixel_phone_has_no_sideways_scrolling(browser: Browser, server: Server) -> None:
-    context, tab = new_tab(browser, server.url, width=390, height=844)
+def in_view(tab: Page, selector: str) -> bool:
+    """Whether the element's whole box lies inside the viewport (to the pixel: scrolling to an
+    element leaves its box a fraction of a pixel off)."""
+    return tab.evaluate("""(selector) => {
+        const box = document.querySelector(selector).getBoundingClientRect();
+        return box.top > -1 && box.left > -1 && box.bottom < innerHeight + 1 && box.right < innerWidth + 1;
+    }""", selector)
 
-    def widths() -> tuple[int, int, float]:
-        return tab.evaluate("[document.documentElement.scrollWidth, window.innerWidth,"
-                            " document.querySelector('#board').getBoundingClientRect().right]")
 
-    scroll, inner, board_right = widths()
-    assert scroll <= inner == 390 and board_right <= 390
+@pytest.mark.parametrize("width,height", [(390, 844), (360, 740)])
+def test_a_phone_keeps_the_picker_by_the_board_and_never_scrolls_sideways(
+    browser: Browser, server: Server, width: int, height: int
+) -> None:
+    """In a friend game and against the computer, with the board in view: the X/O picker, the
+    status (the side to move) and the last move are on screen too, and nothing is wider than
+    the screen; each move is one line."""
+    context, tab = new_tab(browser, server.url, width=width, height=height)
+
+    def check() -> None:
+        tab.evaluate("document.querySelector('#board').scrollIntoView({ block: 'start' })")
+        assert tab.evaluate("[document.documentElement.scrollWidth, innerWidth]") == [width, width]
+        for selector in ("#board", "button[data-symbol=X]", "button[data-symbol=O]", "[data-testid=status]",
+                         "[data-testid=announce]"):
+            assert in_view(tab, selector), (width, selector)
+
     tab.click("button[data-action=play-friend]")
     expect(tab.get_by_test_id("invite-link")).to_have_value(re.compile("invite="))
-    scroll, inner, board_right = widths()
-    assert scroll <= inner and board_right <= 390
-    screenshot(tab, "web_phone.png", full_page=True)
-    play_the_computer(tab, "order", spec="random")
+    check()
+    if width == 390:
+        screenshot(tab, "web_phone.png", full_page=True)
+    play_the_computer(tab, "order", spec="random:seed=3")
     expect(tab.get_by_test_id("status")).to_contain_text("Your move")
+    for move in RANDOM_SEED_3_GAME[:6:2]:
+        tab.click(f"[data-cell='{'abcdef'.index(move[0]) + 6 * (int(move[1]) - 1)}']")
+        expect(tab.get_by_test_id("announce")).to_contain_text("Chaos: ")
+        expect(tab.get_by_test_id("status")).to_contain_text("Your move")
+    check()
+    heights = tab.eval_on_selector_all("[data-testid=play-moves] li", "items => items.map(i => i.getBoundingClientRect().height)")
+    assert len(heights) == 6 and max(heights) < 1.5 * min(heights)  # no move wraps onto a second line
+    tops = tab.eval_on_selector_all("[data-testid=play-moves] li", "items => items.map(i => i.getBoundingClientRect().top)")
+    assert tops[0] == tops[1] and tops[2] == tops[3] and tops[1] < tops[2]  # Order's and Chaos's moves pair up
     tab.click("[data-cell='35']")  # the f column is on screen and takes clicks
     expect(tab.locator("[data-cell='35']")).to_have_text("X")
     context.close()
@@ -356,3 +394,179 @@ def test_study_mode_loads_a_saved_file(page: Page) -> None:
     page.click(f"[data-testid=study-moves] li:nth-child({max(1, length - 4)})")
     expect(page.locator("[data-testid=study-moves] li.current")).to_have_count(1)
     screenshot(page, "web_study.png")
+
+
+def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, server: Server) -> None:
+    order_ctx, order = new_tab(browser, server.url)
+    order.select_option("select[name=side]", "order")
+    order.click("button[data-action=play-friend]")
+    invite = order.get_by_test_id("invite-link")
+    expect(invite).to_have_value(re.compile("invite="))
+    chaos_ctx, chaos = new_tab(browser, invite.input_value())
+    expect(order.get_by_test_id("status")).to_contain_text("Your move (Order)")
+    order.click("button[data-symbol=X]")
+    order.click("[data-cell='0']")
+    expect(chaos.locator("[data-testid=play-moves] li")).to_have_count(1)
+    chaos.once("dialog", lambda dialog: dialog.dismiss())  # a second thought: nothing happens
+    chaos.click("button[data-action=resign]")
+    expect(chaos.locator("button[data-action=resign]")).to_be_enabled()
+    chaos.once("dialog", lambda dialog: dialog.accept())
+    chaos.click("button[data-action=resign]")
+    for tab in (order, chaos):
+        expect(tab.get_by_test_id("result")).to_contain_text("Chaos resigned.")
+        expect(tab.locator("button[data-action=resign]")).to_be_disabled()
+    expect(order.get_by_test_id("result")).to_contain_text("You won")
+    order_ctx.close()
+    chaos_ctx.close()
+
+
+def focused_cell(page: Page) -> int:
+    """The board cell that has the keyboard focus."""
+    return int(page.evaluate("document.activeElement.dataset.cell"))
+
+
+def test_a_game_played_to_the_end_with_the_keyboard_alone(page: Page) -> None:
+    """Tab to "Play the computer" (Order against easy), Enter; then, on the board, arrow keys
+    to the first empty cell and x writes X there, until the game ends. The cells are buttons
+    named "c3, empty" / "c3, X"; the last move and the result are said in the live region."""
+    for _ in range(40):
+        if page.evaluate("document.activeElement.dataset.action") == "new-game":
+            break
+        page.keyboard.press("Tab")
+    else:
+        pytest.fail("Tab never reached the new-game button")
+    page.keyboard.press("Enter")
+    status = wait_for_turn_or_end(page)
+    for _ in range(12):
+        if page.evaluate("document.activeElement.dataset.cell !== undefined"):
+            break
+        page.keyboard.press("Shift+Tab")  # the board's one tab stop comes before the game's form
+    else:
+        pytest.fail("Tab never reached the board")
+    assert page.locator("[data-cell][tabindex='0']").count() == 1
+    expect(page.get_by_role("button", name="a1, empty", exact=True)).to_be_visible()
+    moves = 0
+    while "Game over" not in status:
+        assert "Error" not in status, status
+        target = board(page).index("")
+        here = focused_cell(page)
+        for _ in range(abs(target // 6 - here // 6)):
+            page.keyboard.press("ArrowDown" if target // 6 > here // 6 else "ArrowUp")
+        for _ in range(abs(target % 6 - here % 6)):
+            page.keyboard.press("ArrowRight" if target % 6 > here % 6 else "ArrowLeft")
+        assert focused_cell(page) == target
+        page.keyboard.press("x")
+        moves += 1
+        name = f"{'abcdef'[target % 6]}{target // 6 + 1}"
+        expect(page.locator(f"[data-cell='{target}']")).to_have_attribute("aria-label", re.compile(f"^{name}, X"))
+        status = wait_for_turn_or_end(page)
+    assert moves >= 5
+    expect(page.get_by_test_id("result")).to_be_visible()
+    title = page.locator("[data-testid=result] .result-title").text_content() or ""
+    expect(page.get_by_test_id("announce")).to_contain_text(title)
+    last = page.locator("[data-testid=play-moves] li").last.text_content() or ""
+    expect(page.get_by_test_id("announce")).to_contain_text(last)
+    expect(page.locator("[data-cell].last")).to_have_attribute("aria-label", re.compile(", last move$"))
+
+
+def test_the_cells_are_named_in_the_readers_language(browser: Browser, server: Server) -> None:
+    context, tab = new_tab(browser, server.url, locale="de-DE")
+    expect(tab.get_by_role("button", name="c3, leer", exact=True)).to_have_count(1)
+    tab.select_option("select[name=language]", "sv")
+    expect(tab.get_by_role("button", name="c3, tom", exact=True)).to_have_count(1)
+    expect(tab.get_by_role("group", name="Brädet, 6 gånger 6 rutor")).to_be_visible()
+    context.close()
+
+
+AXE = Path(__file__).parent / "vendor" / "axe.min.js"  # axe-core 4.14.1 from npm, its licence header kept
+
+
+def serious_axe_violations(page: Page) -> list[str]:
+    """axe-core's violations of impact serious or critical on the page as it is now, one line
+    each: the rule, its impact and the first nodes it names."""
+    if not page.evaluate("typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    violations = page.evaluate("axe.run(document, { resultTypes: ['violations'] }).then(r => r.violations)")
+    return [f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes'][:3]]}"
+            for v in violations if v["impact"] in ("serious", "critical")]
+
+
+@pytest.mark.parametrize("lang", ["en", "sv", "nb", "de"])
+def test_axe_finds_nothing_serious_in_any_state_of_the_page(browser: Browser, server: Server, lang: str) -> None:
+    """The start page, a game in progress, a finished game, watch and study, in each language:
+    axe-core (vendored from npm, injected past the page's CSP) reports no violation of impact
+    serious or critical."""
+    context = browser.new_context(viewport={"width": 1180, "height": 900}, bypass_csp=True)
+    tab = context.new_page()
+    tab.set_default_timeout(TIMEOUT_MS)
+    tab.goto(server.url)
+    tab.select_option("select[name=language]", lang)
+    expect(tab.locator("html")).to_have_attribute("lang", lang)
+    expect(tab.get_by_test_id("status")).not_to_have_text(re.compile("…"))
+    found = {"start": serious_axe_violations(tab)}
+    play_the_computer(tab, "order", spec="random:seed=3")
+    moves = tab.locator("[data-testid=play-moves] li")
+    expect(moves).to_have_count(0)
+    for ply, move in enumerate(RANDOM_SEED_3_GAME[::2]):
+        cell = "abcdef".index(move[0]) + 6 * (int(move[1]) - 1)
+        tab.click(f"button[data-symbol={move[-1]}]")
+        tab.click(f"[data-cell='{cell}']")
+        expect(moves).to_have_count(min(2 * ply + 2, len(RANDOM_SEED_3_GAME)))
+        if ply == 2:
+            found["game in progress"] = serious_axe_violations(tab)
+    expect(tab.get_by_test_id("result")).to_be_visible()
+    found["finished game"] = serious_axe_violations(tab)
+    tab.click("[data-mode=watch]")
+    tab.click("button[data-action=watch-start]")
+    expect(tab.locator("[data-testid=watch-moves] li").first).to_be_attached()
+    found["watch"] = serious_axe_violations(tab)
+    tab.click("[data-mode=study]")
+    tab.click("button[data-action=open-file]")
+    expect(tab.locator("[data-testid=study-moves] li").first).to_be_attached()
+    tab.click("button[data-action=next]")
+    found["study"] = serious_axe_violations(tab)
+    context.close()
+    assert not any(found.values()), {state: lines for state, lines in found.items() if lines}
+
+
+def test_a_new_game_asks_before_leaving_one_in_progress(page: Page) -> None:
+    """The n key (or Enter on the still-focused "Play the computer") during a game asks
+    first: no, and the game stays; yes, and a new one starts."""
+    play_the_computer(page, "order", spec="random:seed=3")
+    wait_for_turn_or_end(page)
+    page.click("[data-cell='0']")
+    expect(page.locator("[data-testid=play-moves] li")).to_have_count(2)
+    address = page.url
+    asked: list[str] = []
+
+    def answer(accept: bool):
+        def handle(dialog) -> None:
+            asked.append(dialog.message)
+            dialog.accept() if accept else dialog.dismiss()
+        return handle
+
+    page.once("dialog", answer(False))
+    page.keyboard.press("n")
+    page.focus("button[data-action=new-game]")
+    page.once("dialog", answer(False))
+    page.keyboard.press("Enter")
+    assert asked == ["Leave the game in progress and start a new one?"] * 2
+    expect(page.locator("[data-testid=play-moves] li")).to_have_count(2)
+    assert page.url == address
+    page.once("dialog", answer(True))
+    page.keyboard.press("Enter")
+    expect(page.locator("[data-testid=play-moves] li")).to_have_count(0)
+    expect(page).not_to_have_url(address)
+
+
+def test_without_a_games_folder_the_study_list_says_so(browser: Browser, tmp_path: Path) -> None:
+    bare = Server(None, tmp_path / "games.sqlite3")  # type: ignore[arg-type]
+    try:
+        context, tab = new_tab(browser, bare.url)
+        tab.click("[data-mode=study]")
+        expect(tab.locator("select[name=games-file] option")).to_have_text(["(no games folder)"])
+        tab.select_option("select[name=language]", "nb")
+        expect(tab.locator("select[name=games-file] option")).to_have_text(["(ingen partimappe)"])
+        context.close()
+    finally:
+        bare.stop()

@@ -129,7 +129,6 @@ def test_wrong_type_names_the_key(override: str, key: str) -> None:
         ("selfplay.heuristic_fraction=1.5", "selfplay.heuristic_fraction"),
         ("algorithm=dqn", "algorithm"),
         ("device=tpu", "device"),
-        ("selfplay.imitation_roles=[order, umpire]", "selfplay.imitation_roles"),
         ("run.inference_precision=float16", "run.inference_precision"),
     ],
 )

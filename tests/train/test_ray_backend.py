@@ -388,7 +388,7 @@ def test_only_the_ray_backend_imports_ray() -> None:
 
 
 def test_records_round_trip() -> None:
-    from orderchaos.train.alphazero import play_heuristic_games
+    from orderchaos.train.selfplay import play_heuristic_games
     from orderchaos.train.ray_backend import pack_games, unpack_rows
 
     logs = play_heuristic_games(3, 2, np.random.default_rng(0))

@@ -1,9 +1,6 @@
-"""The replay buffer: newest rows kept, consistent augmentation, state round trip, and the
-weighted draw of Chaos's early positions."""
+"""The replay buffer: newest rows kept, consistent augmentation, state round trip."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings
@@ -12,11 +9,7 @@ from hypothesis import strategies as st
 from orderchaos.bench.train import random_positions
 from orderchaos.envs.encoding import action_mask, encode_states
 from orderchaos.envs.rules import ACTIONS
-from orderchaos.train.config import load_config
-from orderchaos.train.factory import make_trainer
 from orderchaos.train.replay_buffer import ReplayBuffer
-
-from helpers import SMOKE
 
 
 def _random_rows(n: int, seed: int) -> tuple[np.ndarray, ...]:
@@ -51,45 +44,7 @@ def test_replay_keeps_the_newest_rows_and_augments_consistently(capacity: int, b
     assert all(np.array_equal(x, y) for x, y in zip(again, (planes, masks, policies, values)))
 
 
-def test_early_rows_are_drawn_by_their_weight_and_the_default_draw_is_unchanged() -> None:
-    buffer = ReplayBuffer(400)
-    buffer.add(*_random_rows(400, 3))
-    empties = 36 - buffer.planes[:400, :2].reshape(400, -1).sum(1)
-    early = empties >= 27
-    assert 0 < early.sum() < 400
-    # Values tag each row with its index, so that the draw shows which rows it took.
-    tagged = ReplayBuffer(400)
-    tagged.add(buffer.planes[:400], buffer.masks[:400], buffer.policies[:400], np.arange(400, dtype=np.float32))
-    for weight in (3.0, 0.2):
-        *_, rows = tagged.sample(20000, np.random.default_rng(1), False, 27, weight)
-        share = early[rows.astype(int)].mean()
-        expected = weight * early.sum() / (weight * early.sum() + (~early).sum())
-        assert abs(share - expected) < 0.015, (weight, share, expected)
-    # A buffer restored from its state draws the same weighted batch.
-    restored = ReplayBuffer(400)
-    restored.load_state_dict(tagged.state_dict())
-    *_, again = restored.sample(2000, np.random.default_rng(4), False, 27, 3.0)
-    assert np.array_equal(again, tagged.sample(2000, np.random.default_rng(4), False, 27, 3.0)[3])
-    empty = ReplayBuffer(400)  # an empty buffer (a role with no mistakes yet) restores too
+def test_an_empty_buffer_restores() -> None:
+    empty = ReplayBuffer(400)  # a role with no mistakes yet
     empty.load_state_dict(ReplayBuffer(400).state_dict())
     assert len(empty) == 0
-    # Off (no threshold, or weight 1) the draw is the plain uniform one, row for row.
-    plain = buffer.sample(64, np.random.default_rng(5), True)
-    for args in ((0, 3.0), (27, 1.0)):
-        again = buffer.sample(64, np.random.default_rng(5), True, *args)
-        assert all(np.array_equal(x, y) for x, y in zip(plain, again))
-
-
-def test_only_chaos_batches_weigh_early_positions(tmp_path: Path) -> None:
-    config = load_config(SMOKE, ["eval.enabled=false", "replay.chaos_early_empties=27", "replay.chaos_early_weight=4"])
-    trainer = make_trainer(config, tmp_path / "run")
-    drawn: dict[str, list[tuple]] = {}
-    try:
-        for role, buffer in trainer.replay.items():
-            buffer.add(*_random_rows(config.replay.min_positions, 7))
-            sample = buffer.sample
-            buffer.sample = lambda n, *a, _role=role, _sample=sample: (drawn.setdefault(_role, []).append(a[2:]), _sample(n, *a))[1]
-            trainer.train_role(role, 2)
-    finally:
-        trainer.close()
-    assert drawn == {"order": [(), ()], "chaos": [(27, 4.0), (27, 4.0)]}

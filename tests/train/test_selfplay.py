@@ -17,7 +17,7 @@ from helpers import endgames, mover_wins, winning_moves
 
 @pytest.mark.parametrize("target_temperature", [1.0, 0.0])
 def test_selfplay_logs_only_network_moves_with_legal_policies(target_temperature: float) -> None:
-    from orderchaos.train.alphazero import play_selfplay_games
+    from orderchaos.train.selfplay import play_selfplay_games
 
     torch.manual_seed(0)
     nets = {role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")}
@@ -51,7 +51,7 @@ def test_selfplay_logs_only_network_moves_with_legal_policies(target_temperature
 
 @pytest.mark.parametrize("openings", [0, 3])
 def test_lockstep_heuristic_games_replay_under_the_scalar_rules(openings: int) -> None:
-    from orderchaos.train.alphazero import play_heuristic_games
+    from orderchaos.train.selfplay import play_heuristic_games
 
     logs = play_heuristic_games(6, openings, np.random.default_rng(5))
     for log in logs:
@@ -69,7 +69,7 @@ def test_lockstep_heuristic_games_replay_under_the_scalar_rules(openings: int) -
 
 
 def test_value_and_solver_targets() -> None:
-    from orderchaos.train.alphazero import SelfPlayGame, value_targets
+    from orderchaos.train.selfplay import SelfPlayGame, value_targets
     from orderchaos.train.solver_targets import solver_targets
 
     start = State()
@@ -108,42 +108,9 @@ def test_solver_policy_keeps_only_proven_winning_moves(weights: str) -> None:
     assert rows.policies[2, 4] == 1.0 and rows.policies[2].sum() == 1.0
 
 
-def test_holding_moves_narrow_chaos_policy_targets_but_not_value_only_rows() -> None:
-    from orderchaos.train.alphazero import TrainingRows
-    from orderchaos.train.solver_targets import SolverTargets
-
-    chaos_to_move = State().apply(0)
-    policies = np.zeros((3, ACTIONS), np.float32)
-    policies[0, [4, 6, 9]] = [0.5, 0.3, 0.2]  # the search's target: 0.3 and 0.2 on holding moves
-    policies[1, 11] = 1.0  # nothing on the holding moves
-    rows = TrainingRows([chaos_to_move] * 3, np.zeros((3, 3, 6, 6), np.int8), np.ones((3, ACTIONS), np.int8),
-                        policies, np.zeros(3, np.float32))  # row 2: a value-only row (all zero)
-    rows.apply([0, 1, 2], SolverTargets(values={0: -1.0}, holding_moves={0: [6, 9], 1: [2, 3], 2: [5]}))
-    assert rows.policies[0, [6, 9]] == pytest.approx([0.6, 0.4])
-    assert rows.policies[1, [2, 3]] == pytest.approx([0.5, 0.5])
-    assert rows.policies[:2].sum(1) == pytest.approx([1.0, 1.0]) and rows.policies[2].sum() == 0.0
-    assert rows.values.tolist() == [-1.0, 0.0, 0.0]
-
-
-@pytest.mark.parametrize("practical_chaos", [False, True])
-def test_practical_chaos_values_keep_the_outcome_only_where_chaos_is_proven_lost(practical_chaos: bool) -> None:
-    from orderchaos.train.alphazero import TrainingRows
-    from orderchaos.train.solver_targets import SolverTargets
-
-    chaos_to_move = State().apply(0)
-    states = [chaos_to_move, chaos_to_move, State(), State()]
-    outcomes = np.array([0.5, -0.5, 0.5, 0.5], np.float32)  # game-outcome targets already there
-    rows = TrainingRows(states, np.zeros((4, 3, 6, 6), np.int8), np.ones((4, ACTIONS), np.int8),
-                        np.full((4, ACTIONS), 1 / ACTIONS, np.float32), outcomes.copy())
-    exact = SolverTargets(values={0: -1.0, 1: 1.0, 2: -1.0, 3: 1.0})
-    rows.apply([0, 1, 2, 3], exact, "uniform", practical_chaos)
-    # Only the Chaos position proven lost keeps its outcome, and only when asked to.
-    assert rows.values.tolist() == [0.5 if practical_chaos else -1.0, 1.0, -1.0, 1.0]
-
-
 def test_on_policy_games_play_the_networks_own_favourite_after_the_temperature_plies() -> None:
     from orderchaos.agents.network_agent import NetworkEvaluator
-    from orderchaos.train.alphazero import play_selfplay_games
+    from orderchaos.train.selfplay import play_selfplay_games
 
     torch.manual_seed(1)
     evaluator = NetworkEvaluator({role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")})
@@ -169,7 +136,7 @@ def test_on_policy_games_play_the_networks_own_favourite_after_the_temperature_p
 
 
 def test_graded_outcomes_prefer_short_order_wins_and_keep_the_sign() -> None:
-    from orderchaos.train.alphazero import SelfPlayGame, graded_order_value, value_targets
+    from orderchaos.train.selfplay import SelfPlayGame, graded_order_value, value_targets
 
     assert graded_order_value("order", 9, 0.5) == 1.0
     assert graded_order_value("order", 36, 0.5) == pytest.approx(0.5)
@@ -187,7 +154,7 @@ def test_graded_outcomes_prefer_short_order_wins_and_keep_the_sign() -> None:
 def test_solver_ended_games_stop_at_a_proven_position(gumbel: int) -> None:
     from orderchaos.agents.network_agent import NetworkEvaluator
     from orderchaos.agents.solver import solve
-    from orderchaos.train.alphazero import play_selfplay_games, solver_ender
+    from orderchaos.train.selfplay import play_selfplay_games, solver_ender
 
     torch.manual_seed(2)
     evaluator = NetworkEvaluator({role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")})
@@ -217,7 +184,7 @@ def test_only_the_listed_games_may_end_early() -> None:
     """``end_games``: an ender that would stop every game at 30 empty cells stops only the
     listed ones; the others are played out to a five or a full board."""
     from orderchaos.agents.network_agent import NetworkEvaluator
-    from orderchaos.train.alphazero import play_selfplay_games
+    from orderchaos.train.selfplay import play_selfplay_games
 
     asked: list[int] = []
 
@@ -239,100 +206,6 @@ def test_only_the_listed_games_may_end_early() -> None:
     assert max(asked) <= 2  # the ender never saw the other games' positions
 
 
-@pytest.mark.parametrize("gumbel", [0, 8])
-def test_playout_cap_randomisation_logs_only_full_searches(gumbel: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``fast_simulations``: about ``full_search_fraction`` of the network's moves get the
-    full search and a logged policy target; the others a cheap search of
-    ``fast_simulations`` that is not logged. Opponents still play their own moves, the games
-    are reproducible from the seed, and they cost fewer evaluations than full searches."""
-    from orderchaos.agents.gumbel import GumbelSearch
-    from orderchaos.agents.mcts import MCTS
-    from orderchaos.agents.network_agent import NetworkEvaluator
-    from orderchaos.train.alphazero import play_selfplay_games
-
-    budgets: list[tuple[int, int]] = []
-    search_class = GumbelSearch if gumbel else MCTS
-    original = search_class.search_batch
-
-    def recording(self, states, simulations=None, add_noise=False):  # type: ignore[no-untyped-def]
-        budgets.append((len(states), int(simulations or self.simulations)))
-        return original(self, states, simulations=simulations, add_noise=add_noise)
-
-    monkeypatch.setattr(search_class, "search_batch", recording)
-    torch.manual_seed(4)
-    nets = {role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")}
-
-    def play(fast: int, seed: int = 7) -> tuple[list, int]:
-        evaluator = NetworkEvaluator(nets)
-        logs = play_selfplay_games(
-            evaluator, 8, simulations=8, c_puct=1.5, dirichlet_alpha=0.3, dirichlet_fraction=0.25,
-            temperature=1.0, temperature_moves=4, rng=np.random.default_rng(seed),
-            opponents={0: (0, make("heuristic", seed=1))}, gumbel_considered=gumbel,
-            fast_simulations=fast, full_search_fraction=0.25,
-        )
-        return logs, evaluator.positions_evaluated
-
-    logs, evaluations = play(2)
-    full = sum(n for n, budget in budgets if budget == 8)
-    fast = sum(n for n, budget in budgets if budget == 2)
-    assert {budget for _, budget in budgets} == {8, 2}
-    assert sum(len(log.states) for log in logs) == full  # exactly the full searches are logged
-    assert 0.1 < full / (full + fast) < 0.45  # 0.25 expected over about 200 moves
-    assert all(s.to_play == "chaos" for s in logs[0].states)  # the heuristic moved as Order
-    for log in logs:
-        for policy in log.policies:
-            assert policy.sum() == pytest.approx(1.0, abs=1e-5) or policy.sum() == 0.0
-    again, _ = play(2)
-    assert [(log.winner, log.length, [s.to_string() for s in log.states]) for log in again] == [
-        (log.winner, log.length, [s.to_string() for s in log.states]) for log in logs
-    ]
-    budgets.clear()
-    full_logs, full_evaluations = play(0)
-    assert {budget for _, budget in budgets} == {8}
-    per_stone = evaluations / sum(log.length for log in logs)
-    assert per_stone < full_evaluations / sum(log.length for log in full_logs)
-
-
-@pytest.mark.parametrize("gumbel", [0, 8])
-def test_chaos_simulations_give_only_chaos_searches_their_budget(gumbel: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``chaos_simulations``: every full search of a Chaos position gets that budget, every
-    one of an Order position keeps ``simulations``; without it (0, or equal to
-    ``simulations``) the games are those of the plain call, move for move."""
-    from orderchaos.agents.gumbel import GumbelSearch
-    from orderchaos.agents.mcts import MCTS
-    from orderchaos.agents.network_agent import NetworkEvaluator
-    from orderchaos.train.alphazero import play_selfplay_games
-
-    budgets: list[tuple[set[str], int]] = []
-    search_class = GumbelSearch if gumbel else MCTS
-    original = search_class.search_batch
-
-    def recording(self, states, simulations=None, add_noise=False):  # type: ignore[no-untyped-def]
-        budgets.append(({s.to_play for s in states}, int(simulations or self.simulations)))
-        return original(self, states, simulations=simulations, add_noise=add_noise)
-
-    monkeypatch.setattr(search_class, "search_batch", recording)
-    torch.manual_seed(5)
-    nets = {role: PolicyValueNet(4, 0, 8) for role in ("order", "chaos")}
-
-    def play(chaos_simulations: int) -> list[tuple[int | None, int, list[str]]]:
-        logs = play_selfplay_games(
-            NetworkEvaluator(nets), 4, simulations=4, c_puct=1.5, dirichlet_alpha=0.3,
-            dirichlet_fraction=0.25, temperature=1.0, temperature_moves=4,
-            rng=np.random.default_rng(11), gumbel_considered=gumbel,
-            chaos_simulations=chaos_simulations,
-        )
-        return [(log.winner, log.length, [s.to_string() for s in log.states]) for log in logs]
-
-    plain = play(0)
-    assert {budget for _, budget in budgets} == {4}
-    budgets.clear()
-    assert play(4) == plain
-    budgets.clear()
-    play(12)
-    assert {(tuple(sides), budget) for sides, budget in budgets} == {(("order",), 4), (("chaos",), 12)}
-
-
 @pytest.mark.parametrize(("gumbel", "cache", "prefetch"), [(0, True, False), (16, True, False), (16, False, True), (16, True, True)])
 def test_the_evaluation_cache_and_prefetch_play_the_same_games_with_fewer_evaluations(
     gumbel: int, cache: bool, prefetch: bool
@@ -340,7 +213,7 @@ def test_the_evaluation_cache_and_prefetch_play_the_same_games_with_fewer_evalua
     """``evaluation_cache`` and ``prefetch``: the same games, moves and targets (a fake
     network whose answers do not depend on the batch). The cache sends each board to the
     network once; prefetch sends each search's first round in one batch."""
-    from orderchaos.train.alphazero import play_selfplay_games
+    from orderchaos.train.selfplay import play_selfplay_games
 
     from helpers import HashEvaluator
 
@@ -364,68 +237,3 @@ def test_the_evaluation_cache_and_prefetch_play_the_same_games_with_fewer_evalua
     assert cached.evaluated < (0.95 if cache else 1.0) * plain.evaluated
     if prefetch:
         assert len(cached.batch_sizes) < 0.5 * len(plain.batch_sizes)
-
-
-class _OrderFavoursTheLastCell:
-    """A stub evaluator: Order's policy is all on its highest legal action, Chaos's uniform,
-    every value 0."""
-
-    def evaluate(self, states):
-        priors = np.zeros((len(states), ACTIONS), np.float32)
-        for row, state in zip(priors, states):
-            legal = state.legal_actions()
-            if state.to_play == "order":
-                row[max(legal)] = 1.0
-            else:
-                row[legal] = 1.0 / len(legal)
-        return priors, np.zeros(len(states), np.float32)
-
-
-def _play_erring(erring, rate: float, monkeypatch) -> tuple[list, list]:
-    """Four games with Order erring in ``erring`` at ``rate``; the logs and the roles of the
-    positions searched."""
-    from orderchaos.agents.mcts import MCTS
-    from orderchaos.train.alphazero import play_selfplay_games
-
-    searched_roles: list[str] = []
-    search_batch = MCTS.search_batch
-
-    def recording(self, states, *args, **kwargs):
-        searched_roles.extend(s.to_play for s in states)
-        return search_batch(self, states, *args, **kwargs)
-
-    monkeypatch.setattr(MCTS, "search_batch", recording)
-    logs = play_selfplay_games(
-        _OrderFavoursTheLastCell(), 4, simulations=8, c_puct=1.5, dirichlet_alpha=0.3,
-        dirichlet_fraction=0.25, temperature=1.0, temperature_moves=2,
-        rng=np.random.default_rng(0), erring_order=erring, order_error_rate=rate,
-    )
-    return logs, searched_roles
-
-
-def test_erring_order_games_log_only_chaos_positions(monkeypatch) -> None:
-    logs, _ = _play_erring([2, 3], 0.5, monkeypatch)
-    for log in logs[:2]:
-        assert {s.to_play for s in log.states} == {"order", "chaos"}
-    for log in logs[2:]:
-        assert log.states and all(s.to_play == "chaos" for s in log.states)
-
-
-def _follows(before: State, after: State, order_move) -> bool:
-    """Whether ``after`` is ``before`` plus some Chaos move and then Order's ``order_move(state)``."""
-    for chaos in before.legal_actions():
-        middle = before.apply(chaos)
-        if not middle.is_terminal and middle.apply(order_move(middle)) == after:
-            return True
-    return False
-
-
-def test_erring_order_moves_are_drawn_from_its_policy_without_search(monkeypatch) -> None:
-    logs, searched = _play_erring(range(4), 1.0, monkeypatch)
-    assert "order" not in searched and "chaos" in searched
-    favourite = lambda state: max(state.legal_actions())  # noqa: E731 - the stub's only action
-    for log in logs:
-        assert log.states[0] == State().apply(ACTIONS - 1)
-        assert all(_follows(a, b, favourite) for a, b in zip(log.states, log.states[1:]))
-    _, searched = _play_erring(range(4), 0.0, monkeypatch)
-    assert "order" in searched  # rate 0: Order searches every move

@@ -52,7 +52,7 @@ def test_solver_workers_deal_out_a_batch_and_merge_it_in_order() -> None:
 
 def test_solver_targets_from_the_worker_join_the_replay_when_flushed(tmp_path: Path) -> None:
     from orderchaos.agents.solver import solve
-    from orderchaos.train.alphazero import play_heuristic_games
+    from orderchaos.train.selfplay import play_heuristic_games
 
     depth = 20
     config = load_config(SMOKE, ["eval.enabled=false", f"selfplay.solver_depth={depth}", "selfplay.solver_process=true"])
@@ -85,7 +85,7 @@ def test_solver_targets_from_the_worker_join_the_replay_when_flushed(tmp_path: P
 
 def test_solver_candidates_give_a_proven_win_when_listing_all_wins_is_too_dear() -> None:
     from orderchaos.agents.solver import solve
-    from orderchaos.train.alphazero import play_heuristic_games
+    from orderchaos.train.selfplay import play_heuristic_games
     from orderchaos.train.solver_targets import solver_targets
 
     logs = play_heuristic_games(8, 4, np.random.default_rng(3))
@@ -104,36 +104,6 @@ def test_solver_candidates_give_a_proven_win_when_listing_all_wins_is_too_dear()
         assert solve(positions[i].apply(move), node_limit=10**6).winner == positions[i].to_play
     for i, moves in listed.winning_moves.items():  # fully listed positions are left alone
         assert with_candidates.winning_moves[i] == moves
-
-
-def test_fastest_plies_narrow_orders_winning_moves_to_the_quickest_forced_fives() -> None:
-    from orderchaos.agents.solver import Solver
-    from orderchaos.train.alphazero import play_heuristic_games
-    from orderchaos.train.solver_targets import solver_targets
-
-    logs = play_heuristic_games(8, 4, np.random.default_rng(5))
-    positions = [s for log in logs for s in log.states if 12 <= s.num_empty <= 15]
-    listed = solver_targets(positions, 200_000, True)
-    fastest = solver_targets(positions, 200_000, True, fastest_plies=9)
-    assert fastest.values == listed.values
-    check = Solver(tt_bits=16)
-    narrowed = 0
-    for i, moves in listed.winning_moves.items():
-        kept, state = fastest.winning_moves[i], positions[i]
-        if state.to_play != "order":
-            assert kept == moves  # Chaos targets are never narrowed
-            continue
-        assert kept and set(kept) <= set(moves)
-        soonest = next(
-            (d for d in range(1, 10) if any(check.order_wins_within(state.apply(a), d - 1) for a in moves)),
-            None,
-        )
-        if soonest is None:
-            assert kept == moves
-            continue
-        assert kept == [a for a in moves if check.order_wins_within(state.apply(a), soonest - 1)]
-        narrowed += len(kept) < len(moves)
-    assert narrowed > 0
 
 
 def test_shares_are_dealt_by_stride_and_merged_back_in_batch_order() -> None:
@@ -155,65 +125,6 @@ def test_shares_are_dealt_by_stride_and_merged_back_in_batch_order() -> None:
     failures: list[BaseException] = []
     with SolverPool(tt_bits=14) as pool:
         bad = State(1, 1)  # X and O on one cell: the solver refuses it
-        batch = pool.map_async(targets_job, [([states[0]], 10, False, None, 0), ([bad], 10, False, None, 0)])
+        batch = pool.map_async(targets_job, [([states[0]], 10, False, None), ([bad], 10, False, None)])
         assert PendingTargets(batch, 2, failures.append).result() == SolverTargets()
     assert len(failures) == 1 and "solver job targets_job failed" in str(failures[0])
-
-
-def test_holding_plies_list_chaos_moves_that_escape_a_short_forced_five() -> None:
-    from orderchaos.agents.solver import Solver
-    from orderchaos.train.alphazero import play_heuristic_games
-    from orderchaos.train.solver_targets import solver_targets
-
-    logs = play_heuristic_games(8, 4, np.random.default_rng(5))
-    positions = [s for log in logs for s in log.states if 14 <= s.num_empty <= 20]
-    plain = solver_targets(positions, 20_000, True)
-    holding = solver_targets(positions, 20_000, True, holding_plies=3)
-    assert holding.values == plain.values and holding.winning_moves == plain.winning_moves
-    assert not plain.holding_moves and holding.holding_moves
-    check = Solver(tt_bits=16)
-    for i, state in enumerate(positions):
-        if state.to_play != "chaos" or holding.values.get(i) == 1.0:
-            assert i not in holding.holding_moves  # Order's, and Chaos's proven wins
-            continue
-        expected = check.holding_moves(state, 3)
-        if expected and len(expected) < len(state.legal_actions()):
-            assert holding.holding_moves[i] == expected
-        else:  # every move holds, or none does: nothing to narrow
-            assert i not in holding.holding_moves
-
-
-@pytest.mark.parametrize("in_process", [False, True])
-def test_holding_plies_reach_the_chaos_replay_rows(tmp_path: Path, in_process: bool) -> None:
-    from orderchaos.agents.solver import Solver
-    from orderchaos.train.alphazero import play_heuristic_games
-
-    depth = 24
-    config = load_config(SMOKE, [
-        "eval.enabled=false", f"selfplay.solver_depth={depth}", f"selfplay.solver_process={str(in_process).lower()}",
-        "selfplay.solver_holding_plies=3",
-    ])
-    trainer = make_trainer(config, tmp_path / "run")
-    try:
-        logs = play_heuristic_games(6, 2, np.random.default_rng(4))
-        for log in logs:  # a search's target: some weight on every legal move
-            log.policies = [mask.astype(np.float32) / mask.sum() for mask in log.masks]
-        trainer.store(logs)
-        trainer.flush()
-    finally:
-        trainer.close()
-    chaos_states = [s for log in logs for s in log.states if s.to_play == "chaos"]
-    buffer = trainer.replay["chaos"]
-    assert len(buffer) == len(chaos_states)
-    check, limit = Solver(tt_bits=16), config.selfplay.solver_node_limit
-    narrowed = 0
-    for row, state in enumerate(chaos_states):
-        if state.num_empty > depth or check.solve(state, node_limit=limit).winner == "chaos":
-            continue
-        holding = check.holding_moves(state, 3, node_limit=limit // 4)
-        if holding and len(holding) < len(state.legal_actions()):
-            assert set(np.flatnonzero(buffer.policies[row])) == set(holding)
-            narrowed += 1
-        else:
-            assert np.count_nonzero(buffer.policies[row]) == len(state.legal_actions())
-    assert narrowed > 0

@@ -19,10 +19,13 @@ const ui = {
   limits: { max_upload_bytes: 2 * 1024 * 1024 },
   views: { play: null, watch: null },
   errors: { play: null, watch: null, study: null },
+  files: { names: [], folder: true },  // the games folder's files, and whether there is a folder
   hint: null,
   hintCells: [],
   game: null,      // the id of the game open in this tab
   invite: null,    // the invite secret from the link this tab was opened with
+  publicUrl: null, // the site's public address (serve --public-url), the base of the links shown
+  restarting: false,  // the server said it is restarting: the lost connection is expected
   study: { file: "", games: [], game: -1, ply: 0, analysis: null },
   pendingColumn: null,
   catalogue: {},
@@ -58,9 +61,17 @@ async function setLanguage(lang) {
       node.setAttribute(attr, t(key));
     }
   }
-  for (const node of cellNodes) node.querySelector("rect").setAttribute("aria-label", cellLabel(node));
+  showSpeed();
+  renderFiles();
   renderMovesAll();
   render();
+}
+
+// A number as the reader's language writes it (0,5 in sv, nb and de); anything else as it is.
+function number(value, digits = null) {
+  if (typeof value !== "number") return value;
+  const options = digits === null ? {} : { minimumFractionDigits: digits, maximumFractionDigits: digits };
+  return new Intl.NumberFormat(document.documentElement.lang || "en", options).format(value);
 }
 
 function side(role) {
@@ -139,9 +150,13 @@ const handlers = {
   hello(msg) {
     ui.levels = msg.levels;
     ui.limits = msg.limits;
+    ui.publicUrl = msg.public_url || null;
+    ui.restarting = false;
     $("details.advanced").hidden = !msg.free_specs;
     $("#agent-suggestions").replaceChildren(...msg.suggestions.map((spec) => new Option("", spec)));
+    ui.files = { names: [], folder: Boolean(msg.games_dir) };
     if (msg.games_dir) send({ type: "list_files" });
+    else renderFiles();
     const fromAddress = gameFromAddress();
     if (ui.game) openGame(ui.game);  // a reconnect: back into the same game
     else if (fromAddress.game) {
@@ -152,6 +167,7 @@ const handlers = {
   joined(msg) {
     ui.game = msg.game;
     if (msg.token) saveToken(msg.game, msg.token);
+    ui.seatTaken = Boolean(ui.invite) && msg.seat === null;  // an invite someone else used first
     ui.invite = null;
     if (location.pathname !== `/g/${msg.game}` || location.hash) history.replaceState(null, "", `/g/${msg.game}`);
   },
@@ -167,16 +183,24 @@ const handlers = {
       return;
     }
     if (msg.mode === "play" && ui.views.play && ui.views.play.moves.length !== msg.moves.length) {
-      ui.hint = null;
+      ui.hint = null;  // a move or an undo makes the hint stale
       ui.hintCells = [];
+      renderHint();
     }
+    const before = ui.views[msg.mode];
     ui.views[msg.mode] = msg;
     ui.errors[msg.mode] = msg.error || null;
+    if (msg.mode === ui.mode) announceChange(before, msg);
     if (msg.mode === "watch") $("[data-action=watch-pause]").textContent = t(msg.running ? "watch.pause" : "watch.resume");
     renderMoves(`[data-testid=${msg.mode}-moves]`, msg.moves, msg.moves.length);
     if (msg.mode === ui.mode) render();
   },
   error(msg) {
+    if (msg.code === "restarting") {  // the connection is about to close: say why, not "Error"
+      ui.restarting = true;
+      render();
+      return;
+    }
     showError(msg.mode || ui.mode, msg);
   },
   hint(msg) {
@@ -186,9 +210,8 @@ const handlers = {
     if (ui.mode === "play") render();
   },
   files(msg) {
-    const select = $("select[name=games-file]");
-    select.replaceChildren(...msg.files.map((name) => new Option(name, name)));
-    if (!msg.files.length) select.append(new Option(t(msg.games_dir ? "study.folder_empty" : "study.no_folder"), ""));
+    ui.files = { names: msg.files, folder: msg.games_dir };
+    renderFiles();
   },
   games(msg) {
     ui.study.file = msg.file;
@@ -207,6 +230,14 @@ const handlers = {
   },
 };
 
+// The games folder's files, or words saying there are none (redrawn on a change of language).
+function renderFiles() {
+  const select = $("select[name=games-file]");
+  const { names, folder } = ui.files;
+  select.replaceChildren(...names.map((name) => new Option(name, name)));
+  if (!names.length) select.append(new Option(t(folder ? "study.folder_empty" : "study.no_folder"), ""));
+}
+
 // -- board --------------------------------------------------------------------------------------
 const SVG_NS = "http://www.w3.org/2000/svg";
 function svg(tag, attrs = {}, text = null) {
@@ -216,36 +247,73 @@ function svg(tag, attrs = {}, text = null) {
   return node;
 }
 
-const board = $("#board");
+const marks = $("#board .marks");
+const cellsBox = $("#board .cells");
 const cellNodes = [];
 const overlay = svg("g", { class: "overlay" });
+let focusedCell = 0;  // the one cell in the tab order (a roving tabindex)
+
 function cellName(c) {
   return `${COLUMNS[c % SIZE]}${Math.floor(c / SIZE) + 1}`;
 }
 
 function cellLabel(node) {
   const c = Number(node.dataset.cell);
-  const symbol = node.querySelector("text").textContent;
-  return symbol ? `${cellName(c)}: ${symbol}` : `${cellName(c)}: ${t("board.empty")}`;
+  const parts = [cellName(c), node.textContent || t("board.empty")];
+  if (node.classList.contains("last")) parts.push(t("board.last"));
+  return parts.join(", ");
+}
+
+function focusCell(c, moveFocus = true) {
+  cellNodes[focusedCell].tabIndex = -1;
+  focusedCell = c;
+  cellNodes[c].tabIndex = 0;
+  if (moveFocus) cellNodes[c].focus();
+}
+
+// Arrow keys, Home and End move between the cells; x or o writes that symbol on the focused
+// cell; Enter and Space press the cell as a click does (the chosen symbol).
+function cellKey(event, c) {
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  const row = Math.floor(c / SIZE), col = c % SIZE;
+  const moves = {
+    arrowleft: row * SIZE + Math.max(0, col - 1), arrowright: row * SIZE + Math.min(SIZE - 1, col + 1),
+    arrowup: Math.max(0, row - 1) * SIZE + col, arrowdown: Math.min(SIZE - 1, row + 1) * SIZE + col,
+    home: row * SIZE, end: row * SIZE + SIZE - 1,
+  };
+  const key = event.key.toLowerCase();
+  if (key in moves) focusCell(moves[key]);
+  else if ((key === "x" || key === "o") && ui.mode === "play") {
+    chooseSymbol(key.toUpperCase());
+    clickCell(c);
+  } else return;
+  event.preventDefault();
+  event.stopPropagation();
 }
 
 function buildBoard() {
   for (let col = 0; col < SIZE; col++) {
-    board.append(svg("text", { class: "label", x: MARGIN + col * STEP + STEP / 2, y: MARGIN / 2 }, COLUMNS[col]));
+    marks.append(svg("text", { class: "label", x: MARGIN + col * STEP + STEP / 2, y: MARGIN / 2 }, COLUMNS[col]));
   }
   for (let row = 0; row < SIZE; row++) {
-    board.append(svg("text", { class: "label", x: MARGIN / 2, y: MARGIN + row * STEP + STEP / 2 }, String(row + 1)));
+    marks.append(svg("text", { class: "label", x: MARGIN / 2, y: MARGIN + row * STEP + STEP / 2 }, String(row + 1)));
   }
   for (let c = 0; c < CELLS; c++) {
-    const x = MARGIN + (c % SIZE) * STEP, y = MARGIN + Math.floor(c / SIZE) * STEP;
-    const group = svg("g", { class: "cell", "data-cell": String(c) });
-    group.append(svg("rect", { x, y, width: STEP, height: STEP, "aria-label": cellName(c) }));
-    group.append(svg("text", { x: x + STEP / 2, y: y + STEP / 2 + 1 }, ""));
-    group.addEventListener("click", () => clickCell(c));
-    board.append(group);
-    cellNodes.push(group);
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "cell";
+    button.dataset.cell = String(c);
+    button.tabIndex = c === focusedCell ? 0 : -1;
+    button.addEventListener("click", () => {
+      focusCell(c, false);
+      clickCell(c);
+    });
+    button.addEventListener("focus", () => focusCell(c, false));
+    button.addEventListener("keydown", (event) => cellKey(event, c));
+    cellsBox.append(button);
+    cellNodes.push(button);
   }
-  board.append(overlay);
+  marks.append(overlay);
 }
 
 function drawBoard(view) {
@@ -254,10 +322,10 @@ function drawBoard(view) {
   for (let c = 0; c < CELLS; c++) {
     const node = cellNodes[c];
     const symbol = view.board[c] || "";
-    node.querySelector("text").textContent = symbol;
-    node.querySelector("rect").setAttribute("aria-label", cellLabel(node));
-    node.setAttribute("class", ["cell", symbol, c === view.last ? "last" : "", win.has(c) ? "win" : "",
-      hinted.has(c) ? "hinted" : ""].filter(Boolean).join(" "));
+    node.textContent = symbol;
+    node.className = ["cell", symbol, c === view.last ? "last" : "", win.has(c) ? "win" : "",
+      hinted.has(c) ? "hinted" : ""].filter(Boolean).join(" ");
+    node.setAttribute("aria-label", cellLabel(node));
   }
   overlay.replaceChildren();
   for (const threat of view.threats || []) {
@@ -285,8 +353,23 @@ function setStatus(text, kind = "") {
 
 function errorText(error) {
   const key = `error.${error.code}`;
-  if (error.code && (key in ui.catalogue || key in ui.english)) return t(key, { ...(error.args || {}), detail: error.message });
-  return error.message;
+  // the server's English detail is never shown: the code and its arguments make the sentence
+  const args = Object.fromEntries(Object.entries(error.args || {}).map(([name, value]) => [name, number(value)]));
+  return t(error.code && (key in ui.catalogue || key in ui.english) ? key : "error.internal", args);
+}
+
+// The last move and the result, said once in the live region when they change.
+function announceChange(before, view) {
+  const moves = view.moves || [];
+  const parts = [];
+  if (moves.length && (!before || before.game !== view.game || (before.moves || []).length !== moves.length)) {
+    const last = moves[moves.length - 1];
+    parts.push(t("moves.item", { side: side(last.side), move: last.move }));
+  }
+  if (view.winner && !(before && before.winner && before.game === view.game)) {
+    parts.push(view.mode === "play" ? resultTitle(view) : t("result.side_won", { side: side(view.winner) }));
+  }
+  if (parts.length) $("[data-testid=announce]").textContent = parts.join(". ");
 }
 
 function showError(mode, error) {
@@ -299,19 +382,23 @@ function emptyView() {
 }
 
 function resultTitle(view) {
+  if (view.reason === "aborted") return t("result.aborted");
   if (view.seat) return t(view.winner === view.seat ? "result.won" : "result.lost");
   return t("result.side_won", { side: side(view.winner) });
 }
 
 function playStatus(view) {
   if (!view) return t("status.choose");
-  if (view.winner) return t("status.over", { result: resultTitle(view) });
+  if (view.reason) return t("status.over", { result: resultTitle(view) });
   const mover = view.players[view.to_play];
   const args = { side: side(view.to_play) };
   const free = ["order", "chaos"].find((role) => !view.players[role].taken);
   if (free) return t(view.seat ? "status.waiting_friend" : "status.waiting_player", args);
   if (mover.agent) return t(view.thinking ? "status.thinking" : "status.agent_turn", { ...args, player: player(mover.agent) });
+  const opponent = view.seat && view.players[view.seat === "order" ? "chaos" : "order"];
+  if (opponent && !opponent.agent && !opponent.here) return t("status.friend_left", args);
   if (view.seat === view.to_play) return t("status.your_move", args);
+  if (!view.seat && ui.seatTaken) return t("status.seat_taken", args);
   return t(view.seat ? "status.friend_turn" : "status.watching", args);
 }
 
@@ -328,7 +415,8 @@ function render() {
   else view = ui.views[ui.mode] || emptyView();
   drawBoard(view);
   const error = ui.errors[ui.mode];
-  if (!ui.connected) setStatus(t(socket ? "status.reconnecting" : "status.connecting"), "error");
+  if (ui.restarting) setStatus(t("status.restarting"), "error");
+  else if (!ui.connected) setStatus(t(socket ? "status.reconnecting" : "status.connecting"), "error");
   else if (error) setStatus(t("status.error", { message: errorText(error) }), "error");
   else if (ui.mode === "study") setStatus(view.status, view.winner ? "over" : "");
   else if (ui.mode === "watch") setStatus(watchStatus(ui.views.watch), view.winner ? "over" : "");
@@ -337,26 +425,34 @@ function render() {
   if (ui.mode === "study") renderStudy();
 }
 
+function resultLine(view) {
+  const loser = view.winner === "order" ? "chaos" : "order";
+  if (view.reason === "resign" || view.reason === "time") return t(`result.reason_${view.reason}`, { side: side(loser) });
+  if (view.reason === "aborted") return t("result.reason_aborted");
+  return view.line ? t("result.line", { side: side("order"), line: view.line }) : t("result.full", { side: side("chaos") });
+}
+
 function renderPlay() {
   const view = ui.views.play;
   const result = $("[data-testid=result]");
-  result.hidden = !(ui.mode === "play" && view && view.winner);
-  if (view && view.winner) {
+  result.hidden = !(ui.mode === "play" && view && view.reason);
+  if (view && view.reason) {
     result.querySelector(".result-title").textContent = resultTitle(view);
-    result.querySelector(".result-line").textContent = view.line ? t("result.line", { side: side("order"), line: view.line })
-      : t("result.full", { side: side("chaos") });
+    result.querySelector(".result-line").textContent = resultLine(view);
     result.querySelector("[data-action=rematch]").hidden = !view.seat;
     result.querySelector("[data-action=download]").href = `/games/${view.game}.jsonl`;
   }
   const share = $(".share");
   share.hidden = !(view && view.game);
   if (view && view.game) {
-    $("[data-testid=watch-link]").value = `${location.origin}/g/${view.game}`;
+    const base = ui.publicUrl || location.origin;  // the site's public address behind a proxy
+    $("[data-testid=watch-link]").value = `${base}/g/${view.game}`;
     const invite = $("[data-testid=invite-link]");
-    invite.value = view.invite ? `${location.origin}/g/${view.game}#invite=${view.invite}` : "";
+    invite.value = view.invite ? `${base}/g/${view.game}#invite=${view.invite}` : "";
     invite.closest("label").hidden = !view.invite;
   }
   $("[data-action=undo]").disabled = !(view && view.can_undo);
+  $("[data-action=resign]").disabled = !(view && view.can_resign);
   $("[data-action=hint]").disabled = !(view && view.vs_agent && view.seat && !view.winner);
 }
 
@@ -400,9 +496,9 @@ function renderHint() {
       : t("hint.solver_win_unknown", { side: side(hint.winner) });
   } else if (hint.source === "solver") box.textContent = t("hint.solver_loss", { side: side(hint.winner) });
   else if (hint.source === "network") {
-    box.textContent = t("hint.network", { time: hint.time, moves: hint.moves.join(", "), side: side(hint.to_play),
-      value: (hint.value >= 0 ? "+" : "") + hint.value.toFixed(2) });
-  } else box.textContent = t("hint.none", { time: hint.time });
+    box.textContent = t("hint.network", { time: number(hint.time), moves: hint.moves.join(", "), side: side(hint.to_play),
+      value: (hint.value >= 0 ? "+" : "") + number(hint.value, 2) });
+  } else box.textContent = t("hint.none", { time: number(hint.time) });
 }
 
 // -- play ------------------------------------------------------------------------------------------
@@ -421,12 +517,22 @@ function opponent() {
   return spec && !$("details.advanced").hidden ? spec : $("select[name=level]").value;
 }
 
+// Leaving a game in progress for a new one takes a yes (an Enter on a button still focused,
+// or the n key, must not drop it).
+function mayLeaveGame() {
+  const view = ui.views.play;
+  if (!view || !view.seat || view.winner || !view.moves.length) return true;
+  return window.confirm(t("play.confirm_new"));
+}
+
 $("#new-game-form").addEventListener("submit", (event) => {
   event.preventDefault();
+  if (!mayLeaveGame()) return;
   ui.hint = null;
   send({ type: "new_game", side: $("select[name=side]").value, opponent: opponent() });
 });
 $("[data-action=play-friend]").addEventListener("click", () => {
+  if (!mayLeaveGame()) return;
   ui.hint = null;
   send({ type: "play_friend", side: $("select[name=side]").value });
 });
@@ -438,6 +544,9 @@ $("#move-form").addEventListener("submit", (event) => {
 });
 for (const button of $$("[data-symbol]")) button.addEventListener("click", () => chooseSymbol(button.dataset.symbol));
 $("[data-action=undo]").addEventListener("click", () => send({ type: "undo" }));
+$("[data-action=resign]").addEventListener("click", () => {
+  if (window.confirm(t("play.resign_confirm"))) send({ type: "resign" });
+});
 $("[data-action=hint]").addEventListener("click", () => {
   ui.hint = { thinking: true };
   renderHint();
@@ -461,8 +570,11 @@ $("#watch-form").addEventListener("submit", (event) => {
   event.preventDefault();
   send({ type: "watch", order: $("input[name=watch-order]").value, chaos: $("input[name=watch-chaos]").value, delay_ms: speedMs() });
 });
+function showSpeed() {
+  $("output[name=speed-shown]").textContent = `${number(speedMs() / 1000, 1)} s`;
+}
 $("input[name=speed]").addEventListener("input", () => {
-  $("output[name=speed-shown]").textContent = `${(speedMs() / 1000).toFixed(1)} s`;
+  showSpeed();
   if (ui.views.watch) send({ type: "speed", delay_ms: speedMs() });
 });
 function togglePause() {
@@ -570,6 +682,7 @@ function setMode(mode) {
   ui.mode = mode;
   for (const button of $$("[data-mode]")) button.setAttribute("aria-pressed", String(button.dataset.mode === mode));
   for (const panel of $$("[data-panel]")) panel.hidden = panel.dataset.panel !== mode;
+  $("[data-testid=announce]").textContent = "";
   render();
 }
 for (const button of $$("[data-mode]")) button.addEventListener("click", () => setMode(button.dataset.mode));

@@ -1,0 +1,109 @@
+"""What an operator watches: ``/healthz``, ``/metrics`` (Prometheus text format) and a log line
+per request with the client's address.
+
+Each app has its own :class:`prometheus_client.CollectorRegistry`, so two apps in one process
+(the tests) count apart. The metrics::
+
+    orderchaos_connections               open WebSockets
+    orderchaos_games_open                games some tab has open
+    orderchaos_moves_total               moves people sent that were committed
+    orderchaos_moves_refused_total{kind} moves refused, by error code (not_your_turn, occupied, ...)
+    orderchaos_agent_moves_queued        searches (agent moves, hints, analyses) waiting for a slot
+    orderchaos_agent_moves_running       searches running
+    orderchaos_move_round_trip_seconds   a person's move from its arrival until every tab was told
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from orderchaos.cli.web.proxy import request_client
+from orderchaos.cli.web.store import GameStore
+
+log = logging.getLogger("orderchaos.web")
+ROUND_TRIP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+class Metrics:
+    """The server's Prometheus metrics in a registry of their own (see the module docstring);
+    the gauges that describe state read it when scraped."""
+
+    def __init__(self, games_open: Callable[[], int], searches_queued: Callable[[], int],
+                 searches_running: Callable[[], int]) -> None:
+        self.registry = CollectorRegistry()
+        self.connections = Gauge("orderchaos_connections", "open WebSockets", registry=self.registry)
+        Gauge("orderchaos_games_open", "games some tab has open",
+              registry=self.registry).set_function(games_open)
+        self.moves = Counter("orderchaos_moves", "moves people sent that were committed", registry=self.registry)
+        self.refused = Counter("orderchaos_moves_refused", "moves refused, by error code", ["kind"],
+                               registry=self.registry)
+        Gauge("orderchaos_agent_moves_queued", "searches (agent moves, hints, analyses) waiting for a slot",
+              registry=self.registry).set_function(searches_queued)
+        Gauge("orderchaos_agent_moves_running", "searches (agent moves, hints, analyses) running",
+              registry=self.registry).set_function(searches_running)
+        self.round_trip = Histogram(
+            "orderchaos_move_round_trip_seconds", "a person's move from its arrival until every tab was told",
+            buckets=ROUND_TRIP_BUCKETS, registry=self.registry)
+
+    def text(self) -> bytes:
+        """The metrics in Prometheus text format."""
+        return generate_latest(self.registry)
+
+
+def health_route(store: GameStore) -> Callable[[Request], Any]:
+    """``/healthz``: 200 ``ok`` while the game store answers a query, 503 otherwise."""
+    async def healthz(request: Request) -> Response:
+        if store.answers():
+            return PlainTextResponse("ok\n", headers={"Cache-Control": "no-store"})
+        return PlainTextResponse("the game store does not answer\n", status_code=503,
+                                 headers={"Cache-Control": "no-store"})
+    return healthz
+
+
+def metrics_route(metrics: Metrics) -> Callable[[Request], Any]:
+    """``/metrics``: :meth:`Metrics.text`."""
+    async def serve_metrics(request: Request) -> Response:
+        return Response(metrics.text(), media_type=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})
+    return serve_metrics
+
+
+class RequestLog:
+    """ASGI middleware: one log line (``orderchaos.web``, INFO) per HTTP request, with the
+    client's address, method, path, status and milliseconds until the answer started (written
+    before the answer leaves); one per WebSocket when it opens."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            log.info("client=%s websocket %s", request_client(scope), scope.get("path", ""))
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        logged = False
+
+        def log_line(status: int) -> None:
+            nonlocal logged
+            logged = True
+            log.info("client=%s %s %s %d %.1f ms", request_client(scope), scope.get("method", ""),
+                     scope.get("path", ""), status, 1000 * (time.perf_counter() - started))
+
+        async def logging_first(message: dict) -> None:
+            if message["type"] == "http.response.start":  # logged before the client can see it
+                log_line(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, logging_first)
+        finally:
+            if not logged:
+                log_line(500)

@@ -1,0 +1,85 @@
+"""A restart of ``orderchaos serve`` as a reader sees it: on SIGTERM the page says the server is
+restarting, in the reader's language; the process exits 0; when a server is back on the same
+port and store, the page reconnects by itself and the player is back in their game.
+
+Skipped, with the reason, when Playwright or /usr/bin/chromium is missing (under CI a missing
+Chromium fails instead, since .ci/run installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("uvicorn", reason="the web extra is not installed: pip install -e '.[dev]'")
+pytest.importorskip("playwright.sync_api", reason="Playwright is not installed: pip install -e '.[dev]'")
+
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+from helpers import free_loopback_port  # noqa: E402
+
+CHROMIUM = Path("/usr/bin/chromium")
+TIMEOUT_MS = 30_000
+# the status lines a reader with a Swedish browser sees
+CONNECTING = "Ansluter…"
+WAITING_FRIEND = "Väntar på din vän: skicka inbjudningslänken."
+RESTARTING = "Servern startas om: ansluter igen…"
+
+if not CHROMIUM.exists():
+    reason = f"{CHROMIUM} is missing: install Chromium with `apt-get install -y chromium`"
+    if os.environ.get("CI"):
+        raise RuntimeError(f"browser tests under CI: {reason} (.ci/run should have)")
+    pytest.skip(reason, allow_module_level=True)
+
+
+def start_server(db: Path, port: int, log: Path) -> subprocess.Popen:
+    """``orderchaos serve`` on 127.0.0.1:``port``, once it answers /healthz."""
+    server = subprocess.Popen([sys.executable, "-m", "orderchaos", "serve", "--db", str(db), "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=log.open("a"))
+    for _ in range(600):
+        assert server.poll() is None, log.read_text()[-2000:]
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5):
+                return server
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("the server did not come up")
+
+
+def test_sigterm_tells_the_page_in_its_language_and_the_page_comes_back(tmp_path: Path) -> None:
+    db, port, log = tmp_path / "games.sqlite3", free_loopback_port(), tmp_path / "serve.log"
+    server = start_server(db, port, log)
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                         args=["--headless", "--no-sandbox", "--disable-gpu"])
+            try:
+                tab = browser.new_context(locale="sv-SE").new_page()
+                tab.set_default_timeout(TIMEOUT_MS)
+                tab.goto(f"http://127.0.0.1:{port}/")
+                status = tab.get_by_test_id("status")
+                expect(status).not_to_have_text(CONNECTING)
+                tab.select_option("select[name=side]", "order")
+                tab.click("button[data-action=play-friend]")
+                expect(status).to_have_text(WAITING_FRIEND)
+                game_url = tab.url
+                server.send_signal(signal.SIGTERM)
+                expect(status).to_have_text(RESTARTING)
+                assert server.wait(timeout=10) == 0
+                server = start_server(db, port, log)
+                # reconnected by itself, back in the seat of the same game
+                expect(status).to_have_text(WAITING_FRIEND)
+                assert tab.url == game_url
+            finally:
+                browser.close()
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            server.wait(timeout=15)
