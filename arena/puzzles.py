@@ -349,6 +349,13 @@ def tempting_moves(prover: _Prover, state: State, key: int) -> int:
     return count
 
 
+def difficulty_plies(kind: str, plies: int, line: Sequence[object]) -> int:
+    """The plies a solver has to read for a puzzle's start rating: an ``order_wins`` puzzle's
+    forced length; for ``chaos_survives`` the solution's length (until no five is possible),
+    not the empty cells, which say little about how hard the survival is."""
+    return plies if kind == ORDER_WINS else len(line)
+
+
 def prove_puzzle(state: State, solver: Solver, node_limit: int, source: str = "") -> tuple[Puzzle | None, str]:
     """The puzzle at ``state`` if it is one, and why not otherwise (``"unproven"``,
     ``"mover lost"``, ``"several moves win"``, ``"finished"``); raises nothing for a
@@ -373,7 +380,7 @@ def prove_puzzle(state: State, solver: Solver, node_limit: int, source: str = ""
         tempting = tempting_moves(prover, state, key)
     except Unproven:
         return None, "unproven"
-    rating = puzzle_start_rating(plies, tempting).r
+    rating = puzzle_start_rating(difficulty_plies(kind, plies, line), tempting).r
     puzzle = Puzzle(
         id=puzzle_id(state),
         board=state.to_string(),
@@ -621,3 +628,114 @@ def check_puzzles(
         if problem is not None:
             raise PuzzleCheckError(f"{where} ({p.id}): {problem}")
     return len(chosen)
+
+
+# ---------------------------------------------------------------------------------------
+# Solving a puzzle move by move (what the page asks the server)
+# ---------------------------------------------------------------------------------------
+
+
+class AttemptError(ValueError):
+    """Moves that are not a puzzle attempt in progress (illegal, or past its end)."""
+
+
+@dataclass
+class AttemptStep:
+    """The answer to the solver's latest move in a puzzle.
+
+    ``kept``: the move keeps the mover's win. ``solved``: the puzzle is over and won (a five
+    for ``order_wins``; for ``chaos_survives`` no five is possible any more). ``reply``: the
+    opponent's answer when the puzzle goes on. When the move loses, ``best`` is a move
+    that kept the win and ``line`` a winning line from there, that move first.
+    """
+
+    kept: bool
+    solved: bool = False
+    reply: int | None = None
+    best: int | None = None
+    line: list[int] = field(default_factory=list)
+
+    @property
+    def over(self) -> bool:
+        """Whether the attempt has ended (solved or failed)."""
+        return self.solved or not self.kept
+
+
+def _puzzle_over(kind: str, state: State) -> bool:
+    """A position where the puzzle's mover has won: a five, or (Chaos) no five possible."""
+    if kind == ORDER_WINS:
+        return state.has_five
+    return state.decided or state.is_full
+
+
+def _forced_length(prover: _Prover, state: State) -> int:
+    """The plies Order needs to force a five from ``state`` (won for Order), both sides counted."""
+    plies = 0
+    while not prover.order_wins_within(state, plies):
+        plies += 1
+        if plies > state.num_empty:
+            raise ValueError("Order does not win this position")
+    return plies
+
+
+def best_defence(prover: _Prover, state: State) -> int:
+    """Chaos's answer in a lost position: a move after which Order needs the most plies."""
+    needed = _forced_length(prover, state)
+    return next(a for a in state.legal_actions() if not prover.order_wins_within(state.apply(a), needed - 2))
+
+
+def _winning_line(prover: _Prover, state: State, kind: str) -> list[int]:
+    """A winning line for the mover of ``state`` (a won position): Order's fastest win, or
+    Chaos's keeping moves against Order's most dangerous replies."""
+    _, keeping = prover.winner_and_keeping(state)
+    if kind == ORDER_WINS:
+        fastest = prover.solver.fastest_wins(state, keeping, state.num_empty, node_limit=prover.node_limit)
+        if fastest is None:
+            raise Unproven
+        moves, plies = fastest
+        return _order_line(prover, state, moves[0], plies)
+    return _chaos_line(prover, state, keeping[0])
+
+
+def attempt_step(
+    puzzle: Puzzle, moves: Sequence[int], solver: Solver, node_limit: int = CHECK_NODE_LIMIT
+) -> AttemptStep:
+    """Judge the last of ``moves``: the solver's moves and the opponent's replies so far,
+    alternating from the puzzle's board, the solver's newest move last.
+
+    Every earlier move of the solver must have kept the win and every reply must be the
+    one this function gave (the best defence is deterministic); anything else, an illegal
+    move, or moves past the end raise AttemptError. Unproven when the solver hits
+    ``node_limit``.
+    """
+    if not moves or len(moves) % 2 == 0:
+        raise AttemptError("an attempt is the solver's moves and the replies, the solver's newest move last")
+    state = parse_board(puzzle.board)
+    prover = _Prover(solver, node_limit)
+    for i, action in enumerate(moves):
+        try:
+            action = state.check_action(action)
+        except ValueError as exc:
+            raise AttemptError(f"move {i + 1}: {exc}") from None
+        if i % 2 == 1:
+            if action != _opponent_reply(prover, state, puzzle.kind):
+                raise AttemptError(f"move {i + 1} is not the reply the puzzle plays")
+            state = state.apply(action)
+            continue
+        before, state = state, state.apply(action)
+        if prover.winner(state) != before.to_play:
+            if i + 1 < len(moves):
+                raise AttemptError(f"move {i + 1} lost the win: the attempt ended there")
+            line = _winning_line(prover, before, puzzle.kind)
+            return AttemptStep(kept=False, best=line[0], line=line)
+        if _puzzle_over(puzzle.kind, state):
+            if i + 1 < len(moves):
+                raise AttemptError(f"the puzzle was solved at move {i + 1}")
+            return AttemptStep(kept=True, solved=True)
+    reply = _opponent_reply(prover, state, puzzle.kind)
+    return AttemptStep(kept=True, solved=_puzzle_over(puzzle.kind, state.apply(reply)), reply=reply)
+
+
+def _opponent_reply(prover: _Prover, state: State, kind: str) -> int:
+    """The opponent's deterministic answer: Chaos's best defence, or Order's most dangerous move."""
+    return best_defence(prover, state) if kind == ORDER_WINS else _order_reply(state)

@@ -189,3 +189,34 @@ def test_generate_limit_and_bad_input(mined, tmp_path, capsys) -> None:
     assert "bad.jsonl:1: missing kind" in capsys.readouterr().out
     assert main_check(tmp_path / "none.jsonl") == 2
     assert "none.jsonl: no such file" in capsys.readouterr().err
+
+
+def test_attempt_follows_the_solution_and_catches_a_wrong_move(mined) -> None:
+    from orderchaos.agents.solver import Solver
+    from orderchaos.arena.puzzles import AttemptError, attempt_step
+
+    _, out = mined
+    solver = Solver()
+    for puzzle in load_puzzles(out):
+        line = [parse_move(m) for m in puzzle.solution]
+        played: list[int] = []
+        for i in range(0, len(line), 2):
+            played.append(line[i])
+            step = attempt_step(puzzle, played, solver)
+            assert step.kept
+            if step.solved:
+                break
+            assert step.reply == line[i + 1]  # the reply is the solution's defence
+            played.append(step.reply)
+        assert step.solved, puzzle.id
+        with pytest.raises(AttemptError, match="solved at move"):
+            attempt_step(puzzle, [*played, 0, 1], solver)
+        state = parse_board(puzzle.board)
+        wrong = next(a for a in state.legal_actions() if a != line[0])
+        step = attempt_step(puzzle, [wrong], solver)
+        assert not step.kept and step.over and step.best == line[0] and step.line[0] == line[0]
+        if len(line) >= 3:
+            after = state.apply(line[0])
+            other = next(a for a in after.legal_actions() if a != line[1] and a >> 1 != line[2] >> 1)
+            with pytest.raises(AttemptError, match="is not the reply"):
+                attempt_step(puzzle, [line[0], other, line[2]], solver)
