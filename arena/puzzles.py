@@ -458,6 +458,62 @@ over more games). ``limit`` (0: no limit) stops after that many puzzles. The sam
 
 
 # ---------------------------------------------------------------------------------------
+# Choosing a set
+# ---------------------------------------------------------------------------------------
+
+SELECT_CAPS: dict[str, float] = {"only block": 0.15, "one move": 0.10}
+"""The most of a selected set each easy kind may fill: Chaos's only block, and Order's
+five in one move."""
+RATING_BAND = 200.0
+"""Selection takes puzzles from each band of this many start-rating points in turn."""
+
+
+def easy_kind(puzzle: Puzzle) -> str:
+    """``"only block"`` for a Chaos puzzle whose key move blocks the one five, ``"one move"``
+    for an Order puzzle won by the key move itself, else ``""``."""
+    if puzzle.kind == CHAOS_SURVIVES and "only block" in puzzle.themes:
+        return "only block"
+    if puzzle.kind == ORDER_WINS and puzzle.plies == 1:
+        return "one move"
+    return ""
+
+
+def select_puzzles(puzzles: Iterable[Puzzle], count: int, seed: int = 0) -> list[Puzzle]:
+    """At most ``count`` puzzles spread over difficulty: the first of each id only, each easy
+    kind (:func:`easy_kind`) held to its share in :data:`SELECT_CAPS`, and the rest taken in
+    turn from each :data:`RATING_BAND` of start ratings, in a seeded order within a band, so
+    that no band crowds out the others. The result is sorted by rating, then id."""
+    import numpy as np
+
+    unique: dict[str, Puzzle] = {}
+    for p in puzzles:
+        unique.setdefault(p.id, p)
+    pool = sorted(unique.values(), key=lambda p: p.id)
+    order = np.random.default_rng(seed).permutation(len(pool))
+    bands: dict[int, list[Puzzle]] = {}
+    for i in order:
+        bands.setdefault(int(pool[i].rating // RATING_BAND), []).append(pool[i])
+    caps = {kind: int(share * count) for kind, share in SELECT_CAPS.items()}
+    taken: dict[str, int] = {kind: 0 for kind in caps}
+    chosen: list[Puzzle] = []
+    queues = [bands[b] for b in sorted(bands)]
+    while len(chosen) < count and any(queues):
+        for queue in queues:
+            while queue:
+                p = queue.pop(0)
+                kind = easy_kind(p)
+                if kind and taken[kind] >= caps[kind]:
+                    continue
+                if kind:
+                    taken[kind] += 1
+                chosen.append(p)
+                break
+            if len(chosen) >= count:
+                break
+    return sorted(chosen, key=lambda p: (p.rating, p.id))
+
+
+# ---------------------------------------------------------------------------------------
 # Files
 # ---------------------------------------------------------------------------------------
 

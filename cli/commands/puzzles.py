@@ -9,6 +9,9 @@
   orderchaos puzzles check FILE [--sample N] [--seed S] [--node-limit N]
       re-proves every puzzle (or a seeded sample) from its board: exit status 1 naming the
       first bad one;
+  orderchaos puzzles select FILE... --count N --out F.jsonl [--seed S]
+      chooses N puzzles spread over difficulty (each easy kind held to a share: Chaos's only
+      block, Order's five in one move);
   orderchaos puzzles export FILE
       writes the shipped set as JSON lines with the keys id, board, kind, solution, plies,
       themes, rating.
@@ -46,6 +49,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--seed", type=options.SEED, default=0, help="seed of the sample (default 0)")
     check.add_argument("--node-limit", type=options.NODES, default=None, metavar="N",
                        help="solver nodes per solver call (default 50000000)")
+    select = sub.add_parser("select", help="choose a set spread over difficulty from puzzle files")
+    select.add_argument("files", nargs="+", metavar="FILE", help="puzzle files (as generate writes them)")
+    select.add_argument("--count", type=options.int_in(1, 10_000_000), required=True, metavar="N",
+                        help="puzzles to choose")
+    select.add_argument("--seed", type=options.SEED, default=0, help="seed of the order within a band (default 0)")
+    select.add_argument("--out", required=True, metavar="F.jsonl", help="where to write the set")
     export = sub.add_parser("export", help="write the shipped puzzle set as JSON lines")
     export.add_argument("file", metavar="FILE", help="where to write it")
 
@@ -57,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from orderchaos.files import OutputPathError
 
     try:
-        return {"generate": _generate, "check": _check, "export": _export}[args.action](args)
+        return {"generate": _generate, "check": _check, "select": _select, "export": _export}[args.action](args)
     except (GameFileError, PuzzleFileError, OutputPathError, ValueError) as exc:
         print(f"orderchaos puzzles {args.action}: {exc}", file=sys.stderr)
         return 2
@@ -117,6 +126,26 @@ def _check(args: argparse.Namespace) -> int:
         print(f"bad puzzle: {exc}")
         return 1
     print(f"{count} puzzles of {args.file} proven: each mover wins with exactly its one move")
+    return 0
+
+
+def _select(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from orderchaos.arena.puzzles import easy_kind, load_puzzles, save_puzzles, select_puzzles
+    from orderchaos.files import check_output_file
+
+    check_output_file(args.out, "puzzle file")
+    candidates = [p for path in args.files for p in load_puzzles(path)]
+    chosen = select_puzzles(candidates, args.count, args.seed)
+    save_puzzles(args.out, chosen)
+    kinds = Counter(p.kind for p in chosen)
+    easy = Counter(easy_kind(p) or "other" for p in chosen)
+    bands = Counter(int(p.rating // 200) * 200 for p in chosen)
+    print(f"wrote {len(chosen)} of {len(candidates)} puzzles to {args.out}: "
+          f"{', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))}")
+    print(f"  {', '.join(f'{k} {v}' for k, v in sorted(easy.items()))}")
+    print(f"  by start rating: {', '.join(f'{b}-{b + 199}: {n}' for b, n in sorted(bands.items()))}")
     return 0
 
 

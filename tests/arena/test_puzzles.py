@@ -220,3 +220,23 @@ def test_attempt_follows_the_solution_and_catches_a_wrong_move(mined) -> None:
             other = next(a for a in after.legal_actions() if a != line[1] and a >> 1 != line[2] >> 1)
             with pytest.raises(AttemptError, match="is not the reply"):
                 attempt_step(puzzle, [line[0], other, line[2]], solver)
+
+
+def test_select_holds_the_easy_kinds_to_their_share_and_spreads_over_ratings() -> None:
+    from orderchaos.arena.puzzles import easy_kind, select_puzzles
+
+    def fake(i: int, kind: str, plies: int, themes: list[str], rating: float) -> Puzzle:
+        return Puzzle(f"p{i:04d}", "." * 36, kind, ["a1 X"], plies, themes, rating)
+
+    pool = [fake(i, CHAOS_SURVIVES, 12, ["only block"], 1100.0) for i in range(400)]
+    pool += [fake(1000 + i, ORDER_WINS, 1, [], 850.0) for i in range(400)]
+    pool += [fake(2000 + i, ORDER_WINS, 5, ["open four"], 1000.0 + 5 * i) for i in range(200)]
+    pool += pool[:5]  # repeats are dropped
+    chosen = select_puzzles(pool, 200, seed=1)
+    assert len(chosen) == 200 and len({p.id for p in chosen}) == 200
+    kinds = [easy_kind(p) for p in chosen]
+    assert 0 < kinds.count("only block") <= 30 and 0 < kinds.count("one move") <= 20  # 15% and 10%
+    assert kinds.count("") == 200 - kinds.count("only block") - kinds.count("one move") >= 150
+    bands = {int(p.rating // 200) for p in chosen}
+    assert bands == {4, 5, 6, 7, 8, 9}  # every band of the hard ones is represented
+    assert select_puzzles(pool, 200, seed=1) == chosen and select_puzzles(pool, 200, seed=2) != chosen
