@@ -409,27 +409,37 @@ def mine_puzzles(
     exclude: Iterable[str] = (),
     per_game: int = 0,
     progress: Callable[[MineStats], None] | None = None,
+    resume: tuple[int, Sequence[Puzzle]] = (0, ()),
+    on_game: Callable[[int, list[Puzzle]], None] | None = None,
 ) -> list[Puzzle]:
     """Puzzles from every position of every game in ``game_files`` (read and checked with
     :func:`orderchaos.arena.game_files.load_games`) whose empty cells are within ``empties``,
     in file, game and ply order; the first of each position up to symmetry only, none whose
     id is in ``exclude``, at most ``per_game`` from one game (0: no cap; a cap spreads a set
-over more games). ``limit`` (0: no limit) stops after that many puzzles. The same
-    files and arguments give the same puzzles."""
+    over more games). ``limit`` (0: no limit) stops after that many puzzles. The same
+    files and arguments give the same puzzles.
+
+    ``resume`` is ``(games, puzzles)`` from an interrupted run with the same arguments: the
+    first ``games`` games are replayed without the solver, their puzzles taken from
+    ``puzzles``, so the result is the uninterrupted run's. ``on_game(games, puzzles)`` is
+    called after each game mined with the solver, with the games done so far and that
+    game's puzzles (what a caller saves to resume from)."""
     stats = stats if stats is not None else MineStats()
     low, high = empties
     start = time.perf_counter()
     solver = Solver()
     seen: set[str] = set(exclude)
     found: list[Puzzle] = []
+    replay_games, replay_puzzles = resume[0], {p.id: p for p in resume[1]}
     games = [(str(path), load_games(path)) for path in game_files]
     for path, saved in games:
         for game in saved:
+            replaying = stats.games < replay_games
             stats.games += 1
             state = State()
-            from_game = 0
+            from_game: list[Puzzle] = []
             for ply, action in enumerate(game.record.actions):
-                if per_game and from_game >= per_game:
+                if per_game and len(from_game) >= per_game:
                     break
                 if low <= state.num_empty <= high and not state.is_terminal:
                     pid = puzzle_id(state)
@@ -438,20 +448,27 @@ over more games). ``limit`` (0: no limit) stops after that many puzzles. The sam
                     else:
                         seen.add(pid)
                         stats.positions += 1
-                        puzzle, why = prove_puzzle(state, solver, node_limit, f"{Path(path).name}#{game.index}@{ply}")
+                        if replaying:
+                            puzzle, why = replay_puzzles.get(pid), "replayed"
+                        else:
+                            puzzle, why = prove_puzzle(state, solver, node_limit,
+                                                       f"{Path(path).name}#{game.index}@{ply}")
                         if puzzle is not None:
                             found.append(puzzle)
-                            from_game += 1
+                            from_game.append(puzzle)
                             stats.puzzles += 1
                             stats.by_plies[puzzle.plies] = stats.by_plies.get(puzzle.plies, 0) + 1
                             if limit and len(found) >= limit:
-                                stats.seconds = time.perf_counter() - start
-                                return found
-                        else:
+                                break
+                        elif not replaying:
                             setattr(stats, why.replace(" ", "_"), getattr(stats, why.replace(" ", "_")) + 1)
                 state = state.apply(action)
+            if on_game is not None and not replaying:
+                on_game(stats.games, from_game)
+            stats.seconds = time.perf_counter() - start
+            if limit and len(found) >= limit:
+                return found
             if progress is not None:
-                stats.seconds = time.perf_counter() - start
                 progress(stats)
     stats.seconds = time.perf_counter() - start
     return found

@@ -82,33 +82,68 @@ def _parse_empties(text: str) -> tuple[int, int]:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from orderchaos.arena.puzzles import DEFAULT_NODE_LIMIT, MineStats, mine_puzzles, save_puzzles
-    from orderchaos.files import check_output_file, write_with_fallback
+    from pathlib import Path
+
+    from orderchaos.arena.puzzles import (
+        DEFAULT_NODE_LIMIT, MineStats, Puzzle, load_puzzles, mine_puzzles, save_puzzles)
+    from orderchaos.files import atomic_write_bytes, check_output_file, write_with_fallback
 
     empties = _parse_empties(args.empties)
     check_output_file(args.out, "puzzle file")
     node_limit = args.node_limit or DEFAULT_NODE_LIMIT
     stats = MineStats()
+    # Each game's puzzles are appended to OUT.partial and the count of games done is kept in
+    # OUT.progress, so that the same command after an interruption goes on where it stopped.
+    partial, progress_file = Path(f"{args.out}.partial"), Path(f"{args.out}.progress")
+    settings = {"games": [str(Path(g).resolve()) for g in args.games], "limit": args.limit,
+                "per_game": args.per_game, "empties": list(empties), "node_limit": node_limit}
+    resume: tuple[int, list[Puzzle]] = (0, [])
+    kept_lines: list[str] = []
+    if partial.exists() and progress_file.exists():
+        try:
+            saved = json.loads(progress_file.read_text())
+        except ValueError:
+            saved = {}
+        if saved.get("settings") == settings:
+            kept_lines = partial.read_text().splitlines()[: saved["lines"]]
+    partial.write_text("".join(line + "\n" for line in kept_lines))
+    if kept_lines:
+        resume = (saved["games"], load_puzzles(partial))
+        print(f"resuming after {resume[0]} games ({len(resume[1])} puzzles) from {partial}", file=sys.stderr)
+    lines = [len(kept_lines)]
+
+    def save_game(games: int, found: list[Puzzle]) -> None:
+        with open(partial, "a") as fh:
+            fh.writelines(json.dumps(p.to_dict()) + "\n" for p in found)
+        lines[0] += len(found)
+        atomic_write_bytes(progress_file, json.dumps(
+            {"settings": settings, "games": games, "lines": lines[0]}).encode())
 
     def progress(s: MineStats) -> None:
         print(f"\r{s.games} games, {s.positions} positions, {s.puzzles} puzzles, {s.seconds:.0f} s",
               end="", file=sys.stderr, flush=True)
 
     puzzles = mine_puzzles(args.games, limit=args.limit, node_limit=node_limit, empties=empties,
-                           per_game=args.per_game, stats=stats,
+                           per_game=args.per_game, stats=stats, resume=resume, on_game=save_game,
                            progress=progress if sys.stderr.isatty() else None)
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    saved, error = write_with_fallback(args.out, lambda p: save_puzzles(p, puzzles))
+    kinds = {k: sum(p.kind == k for p in puzzles) for k in ("order_wins", "chaos_survives")}
+    summary = (f"{len(puzzles)} puzzles in {stats.seconds:.1f} s "
+               f"(order_wins {kinds['order_wins']}, chaos_survives {kinds['chaos_survives']})")
+    if not args.json:
+        print(summary)
+    saved_to, error = write_with_fallback(args.out, lambda p: save_puzzles(p, puzzles))
     if error is not None:
         print(f"orderchaos puzzles generate: cannot write {args.out} ({error.strerror or error}); "
-              f"the puzzles went to {saved} instead", file=sys.stderr)
+              f"the puzzles went to {saved_to} instead", file=sys.stderr)
+    partial.unlink(missing_ok=True)
+    progress_file.unlink(missing_ok=True)
     if args.json:
-        print(json.dumps({"puzzles": len(puzzles), "out": str(saved), "node_limit": node_limit, **stats.to_dict()}))
+        print(json.dumps({"puzzles": len(puzzles), "out": str(saved_to), "node_limit": node_limit,
+                          "resumed_games": resume[0], **stats.to_dict()}))
         return 0
-    kinds = {k: sum(p.kind == k for p in puzzles) for k in ("order_wins", "chaos_survives")}
-    print(f"wrote {len(puzzles)} puzzles to {saved} in {stats.seconds:.1f} s "
-          f"(order_wins {kinds['order_wins']}, chaos_survives {kinds['chaos_survives']})")
+    print(f"  written to {saved_to}")
     print(f"  {stats.games} games, {stats.positions} positions tried: mover lost {stats.mover_lost}, "
           f"several moves win {stats.several_moves_win}, unproven {stats.unproven} "
           f"(node limit {node_limit}), repeats up to symmetry {stats.duplicates}")

@@ -240,3 +240,35 @@ def test_select_holds_the_easy_kinds_to_their_share_and_spreads_over_ratings() -
     bands = {int(p.rating // 200) for p in chosen}
     assert bands == {4, 5, 6, 7, 8, 9}  # every band of the hard ones is represented
     assert select_puzzles(pool, 200, seed=1) == chosen and select_puzzles(pool, 200, seed=2) != chosen
+
+
+def test_an_interrupted_generate_resumes_to_the_same_file(mined, tmp_path, monkeypatch, capsys) -> None:
+    import orderchaos.arena.puzzles as puzzles_module
+    from orderchaos.cli.main import main
+
+    games, whole = mined
+    real = puzzles_module.prove_puzzle
+    calls = {"n": 0}
+
+    def interrupted(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 12:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    out = tmp_path / "resumed.jsonl"
+    argv = ["puzzles", "generate", "--games", str(games), "--out", str(out), "--empties", EMPTIES]
+    monkeypatch.setattr(puzzles_module, "prove_puzzle", interrupted)
+    assert main(argv) == 130  # Ctrl-C
+    assert not out.exists() and Path(f"{out}.progress").exists()
+    first_calls = calls["n"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "resuming after" in capsys.readouterr().err
+    assert out.read_text() == whole.read_text()
+    assert not Path(f"{out}.partial").exists() and not Path(f"{out}.progress").exists()
+    total = calls["n"] - first_calls
+    calls["n"] = 10**6  # no more interruptions
+    assert main(["puzzles", "generate", "--games", str(games), "--out", str(tmp_path / "plain.jsonl"),
+                 "--empties", EMPTIES]) == 0
+    assert calls["n"] - 10**6 > total  # the resumed run proved fewer positions than a fresh one
