@@ -356,6 +356,19 @@ def difficulty_plies(kind: str, plies: int, line: Sequence[object]) -> int:
     return plies if kind == ORDER_WINS else len(line)
 
 
+def _start_rating(prover: _Prover, state: State, kind: str, plies: int, line: Sequence[int]) -> float:
+    tempting = tempting_moves(prover, state, line[0])
+    return round(puzzle_start_rating(difficulty_plies(kind, plies, line), tempting).r, 1)
+
+
+def start_rating(puzzle: Puzzle, solver: Solver, node_limit: int = CHECK_NODE_LIMIT) -> float:
+    """The puzzle's start rating from its board and solution, as :func:`prove_puzzle` gives
+    it (:func:`orderchaos.arena.glicko2.puzzle_start_rating` of :func:`difficulty_plies` and
+    :func:`tempting_moves`); Unproven past ``node_limit``."""
+    line = [parse_move(m) for m in puzzle.solution]
+    return _start_rating(_Prover(solver, node_limit), parse_board(puzzle.board), puzzle.kind, puzzle.plies, line)
+
+
 def prove_puzzle(state: State, solver: Solver, node_limit: int, source: str = "") -> tuple[Puzzle | None, str]:
     """The puzzle at ``state`` if it is one, and why not otherwise (``"unproven"``,
     ``"mover lost"``, ``"several moves win"``, ``"finished"``); raises nothing for a
@@ -377,10 +390,9 @@ def prove_puzzle(state: State, solver: Solver, node_limit: int, source: str = ""
         else:
             plies = state.num_empty
             line = _chaos_line(prover, state, key)
-        tempting = tempting_moves(prover, state, key)
+        rating = _start_rating(prover, state, kind, plies, line)
     except Unproven:
         return None, "unproven"
-    rating = puzzle_start_rating(difficulty_plies(kind, plies, line), tempting).r
     puzzle = Puzzle(
         id=puzzle_id(state),
         board=state.to_string(),
@@ -388,7 +400,7 @@ def prove_puzzle(state: State, solver: Solver, node_limit: int, source: str = ""
         solution=[action_name(a) for a in line],
         plies=plies,
         themes=themes(state, kind, line),
-        rating=round(rating, 1),
+        rating=rating,
         source=source,
     )
     return puzzle, ""
@@ -495,8 +507,10 @@ def easy_kind(puzzle: Puzzle) -> str:
     return ""
 
 
-def select_puzzles(puzzles: Iterable[Puzzle], count: int, seed: int = 0) -> list[Puzzle]:
-    """At most ``count`` puzzles spread over difficulty: the first of each id only, each easy
+def select_puzzles(puzzles: Iterable[Puzzle], count: int, seed: int = 0, rerate: Solver | None = None) -> list[Puzzle]:
+    """At most ``count`` puzzles spread over difficulty: the first of each id only (with
+    ``rerate``, a solver, each given its start rating again by :func:`start_rating`, so that
+    puzzles mined by an older rule are rated as :func:`prove_puzzle` rates now), each easy
     kind (:func:`easy_kind`) held to its share in :data:`SELECT_CAPS`, and the rest taken in
     turn from each :data:`RATING_BAND` of start ratings, in a seeded order within a band, so
     that no band crowds out the others. The result is sorted by rating, then id."""
@@ -506,6 +520,8 @@ def select_puzzles(puzzles: Iterable[Puzzle], count: int, seed: int = 0) -> list
     for p in puzzles:
         unique.setdefault(p.id, p)
     pool = sorted(unique.values(), key=lambda p: p.id)
+    if rerate is not None:
+        pool = [Puzzle(**{**p.__dict__, "rating": start_rating(p, rerate)}) for p in pool]
     order = np.random.default_rng(seed).permutation(len(pool))
     bands: dict[int, list[Puzzle]] = {}
     for i in order:

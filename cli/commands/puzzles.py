@@ -9,7 +9,7 @@
   orderchaos puzzles check FILE [--sample N] [--seed S] [--node-limit N]
       re-proves every puzzle (or a seeded sample) from its board: exit status 1 naming the
       first bad one;
-  orderchaos puzzles select FILE... --count N --out F.jsonl [--seed S]
+  orderchaos puzzles select FILE... --count N --out F.jsonl [--seed S] [--rerate]
       chooses N puzzles spread over difficulty (each easy kind held to a share: Chaos's only
       block, Order's five in one move);
   orderchaos puzzles export FILE
@@ -55,6 +55,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="puzzles to choose")
     select.add_argument("--seed", type=options.SEED, default=0, help="seed of the order within a band (default 0)")
     select.add_argument("--out", required=True, metavar="F.jsonl", help="where to write the set")
+    select.add_argument("--rerate", action="store_true",
+                        help="give every candidate its start rating again (puzzles mined by an older version)")
     export = sub.add_parser("export", help="write the shipped puzzle set as JSON lines")
     export.add_argument("file", metavar="FILE", help="where to write it")
 
@@ -172,7 +174,12 @@ def _select(args: argparse.Namespace) -> int:
 
     check_output_file(args.out, "puzzle file")
     candidates = [p for path in args.files for p in load_puzzles(path)]
-    chosen = select_puzzles(candidates, args.count, args.seed)
+    solver = None
+    if args.rerate:
+        from orderchaos.agents.solver import Solver
+
+        solver = Solver()
+    chosen = select_puzzles(candidates, args.count, args.seed, rerate=solver)
     save_puzzles(args.out, chosen)
     kinds = Counter(p.kind for p in chosen)
     easy = Counter(easy_kind(p) or "other" for p in chosen)

@@ -193,11 +193,12 @@ def test_generate_limit_and_bad_input(mined, tmp_path, capsys) -> None:
 
 def test_attempt_follows_the_solution_and_catches_a_wrong_move(mined) -> None:
     from orderchaos.agents.solver import Solver
-    from orderchaos.arena.puzzles import AttemptError, attempt_step
+    from orderchaos.arena.puzzles import AttemptError, attempt_step, start_rating
 
     _, out = mined
     solver = Solver()
     for puzzle in load_puzzles(out):
+        assert start_rating(puzzle, solver) == puzzle.rating  # what select --rerate gives
         line = [parse_move(m) for m in puzzle.solution]
         played: list[int] = []
         for i in range(0, len(line), 2):
