@@ -733,7 +733,8 @@ class AttemptStep:
     """The answer to the solver's latest move in a puzzle.
 
     ``kept``: the move keeps the mover's win. ``solved``: the puzzle is over and won (a five
-    for ``order_wins``; for ``chaos_survives`` no five is possible any more). ``reply``: the
+    for ``order_wins``; for ``chaos_survives`` no five is possible any more, or after Order's
+    reply more than one move keeps Chaos's win: the forced part is over). ``reply``: the
     opponent's answer when the puzzle goes on. When the move loses, ``best`` is a move
     that kept the win and ``line`` a winning line from there, that move first.
     """
@@ -822,7 +823,13 @@ def attempt_step(
                 raise AttemptError(f"the puzzle was solved at move {i + 1}")
             return AttemptStep(kept=True, solved=True)
     reply = _opponent_reply(prover, state, puzzle.kind)
-    return AttemptStep(kept=True, solved=_puzzle_over(puzzle.kind, state.apply(reply)), reply=reply)
+    after = state.apply(reply)
+    solved = _puzzle_over(puzzle.kind, after)
+    if puzzle.kind == CHAOS_SURVIVES and not solved:
+        # Survival is the puzzle while it is forced: once more than one move keeps Chaos's
+        # win, the rest is no longer a puzzle (the page shows the solution's line).
+        solved = len(prover.winner_and_keeping(after)[1]) > 1
+    return AttemptStep(kept=True, solved=solved, reply=reply)
 
 
 def _opponent_reply(prover: _Prover, state: State, kind: str) -> int:

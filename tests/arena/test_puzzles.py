@@ -210,6 +210,16 @@ def test_attempt_follows_the_solution_and_catches_a_wrong_move(mined) -> None:
             assert step.reply == line[i + 1]  # the reply is the solution's defence
             played.append(step.reply)
         assert step.solved, puzzle.id
+        if puzzle.kind == CHAOS_SURVIVES:  # it ends where no five is possible or survival stops being forced
+            end = parse_board(puzzle.board)
+            for action in [*played, *([step.reply] if step.reply is not None else [])]:
+                end = end.apply(action)
+            assert end.decided or len(_winning_moves(end)) > 1
+            if len(played) > 1:  # before that, Chaos had one move each time
+                before = parse_board(puzzle.board)
+                for action in played[:-1]:
+                    before = before.apply(action)
+                assert len(_winning_moves(before)) == 1
         with pytest.raises(AttemptError, match="solved at move"):
             attempt_step(puzzle, [*played, 0, 1], solver)
         state = parse_board(puzzle.board)
