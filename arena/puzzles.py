@@ -816,7 +816,7 @@ def attempt_step(
         if prover.winner(state) != before.to_play:
             if i + 1 < len(moves):
                 raise AttemptError(f"move {i + 1} lost the win: the attempt ended there")
-            line = _winning_line(prover, before, puzzle.kind)
+            line = [parse_move(m) for m in puzzle.solution] if i == 0 else _winning_line(prover, before, puzzle.kind)
             return AttemptStep(kept=False, best=line[0], line=line)
         if _puzzle_over(puzzle.kind, state):
             if i + 1 < len(moves):

@@ -1,5 +1,6 @@
 """Puzzles: mining finds exactly what a brute-force search finds, the checker refuses planted
-faults."""
+faults, attempts are judged move by move, and the shipped set holds (a sample every run, the
+whole file in a slow test)."""
 
 from __future__ import annotations
 
@@ -283,3 +284,25 @@ def test_an_interrupted_generate_resumes_to_the_same_file(mined, tmp_path, monke
     assert main(["puzzles", "generate", "--games", str(games), "--out", str(tmp_path / "plain.jsonl"),
                  "--empties", EMPTIES]) == 0
     assert calls["n"] - 10**6 > total  # the resumed run proved fewer positions than a fresh one
+
+
+def test_export_writes_the_contract(tmp_path) -> None:
+    from orderchaos.cli.main import main
+
+    target = tmp_path / "export.jsonl"
+    assert main(["puzzles", "export", str(target)]) == 0
+    rows = [json.loads(line) for line in target.read_text().splitlines()]
+    assert len(rows) == len(load_puzzles(SHIPPED_PUZZLES)) >= 700
+    for row in rows:
+        assert tuple(row) == EXPORT_KEYS
+        assert len(row["board"]) == 36 and row["kind"] in (ORDER_WINS, CHAOS_SURVIVES)
+
+
+def test_shipped_sample_is_proven() -> None:
+    """A seeded sample of the shipped set proven again from scratch, duplicates over the whole file."""
+    assert check_puzzles(SHIPPED_PUZZLES, sample=12, seed=0) == 12
+
+
+@pytest.mark.slow
+def test_shipped_set_is_proven() -> None:
+    assert check_puzzles(SHIPPED_PUZZLES) == len(load_puzzles(SHIPPED_PUZZLES))

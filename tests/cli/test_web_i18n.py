@@ -30,16 +30,16 @@ def server_error_codes() -> set[str]:
             func = node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
             code = node.args[1]
-            if name in ("WebError", "TimedOut", "__init__") and isinstance(code, ast.Constant) and isinstance(code.value, str):
+            if name in ("WebError", "TimedOut", "__init__", "_error") and isinstance(code, ast.Constant) and isinstance(code.value, str):
                 codes.add(code.value)
     return codes
 
 
 def keys_the_page_uses() -> set[str]:
-    """Every key named in index.html (data-i18n, data-i18n-attr) and app.js (t("..."), and
-    the keys it builds: side., level., study. marks, error. codes the server sends)."""
+    """Every key named in index.html (data-i18n, data-i18n-attr) and the scripts (t("..."), and
+    the keys they build: side., level., study. marks, error. codes the server sends)."""
     html = (STATIC / "index.html").read_text()
-    script = (STATIC / "app.js").read_text()
+    script = "\n".join(path.read_text() for path in sorted(STATIC.glob("*.js")))
     keys = set(re.findall(r'data-i18n="([^"]+)"', html))
     for pairs in re.findall(r'data-i18n-attr="([^"]+)"', html):
         keys |= {pair.split(":")[1] for pair in pairs.split(";")}

@@ -9,6 +9,9 @@ const STEP = 56, MARGIN = 22;
 const LANGUAGES = ["en", "sv", "nb", "de"];
 const TOKENS_KEY = "orderchaos.seats", LANGUAGE_KEY = "orderchaos.language", MAX_TOKENS = 100;
 const $ = (selector) => document.querySelector(selector);
+// Modes drawn by their own scripts (puzzles.js): each gives view(), status(), render(),
+// click(cell) and key(key) -> handled; app.js hands them the board, the status and the keys.
+const extraModes = {};
 const $$ = (selector) => Array.from(document.querySelectorAll(selector));
 
 const ui = {
@@ -283,7 +286,7 @@ function cellKey(event, c) {
   };
   const key = event.key.toLowerCase();
   if (key in moves) focusCell(moves[key]);
-  else if ((key === "x" || key === "o") && ui.mode === "play") {
+  else if ((key === "x" || key === "o") && (ui.mode === "play" || ui.mode in extraModes)) {
     chooseSymbol(key.toUpperCase());
     clickCell(c);
   } else return;
@@ -411,18 +414,22 @@ function watchStatus(view) {
 
 function render() {
   let view;
-  if (ui.mode === "study") view = studyView();
+  const extra = extraModes[ui.mode];
+  if (extra) view = extra.view();
+  else if (ui.mode === "study") view = studyView();
   else view = ui.views[ui.mode] || emptyView();
   drawBoard(view);
   const error = ui.errors[ui.mode];
   if (ui.restarting) setStatus(t("status.restarting"), "error");
   else if (!ui.connected) setStatus(t(socket ? "status.reconnecting" : "status.connecting"), "error");
+  else if (extra) setStatus(...extra.status());
   else if (error) setStatus(t("status.error", { message: errorText(error) }), "error");
   else if (ui.mode === "study") setStatus(view.status, view.winner ? "over" : "");
   else if (ui.mode === "watch") setStatus(watchStatus(ui.views.watch), view.winner ? "over" : "");
   else setStatus(playStatus(ui.views.play), view.winner ? "over" : "");
   renderPlay();
   if (ui.mode === "study") renderStudy();
+  if (extra) extra.render();
 }
 
 function resultLine(view) {
@@ -508,6 +515,7 @@ function chooseSymbol(symbol) {
 }
 
 function clickCell(c) {
+  if (ui.mode in extraModes) extraModes[ui.mode].click(c);
   if (ui.mode !== "play") return;
   send({ type: "move", cell: c, symbol: ui.symbol });
 }
@@ -680,6 +688,7 @@ $("[data-action=last]").addEventListener("click", () => setPly(Infinity));
 // -- modes, language and keys ----------------------------------------------------------------------
 function setMode(mode) {
   ui.mode = mode;
+  if (mode in extraModes && extraModes[mode].enter) extraModes[mode].enter();
   for (const button of $$("[data-mode]")) button.setAttribute("aria-pressed", String(button.dataset.mode === mode));
   for (const panel of $$("[data-panel]")) panel.hidden = panel.dataset.panel !== mode;
   $("[data-testid=announce]").textContent = "";
@@ -708,6 +717,8 @@ document.addEventListener("keydown", (event) => {
     else if (key === "h") $("[data-action=hint]").click();
     else if (key === "n") $("[data-action=new-game]").click();
     else return;
+  } else if (ui.mode in extraModes) {
+    if (!extraModes[ui.mode].key(key)) return;
   } else if (ui.mode === "watch") {
     if (key === " ") togglePause();
     else if (key === "s") send({ type: "step" });
