@@ -615,7 +615,7 @@ def test_solve_one_fail_one_and_the_rating_survives_a_reload(browser: Browser, s
         action = line[i]
         tab.click(f"[data-panel=puzzles] button[data-symbol={'XO'[action & 1]}]")
         tab.click(f"[data-cell='{action >> 1}']")
-        expect(tab.locator(f"[data-cell='{action >> 1}']")).to_have_text("XO"[action & 1])
+        expect(tab.locator(f"[data-cell='{action >> 1}']")).to_have_text("XO"[action & 1], timeout=TIMEOUT_MS)
         if tab.get_by_test_id("puzzle-result").is_visible():
             break
         if i + 1 < len(line):  # the server answers with the solution's defence
