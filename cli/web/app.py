@@ -46,6 +46,7 @@ from orderchaos.cli.web.learn import learn_routes
 from orderchaos.cli.web.ops import Metrics, RequestLog, health_route, metrics_route
 from orderchaos.cli.web.protocol import RateLimit, decode
 from orderchaos.cli.web.proxy import ClientAddress, IPNetwork, PublicURL, origin_allowed, request_client
+from orderchaos.cli.web.puzzles import PuzzleRoom
 from orderchaos.cli.web.quotas import GAME_CREATING, AddressLimits
 from orderchaos.cli.web.services import Limits, Services
 from orderchaos.cli.web.sessions import Connection
@@ -259,6 +260,7 @@ def create_app(
             Route("/games/{game}.jsonl", download),
             Route("/docs/proof.md", proof),
             *learn_routes(services),
+            *PuzzleRoom(services).routes(),
             WebSocketRoute("/ws", socket),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],

@@ -30,7 +30,7 @@ def server_error_codes() -> set[str]:
             func = node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
             code = node.args[1]
-            if name in ("WebError", "TimedOut", "__init__") and isinstance(code, ast.Constant) and isinstance(code.value, str):
+            if name in ("WebError", "TimedOut", "__init__", "_error") and isinstance(code, ast.Constant) and isinstance(code.value, str):
                 codes.add(code.value)
     return codes
 

@@ -9,11 +9,12 @@ const STEP = 56, MARGIN = 22;
 const LANGUAGES = ["en", "sv", "nb", "de"];
 const TOKENS_KEY = "orderchaos.seats", LANGUAGE_KEY = "orderchaos.language", MAX_TOKENS = 100;
 const $ = (selector) => document.querySelector(selector);
+// Modes drawn by their own scripts (learn.js, puzzles.js): each gives view() (the board's facts),
+// status() -> [text, kind], render() (its panel) and click(cell), and may give enter() and
+// key(key) -> handled. app.js hands them the board, the symbol picker, the status and the keys;
+// keys a mode does not handle fall to the keys of play (x/o, a cell name such as c3).
+const extraModes = {};
 const $$ = (selector) => Array.from(document.querySelectorAll(selector));
-// Modes drawn by their own script (learn.js): each gives view() (the board's facts),
-// status(), click(cell) and render() (its panel), and gets the board, the symbol picker
-// and the keys of play.
-const modeViews = {};
 
 const ui = {
   mode: "play",
@@ -287,7 +288,7 @@ function cellKey(event, c) {
   };
   const key = event.key.toLowerCase();
   if (key in moves) focusCell(moves[key]);
-  else if ((key === "x" || key === "o") && (ui.mode === "play" || ui.mode in modeViews)) {
+  else if ((key === "x" || key === "o") && (ui.mode === "play" || ui.mode in extraModes)) {
     chooseSymbol(key.toUpperCase());
     clickCell(c);
   } else return;
@@ -415,22 +416,22 @@ function watchStatus(view) {
 
 function render() {
   let view;
-  const own = modeViews[ui.mode];
-  if (ui.mode === "study") view = studyView();
-  else if (own) view = own.view();
+  const extra = extraModes[ui.mode];
+  if (extra) view = extra.view();
+  else if (ui.mode === "study") view = studyView();
   else view = ui.views[ui.mode] || emptyView();
   drawBoard(view);
   const error = ui.errors[ui.mode];
   if (ui.restarting) setStatus(t("status.restarting"), "error");
   else if (!ui.connected) setStatus(t(socket ? "status.reconnecting" : "status.connecting"), "error");
+  else if (extra) setStatus(...extra.status());
   else if (error) setStatus(t("status.error", { message: errorText(error) }), "error");
-  else if (own) setStatus(own.status(), view.winner ? "over" : "");
   else if (ui.mode === "study") setStatus(view.status, view.winner ? "over" : "");
   else if (ui.mode === "watch") setStatus(watchStatus(ui.views.watch), view.winner ? "over" : "");
   else setStatus(playStatus(ui.views.play), view.winner ? "over" : "");
   renderPlay();
   if (ui.mode === "study") renderStudy();
-  if (own) own.render();
+  if (extra) extra.render();
 }
 
 function resultLine(view) {
@@ -525,7 +526,7 @@ function chooseSymbol(symbol) {
 }
 
 function clickCell(c) {
-  if (ui.mode in modeViews) modeViews[ui.mode].click(c);
+  if (ui.mode in extraModes) extraModes[ui.mode].click(c);
   if (ui.mode !== "play") return;
   send({ type: "move", cell: c, symbol: ui.symbol });
 }
@@ -700,6 +701,7 @@ $("[data-action=last]").addEventListener("click", () => setPly(Infinity));
 // -- modes, language and keys ----------------------------------------------------------------------
 function setMode(mode) {
   ui.mode = mode;
+  if (mode in extraModes && extraModes[mode].enter) extraModes[mode].enter();
   for (const button of $$("[data-mode]")) button.setAttribute("aria-pressed", String(button.dataset.mode === mode));
   for (const panel of $$("[data-panel]")) panel.hidden = !panel.dataset.panel.split(" ").includes(mode);
   $("[data-testid=announce]").textContent = "";
@@ -717,13 +719,16 @@ document.addEventListener("keydown", (event) => {
   if (target instanceof HTMLInputElement || target instanceof HTMLSelectElement || target instanceof HTMLTextAreaElement) return;
   if (target instanceof HTMLButtonElement && (event.key === " " || event.key === "Enter")) return;
   const key = event.key.toLowerCase();
-  if (ui.mode === "play" || ui.mode in modeViews) {
+  const extra = extraModes[ui.mode];
+  if (extra && extra.key && extra.key(key)) {
+    // handled by the mode's own keys
+  } else if (ui.mode === "play" || extra) {
     if (key === "x" || key === "o") chooseSymbol(key.toUpperCase());
     else if (COLUMNS.includes(key) && key.length === 1) ui.pendingColumn = key;
     else if ("123456".includes(key) && key.length === 1 && ui.pendingColumn) {
       const cell = (Number(key) - 1) * SIZE + COLUMNS.indexOf(ui.pendingColumn);
       ui.pendingColumn = null;
-      if (ui.mode in modeViews) modeViews[ui.mode].click(cell);
+      if (extra) extra.click(cell);
       else send({ type: "move", cell, symbol: ui.symbol });
     } else if (ui.mode !== "play") return;
     else if (key === "u") send({ type: "undo" });

@@ -281,4 +281,9 @@ $("[data-action=learn-next]").addEventListener("click", () => {
 });
 $("[data-mode=learn]").addEventListener("click", loadOutline);
 
-modeViews.learn = { view: learnView, status: learnStatus, click: learnClick, render: renderLearn };
+extraModes.learn = {
+  view: learnView,
+  status: () => [learnStatus(), learnView().winner ? "over" : ""],
+  click: learnClick,
+  render: renderLearn,
+};
