@@ -538,7 +538,7 @@ def test_axe_finds_nothing_serious_in_any_state_of_the_page(browser: Browser, se
     found["puzzle"] = serious_axe_violations(tab)
     shown = SOLUTIONS[tab.get_by_test_id("puzzle-prompt").get_attribute("data-puzzle")]
     wrong = next(a for a in parse_board(shown.board).legal_actions() if a != parse_move(shown.solution[0]))
-    tab.click(f"[data-panel=puzzles] button[data-symbol={'XO'[wrong & 1]}]")
+    tab.click(f".tools button[data-symbol={'XO'[wrong & 1]}]")
     tab.click(f"[data-cell='{wrong >> 1}']")
     expect(tab.get_by_test_id("puzzle-result")).to_be_visible(timeout=TIMEOUT_MS)
     found["puzzle answered"] = serious_axe_violations(tab)
@@ -616,7 +616,7 @@ def test_solve_one_fail_one_and_the_rating_survives_a_reload(browser: Browser, s
     line = [parse_move(m) for m in first.solution]
     for i in range(0, len(line), 2):
         action = line[i]
-        tab.click(f"[data-panel=puzzles] button[data-symbol={'XO'[action & 1]}]")
+        tab.click(f".tools button[data-symbol={'XO'[action & 1]}]")
         tab.click(f"[data-cell='{action >> 1}']")
         expect(tab.locator(f"[data-cell='{action >> 1}']")).to_have_text("XO"[action & 1], timeout=TIMEOUT_MS)
         if tab.get_by_test_id("puzzle-result").is_visible():
