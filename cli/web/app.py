@@ -42,6 +42,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from orderchaos.arena.game_files import game_line
 from orderchaos.cli.web.errors import Busy, WebError
 from orderchaos.cli.web.games import Hub, valid_id
+from orderchaos.cli.web.proof_page import proof_page
 from orderchaos.cli.web.ops import Metrics, RequestLog, health_route, metrics_route
 from orderchaos.cli.web.protocol import RateLimit, decode
 from orderchaos.cli.web.proxy import ClientAddress, IPNetwork, PublicURL, origin_allowed, request_client
@@ -257,6 +258,7 @@ def create_app(
             Route("/g/{game}", index),
             Route("/games/{game}.jsonl", download),
             Route("/docs/proof.md", proof),
+            Route("/proof/{lang}", proof_page),
             WebSocketRoute("/ws", socket),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],

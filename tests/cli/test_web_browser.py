@@ -493,7 +493,7 @@ def serious_axe_violations(page: Page) -> list[str]:
 
 @pytest.mark.parametrize("lang", ["en", "sv", "nb", "de"])
 def test_axe_finds_nothing_serious_in_any_state_of_the_page(browser: Browser, server: Server, lang: str) -> None:
-    """The start page, a game in progress, a finished game, watch and study, in each language:
+    """The start page, a game in progress, a finished game, watch, study and the proof page, in each language:
     axe-core (vendored from npm, injected past the page's CSP) reports no violation of impact
     serious or critical."""
     context = browser.new_context(viewport={"width": 1180, "height": 900}, bypass_csp=True)
@@ -525,6 +525,11 @@ def test_axe_finds_nothing_serious_in_any_state_of_the_page(browser: Browser, se
     expect(tab.locator("[data-testid=study-moves] li").first).to_be_attached()
     tab.click("button[data-action=next]")
     found["study"] = serious_axe_violations(tab)
+    href = tab.locator("a[data-i18n='rules.proof_link']").get_attribute("href")
+    assert href == f"/proof/{lang}"  # the rules panel's proof link follows the language
+    tab.goto(server.url.rstrip("/") + href)
+    expect(tab.locator("html")).to_have_attribute("lang", lang)
+    found["proof page"] = serious_axe_violations(tab)
     context.close()
     assert not any(found.values()), {state: lines for state, lines in found.items() if lines}
 
