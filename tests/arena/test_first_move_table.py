@@ -94,3 +94,22 @@ def test_the_shipped_table_settles_every_first_move() -> None:
         ("a1 X", "b1 X", "c1 X", "b2 X", "c2 X", "c3 X"), "proven")
     for move in ("a1 X", "b1 X", "c1 X"):
         assert rows[move]["source"] == "book" and rows[move]["solver_nodes"] > 0
+
+
+def test_a_run_charges_cpu_time_and_nodes_to_the_positions_above_each_solve(tmp_path: Path) -> None:
+    """Every solve is charged to each top-of-tree position on its path: the root gets all of
+    the run's solver nodes and CPU time, a reply below it only its own share."""
+    from orderchaos.arena.prove import ProveConfig, Prover
+    from orderchaos.envs.rules import parse_board
+
+    root = parse_board("..X.....O...O.X..........OX.........")
+    path = tmp_path / "w.ocb"
+    config = ProveConfig(first_budget=2000, cap=8000, tt_bits=16, leaf_rule="strategy")
+    result = Prover(root, ProofBook(), config=config, book_path=path).run(300)
+    assert result.winner == ORDER and result.tasks > 1
+    meta = BookMeta.load(path)
+    root_key = canonical_form(root.x, root.o)[0]
+    assert meta.nodes[root_key] == meta.solver_nodes == result.solver_nodes > 0
+    assert abs(meta.cpu_seconds[root_key] - meta.solver_cpu_seconds) < 0.01
+    below = [k for k in meta.nodes if k != root_key]
+    assert below and all(0 < meta.nodes[k] < meta.solver_nodes for k in below)
