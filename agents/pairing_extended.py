@@ -25,7 +25,7 @@ equal case for both. Both games have their own tables, solved like
 half pair, the centre's stone count no longer says whose move it is): :func:`restricted_table`
 and :func:`half_pair_table`. By the 16 symmetries every restricted line is one of three (an
 outer line of the centre such as row 2, an inner one such as row 3, or a diagonal) and its
-symbol X, so seven tables (86 MB each, 8-20 s of CPU time to build, built on first use and
+symbol X, so seven tables (86 MB each, about 5 s of CPU time to build, built on first use and
 kept) serve every position.
 
 :func:`covers_extended` is true when :func:`strategy.covers` is, or in one of these cases
