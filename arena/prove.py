@@ -81,8 +81,8 @@ LEAF_RULES: dict[str, tuple[Callable[[State], bool], Callable[[State], int]]] = 
     "strategy": (strategy.covers, strategy.move),
 }
 """The leaf rules, each (covers, Order's move): the pairing argument with equal pairs and open
-half pairs (:mod:`orderchaos.agents.pairing_extended`; its tables take a minute of CPU time to
-build on first use), or the central-pairing strategy alone (a table of a few seconds)."""
+half pairs (:mod:`orderchaos.agents.pairing_extended`; its tables take about 15 s of CPU time per
+kind of line to build on first use), or the central-pairing strategy alone (a table of a few seconds)."""
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--leaf-rule", choices=("extended", "strategy"), default=ProveConfig.leaf_rule,
                         help="positions proven without search, in proving and in --verify: 'extended' (default; "
                              "the pairing argument with equal and half-filled border pairs, whose tables take "
-                             "about a minute of CPU time to build) or 'strategy' (the central-pairing strategy "
+                             "about 15 s of CPU time per kind of line to build) or 'strategy' (the central-pairing strategy "
                              "alone); see docs/proof.md")
     parser.add_argument("--json", action="store_true", help="JSON output")
     parser.add_argument("--status", action="store_true", help="report the empty board (an Order win, by the certificate) and Order's first "
