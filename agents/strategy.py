@@ -73,6 +73,23 @@ _LINE_MASKS = np.array([sum(1 << i for i in line) for line in CENTRE_LINES], dty
 
 
 @njit(cache=True)
+def centre_bits(idx: int) -> tuple[int, int]:
+    """The 16-bit X and O boards of centre-game index ``idx`` (compiled; see
+    :func:`centre_index`)."""
+    x = 0
+    o = 0
+    rest = idx
+    for i in range(16):
+        d = rest % 3
+        rest //= 3
+        if d == 1:
+            x |= 1 << i
+        elif d == 2:
+            o |= 1 << i
+    return x, o
+
+
+@njit(cache=True)
 def _solve_centre(pow3: np.ndarray, line_masks: np.ndarray) -> np.ndarray:
     """Retrograde solve of the centre game over all 3**16 boards (index: base-3 digits,
     0 empty, 1 X, 2 O, digit i for centre cell i). Placing a stone raises the index, so a
@@ -82,16 +99,7 @@ def _solve_centre(pow3: np.ndarray, line_masks: np.ndarray) -> np.ndarray:
     n = 3**16
     table = np.empty(n, dtype=np.int8)
     for idx in range(n - 1, -1, -1):
-        x = 0
-        o = 0
-        rest = idx
-        for i in range(16):
-            d = rest % 3
-            rest //= 3
-            if d == 1:
-                x |= 1 << i
-            elif d == 2:
-                o |= 1 << i
+        x, o = centre_bits(idx)
         done = False
         for m in line_masks:
             if x & m == m or o & m == m:

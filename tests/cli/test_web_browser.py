@@ -500,8 +500,8 @@ def serious_axe_violations(page: Page) -> list[str]:
 
 @pytest.mark.parametrize("lang", ["en", "sv", "nb", "de"])
 def test_axe_finds_nothing_serious_in_any_state_of_the_page(browser: Browser, server: Server, lang: str) -> None:
-    """The start page, a game in progress, a finished game, watch, study and a puzzle before
-    and after an attempt, in each language:
+    """The start page, a game in progress, a finished game, watch, study, a puzzle before and
+    after an attempt and the proof page, in each language:
     axe-core (vendored from npm, injected past the page's CSP) reports no violation of impact
     serious or critical."""
     context = browser.new_context(viewport={"width": 1180, "height": 900}, bypass_csp=True)
@@ -542,6 +542,11 @@ def test_axe_finds_nothing_serious_in_any_state_of_the_page(browser: Browser, se
     tab.click(f"[data-cell='{wrong >> 1}']")
     expect(tab.get_by_test_id("puzzle-result")).to_be_visible(timeout=TIMEOUT_MS)
     found["puzzle answered"] = serious_axe_violations(tab)
+    href = tab.locator("a[data-i18n='rules.proof_link']").get_attribute("href")
+    assert href == f"/proof/{lang}"  # the rules panel's proof link follows the language
+    tab.goto(server.url.rstrip("/") + href)
+    expect(tab.locator("html")).to_have_attribute("lang", lang)
+    found["proof page"] = serious_axe_violations(tab)
     context.close()
     assert not any(found.values()), {state: lines for state, lines in found.items() if lines}
 
