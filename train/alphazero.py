@@ -27,7 +27,7 @@ from orderchaos.agents.solver_pool import SolverPool
 from orderchaos.envs.rules import AGENTS, State
 from orderchaos.arena.mistakes import collect_mistakes, labelled_rows, mistake_rows, ranked_moves
 from orderchaos.train.replay_buffer import ReplayBuffer
-from orderchaos.train.config_schema import AUGMENT, SOLVER_POLICY, VALUE_WEIGHT, WARMUP_OPENINGS
+from orderchaos.train.config_schema import AUGMENT, MISTAKE_OPENINGS, SOLVER_POLICY, VALUE_WEIGHT, WARMUP_OPENINGS
 from orderchaos.train.selfplay import (
     SelfPlayGame,
     play_heuristic_games,
@@ -65,7 +65,7 @@ def mistake_hunt_rows(
                 cfg.opponents,
                 cfg.games,
                 int(rng.integers(2**31)),
-                openings=cfg.openings,
+                openings=MISTAKE_OPENINGS,
                 node_limit=cfg.node_limit,
                 preferences=preferences,
                 rollouts=cfg.rollouts,

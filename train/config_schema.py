@@ -33,6 +33,16 @@ AUGMENT = True
 """Train on a random one of the 16 symmetric images of each position."""
 EVAL_OPENINGS = 2
 """Random opening plies per evaluation game, so that greedy players differ between games."""
+C_PUCT = 1.5
+"""PUCT exploration constant of the self-play search."""
+DIRICHLET_ALPHA = 0.3
+"""Dirichlet noise concentration at the self-play search's root."""
+DIRICHLET_FRACTION = 0.25
+"""Share of the Dirichlet noise in the self-play search's root priors."""
+MISTAKE_OPENINGS = 2
+"""Random opening plies of each mistake-hunting game (not searched for mistakes)."""
+RAY_DASHBOARD = False
+"""A local Ray instance runs without its dashboard."""
 PPO_CLIP = 0.2
 """PPO ratio clip."""
 PPO_ENTROPY_COEF = 0.01
@@ -53,6 +63,11 @@ RETIRED_KEYS: dict[str, Any] = {
     "optim.value_weight": VALUE_WEIGHT,
     "replay.augment": AUGMENT,
     "eval.openings": EVAL_OPENINGS,
+    "mcts.c_puct": C_PUCT,
+    "mcts.dirichlet_alpha": DIRICHLET_ALPHA,
+    "mcts.dirichlet_fraction": DIRICHLET_FRACTION,
+    "mistakes.openings": MISTAKE_OPENINGS,
+    "run.dashboard": RAY_DASHBOARD,
     "ppo.clip": PPO_CLIP,
     "ppo.entropy_coef": PPO_ENTROPY_COEF,
     "ppo.value_coef": PPO_VALUE_COEF,
@@ -143,7 +158,6 @@ class RunConfig:
     object_store_mb: int = _field(
         512, "backend ray: object store size of a local Ray instance, MiB", min=80
     )
-    dashboard: bool = _field(False, "backend ray: start the Ray dashboard of a local instance")
 
 
 @dataclass
@@ -288,13 +302,6 @@ class MCTSConfig:
     """PUCT search used during self-play (alphazero)."""
 
     simulations: int = _field(64, "simulations per move", min=1, max=1_000_000)
-    c_puct: float = _field(1.5, "PUCT exploration constant", min=0, exclusive=True)
-    dirichlet_alpha: float = _field(
-        0.3, "Dirichlet noise concentration at the root (0: no noise)", min=0
-    )
-    dirichlet_fraction: float = _field(
-        0.25, "weight of the Dirichlet noise in the root priors", min=0, max=1
-    )
     gumbel: bool = _field(
         False,
         "Gumbel root search (orderchaos.agents.gumbel): sample max_considered root moves "
@@ -372,9 +379,6 @@ class MistakesConfig:
     )
     roles: list[str] = _field(
         ["order", "chaos"], "whose lost games are searched", choices=["order", "chaos"]
-    )
-    openings: int = _field(
-        2, "random opening plies per game (not searched for mistakes)", min=0, max=30
     )
     node_limit: int = _field(
         300000,

@@ -23,7 +23,13 @@ from orderchaos.agents.network_agent import NetworkEvaluator, sample_from
 from orderchaos.arena.matches import random_quiet_action
 from orderchaos.envs.batch import BatchGame
 from orderchaos.envs.rules import ACTIONS, AGENTS, State
-from orderchaos.train.config_schema import SELFPLAY_TEMPERATURE, WARMUP_OPENINGS
+from orderchaos.train.config_schema import (
+    C_PUCT,
+    DIRICHLET_ALPHA,
+    DIRICHLET_FRACTION,
+    SELFPLAY_TEMPERATURE,
+    WARMUP_OPENINGS,
+)
 
 
 @dataclass
@@ -317,9 +323,9 @@ def play_training_games(
         evaluator,
         n_games,
         simulations=cfg.mcts.simulations,
-        c_puct=cfg.mcts.c_puct,
-        dirichlet_alpha=cfg.mcts.dirichlet_alpha,
-        dirichlet_fraction=cfg.mcts.dirichlet_fraction,
+        c_puct=C_PUCT,
+        dirichlet_alpha=DIRICHLET_ALPHA,
+        dirichlet_fraction=DIRICHLET_FRACTION,
         temperature=SELFPLAY_TEMPERATURE,
         temperature_moves=cfg.selfplay.temperature_moves,
         rng=rng,
