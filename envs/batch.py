@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from orderchaos.envs.array_backend import BACKENDS, ArrayBackend  # noqa: F401 (BACKENDS re-exported)
+from orderchaos.envs.array_backend import ArrayBackend
 from orderchaos.envs.rules import (
     ACTIONS,
     CELL_WINDOWS,
