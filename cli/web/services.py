@@ -254,15 +254,18 @@ class Services:
         """The job ``fn(bench, *args)`` on a worker (see :meth:`run`)."""
         assert self.workers is not None
         request = self.workers.submit(fn, *args)
+        started, result = asyncio.wrap_future(request.started), asyncio.wrap_future(request.future)
+        for future in (started, result):  # read even when nobody awaits it any more (a stopped search)
+            future.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:
             try:
-                await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(request.started)), self.limits.queue_time)
+                await asyncio.wait_for(asyncio.shield(started), self.limits.queue_time)
             except asyncio.TimeoutError:
                 raise Busy("every worker is busy") from None
             if self.observe_wait is not None and request.waited is not None:
                 self.observe_wait(request.waited)
             try:
-                return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(request.future)), timeout)
+                return await asyncio.wait_for(asyncio.shield(result), timeout)
             except asyncio.TimeoutError:
                 raise TimedOut(f"{what} did not finish within {timeout:g} s and was stopped", "timeout",
                                seconds=timeout) from None
