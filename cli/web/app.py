@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import Gauge
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -188,6 +189,8 @@ def create_app(
     hub = Hub(services)
     metrics = Metrics(lambda: len(hub.games), lambda: services.queued, lambda: services.running, store)
     services.observe_wait = metrics.queue_wait.observe
+    Gauge("orderchaos_workers_ready", "workers warm and able to take a search (0 without workers)",
+          registry=metrics.registry).set_function(lambda: workers.ready if workers is not None else 0)
     site = Site(services, hub, metrics, quotas, public)
     info = build_info()
     template = (STATIC_DIR / "index.html").read_text()

@@ -12,6 +12,7 @@ Each app has its own :class:`prometheus_client.CollectorRegistry`, so two apps i
     orderchaos_agent_moves_running       searches running
     orderchaos_move_round_trip_seconds   a person's move from its arrival until every tab was told
     orderchaos_agent_queue_wait_seconds  how long each search waited for a worker (with workers)
+    orderchaos_workers_ready             workers warm and able to take a search
     orderchaos_store_statement_seconds   seconds spent in the game store's SQLite statements so far
     orderchaos_store_commit_seconds      of those, seconds spent committing transactions (moves, ends)
 """

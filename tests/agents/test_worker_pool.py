@@ -9,6 +9,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import worker_jobs
@@ -56,30 +57,22 @@ def test_a_worker_killed_mid_job_fails_only_that_job_and_is_replaced(tmp_path: P
         assert [job.future.result(timeout=60) for job in jobs] == [0, 2, 4, 6, 8, 10]
 
 
-def test_a_cancelled_job_stops_and_its_worker_stays(tmp_path: Path) -> None:
-    with WorkerPool("processes", 1, grace=60) as pool:
+@pytest.mark.parametrize("job, grace, outcome, kept", [
+    (worker_jobs.spin, 60, "cancelled", True),  # checks its stop flag: stops, its worker stays
+    (worker_jobs.stubborn, 0.2, "killed", False),  # never looks: killed with its worker, replaced
+])
+def test_a_cancelled_job_stops_or_is_killed_with_its_worker(tmp_path: Path, job: Any, grace: float, outcome: str,
+                                                           kept: bool) -> None:
+    with WorkerPool("processes", 1, grace=grace) as pool:
         worker = pool.submit(worker_jobs.pid).future.result(timeout=60)
         started = tmp_path / "started"
-        job = pool.submit(worker_jobs.spin, str(started))
+        running = pool.submit(job, str(started))
         wait_for_file(started)
-        pool.cancel(job)
-        with pytest.raises(cancel.Cancelled, match="cancelled"):
-            job.future.result(timeout=30)
-        assert pool.submit(worker_jobs.pid).future.result(timeout=60) == worker
-        assert pool.replaced == 0 and pool.running == 0 and pool.queued == 0
-
-
-def test_a_job_that_ignores_the_stop_is_killed_with_its_worker(tmp_path: Path) -> None:
-    with WorkerPool("processes", 1, grace=0.2) as pool:
-        worker = pool.submit(worker_jobs.pid).future.result(timeout=60)
-        started = tmp_path / "started"
-        job = pool.submit(worker_jobs.stubborn, str(started))
-        wait_for_file(started)
-        pool.cancel(job)
-        with pytest.raises(cancel.Cancelled, match="killed"):
-            job.future.result(timeout=30)
-        assert pool.submit(worker_jobs.pid).future.result(timeout=60) != worker
-        assert pool.replaced == 1
+        pool.cancel(running)
+        with pytest.raises(cancel.Cancelled, match=outcome):
+            running.future.result(timeout=30)
+        assert (pool.submit(worker_jobs.pid).future.result(timeout=60) == worker) is kept
+        assert pool.replaced == (0 if kept else 1) and pool.running == 0 and pool.queued == 0
 
 
 def test_a_job_cancelled_while_it_waits_never_runs(tmp_path: Path) -> None:
