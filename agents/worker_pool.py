@@ -48,6 +48,10 @@ RAY_OBJECT_STORE_MB = 128
 """Object store of a local Ray instance started by a pool (jobs and results are small)."""
 _POLL_S = 0.05
 """How often a worker's thread here looks whether its job was asked to stop."""
+WORKER_NICENESS = 5
+"""How much lower a worker process's CPU priority is than the pool's process: on a machine
+with few cores, a caller that serves people (the web server) keeps answering while its
+workers warm up or search."""
 _RESTART_PAUSE_S = 1.0
 """Pause before starting a worker again after one failed to start."""
 log = logging.getLogger("orderchaos.workers")
@@ -179,13 +183,17 @@ class WorkerPool:
         while not self._closed:
             if worker is None:
                 try:
-                    worker = self._new_worker()
+                    worker = self._live[slot] = self._new_worker()  # closed by close() even while warming
+                    worker.await_ready()
                 except Exception as exc:  # e.g. the bench cannot be built: fail a job, not hang it
+                    self._live.pop(slot, None)
+                    worker = None
+                    if self._closed:  # closed while it warmed up
+                        break
                     log.error("worker %d could not start: %s", slot, first_line(exc))
                     self._fail_next(WorkerDied(f"a worker could not start: {first_line(exc)}"))
                     time.sleep(_RESTART_PAUSE_S)
                     continue
-                self._live[slot] = worker
                 with self._lock:
                     self.ready += 1
             request = self._queue.get()
@@ -309,6 +317,7 @@ def _process_main(conn: Any, flag: Any, parent_pid: int, warm: Warm | None, warm
     closes, each under the shared stop ``flag``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the server; it stops us
     exit_with_parent(parent_pid)
+    os.nice(WORKER_NICENESS)
     bench = warm(*warm_args) if warm is not None else None
     stop = _SharedFlag(flag)
     conn.send(("ready", os.getpid()))
@@ -343,6 +352,9 @@ class _ProcessWorker:
         self.proc.start()
         child.close()
         self.pid = self.proc.pid
+
+    def await_ready(self) -> None:
+        """Wait until the worker has built its bench; WorkerDied if it exited first."""
         ready = wait_for_any([self.conn, self.proc.sentinel])
         if self.conn not in ready:
             self.close()
@@ -389,15 +401,11 @@ class _ProcessWorker:
         self.proc.join(timeout=5)
 
     def close(self) -> None:
-        if self.proc.is_alive():
-            try:
-                self.conn.send(None)
-            except (OSError, ValueError):
-                pass
-            self.proc.join(timeout=2)
+        """End the process at once (it holds nothing worth keeping: a job in progress is
+        abandoned)."""
         if self.proc.is_alive():
             self.proc.terminate()
-            self.proc.join(timeout=5)
+            self.proc.join(timeout=2)
         if self.proc.is_alive():
             self.kill()
         self.conn.close()
@@ -438,15 +446,19 @@ class _RayWorker:
     """One Ray actor (:class:`_BenchActor`); Ray does not restart it: the pool starts a fresh one."""
 
     def __init__(self, ray: Any, warm: Warm | None, warm_args: tuple, num_cpus: float) -> None:
-        from ray.exceptions import RayError
-
         self.ray = ray
         remote = ray.remote(_BenchActor).options(num_cpus=num_cpus, max_concurrency=2, max_restarts=0,
                                                 max_task_retries=0)
         self.actor = remote.remote(warm, warm_args)
         self.dead = False
+        self.pid: int | None = None
+
+    def await_ready(self) -> None:
+        """Wait until the actor has built its bench; WorkerDied if it could not."""
+        from ray.exceptions import RayError
+
         try:
-            self.pid: int | None = ray.get(self.actor.pid.remote())
+            self.pid = self.ray.get(self.actor.pid.remote())
         except RayError as exc:
             self.close()
             raise WorkerDied(f"the Ray worker could not start: {first_line(exc)}") from None

@@ -99,3 +99,31 @@ def test_bad_arguments_are_refused() -> None:
         WorkerPool("processes", 0)
     with pytest.raises(ValueError, match="ray kind only"):
         WorkerPool("processes", 1, ray_address="127.0.0.1:1")
+
+
+def test_ray_workers_run_jobs_stop_them_and_replace_a_dead_one(in_process_ray: Any, tmp_path: Path) -> None:
+    """The same pool on Ray actors (a Ray instance on 127.0.0.1 in this process)."""
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(worker_jobs)  # the actors cannot import the tests folder
+    try:
+        with WorkerPool("ray", 1, warm=worker_jobs.warm_number, warm_args=(100,), grace=60) as pool:
+            assert pool.submit(worker_jobs.add, 1, 2).future.result(timeout=120) == 103
+            [actor] = pool.pids()
+            started = tmp_path / "started"
+            running = pool.submit(worker_jobs.spin, str(started))
+            wait_for_file(started, seconds=120)
+            pool.cancel(running)
+            with pytest.raises(cancel.Cancelled, match="cancelled"):
+                running.future.result(timeout=60)
+            assert pool.submit(worker_jobs.pid).future.result(timeout=60) == actor and pool.replaced == 0
+            started.unlink()
+            doomed = pool.submit(worker_jobs.spin, str(started))
+            wait_for_file(started, seconds=120)
+            os.kill(actor, signal.SIGKILL)
+            with pytest.raises(WorkerDied):
+                doomed.future.result(timeout=120)
+            assert pool.submit(worker_jobs.add, 2, 3).future.result(timeout=120) == 105
+            assert pool.replaced == 1 and actor not in pool.pids()
+    finally:
+        cloudpickle.unregister_pickle_by_value(worker_jobs)
