@@ -28,6 +28,8 @@ Order's move in a covered position; :class:`StrategyAgent` (spec ``strategy``) p
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from numba import njit
 
@@ -127,15 +129,19 @@ def _solve_centre(pow3: np.ndarray, line_masks: np.ndarray) -> np.ndarray:
 
 
 _TABLE: np.ndarray | None = None
+_TABLE_LOCK = threading.Lock()
 
 
 def centre_table() -> np.ndarray:
     """The solved centre game: an int8 array over the 3**16 centre boards (see
     :func:`centre_index`), each the plies to a line of four with best play, or
-    :data:`CHAOS_WINS`. Built on first use (a few seconds) and kept for the process."""
+    :data:`CHAOS_WINS`. Built on first use (a few seconds) and kept for the process; threads
+    asking while it is built wait for that one build."""
     global _TABLE
     if _TABLE is None:
-        _TABLE = _solve_centre(_POW3, _LINE_MASKS)
+        with _TABLE_LOCK:
+            if _TABLE is None:
+                _TABLE = _solve_centre(_POW3, _LINE_MASKS)
     return _TABLE
 
 
@@ -218,6 +224,22 @@ def move(state: State) -> int:
     if state.num_stones == 0:
         return FIRST_MOVE
     return centre_moves(state)[0][1]
+
+
+def keeps_win(state: State, action: int) -> bool:
+    """Whether Order's ``action`` in ``state`` (Order to move, ``action`` legal) ends with a
+    win the strategy proves: it completes a five, or the position after it is covered
+    (:func:`covers`). Raises IllegalActionError for an illegal action."""
+    child = state.apply(action)
+    return child.winner == ORDER or covers(child)
+
+
+def keeping_moves(state: State) -> list[int]:
+    """Every legal Order move in ``state`` that keeps a win the strategy proves
+    (:func:`keeps_win`), ascending; empty when the strategy covers nothing after any move."""
+    if state.is_terminal or state.to_play != ORDER:
+        return []
+    return [a for a in state.legal_actions() if keeps_win(state, a)]
 
 
 def certificate_moves(first_move: int = FIRST_MOVE) -> dict[str, str]:

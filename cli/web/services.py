@@ -159,12 +159,15 @@ class Services:
         return analysis.study(actions, self.solve, self.limits.study_time, self.evaluator())
 
     def warm_up(self) -> None:
-        """Start the workers, which build their agents in the background; without workers,
-        compile (or load from the cache) the solver's kernels before the first hint."""
+        """Start the workers, if any, which build their agents in the background; compile (or
+        load from the cache) this process's solver kernels before the first hint, and solve the
+        strategy's centre game before the first lesson move (both run here)."""
+        from orderchaos.agents.strategy import centre_table
+
         if self.workers is not None:
             self.workers.start()
-        else:
-            self.solve(State(), time_limit=0.05)
+        self.solve(State(), time_limit=0.05)
+        centre_table()
 
     def close(self) -> None:
         """Stop the workers, if any."""
