@@ -47,6 +47,7 @@ import time
 from dataclasses import dataclass, field
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from orderchaos.arena.game_files import GameRecord, SavedGame, game_line
 from orderchaos.arena.glicko2 import Rating
@@ -194,6 +195,33 @@ class StoredGame:
         return SavedGame(0, self.label("order"), self.label("chaos"), record)
 
 
+class TimedConnection(sqlite3.Connection):
+    """A SQLite connection that adds up the seconds spent in its statements
+    (``statement_seconds``) and in committing its ``with`` blocks (``commit_seconds``), which
+    the load test reports as the store's share of the server's time."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.statement_seconds = 0.0
+        self.commit_seconds = 0.0
+        self.commits = 0
+
+    def execute(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:  # noqa: D102 - sqlite3's, timed
+        started = time.perf_counter()
+        try:
+            return super().execute(*args, **kwargs)
+        finally:
+            self.statement_seconds += time.perf_counter() - started
+
+    def __exit__(self, *exc: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return super().__exit__(*exc)
+        finally:
+            self.commit_seconds += time.perf_counter() - started
+            self.commits += 1
+
+
 class GameStore:
     """Games and moves in one SQLite file (``":memory:"`` for a store that dies with it).
 
@@ -206,7 +234,8 @@ class GameStore:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.db: TimedConnection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                                       factory=TimedConnection)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
