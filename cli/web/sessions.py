@@ -39,6 +39,7 @@ from orderchaos.agents.base import Agent
 from orderchaos.arena import analysis
 from orderchaos.arena.game_files import GameFileError, SavedGame, load_games
 from orderchaos.cli.terminal_game import MoveInputError, parse_move
+from orderchaos.cli.web.clocks import NO_CLOCK, TimeControl, parse_time_control
 from orderchaos.cli.web.errors import TimedOut, WebError
 from orderchaos.cli.web.games import Client, Hub, LiveGame
 from orderchaos.cli.web.services import LEVELS, SUGGESTED_SPECS, Limits, Services, agent_move
@@ -116,21 +117,35 @@ class Play:
         await self.send(joined)
         await game.broadcast()
 
+    def _time_control(self, msg: dict[str, Any]) -> TimeControl | None:
+        name = msg.get("time_control", NO_CLOCK)
+        if not isinstance(name, str):
+            raise WebError("time_control must be a name such as '3+2' or 'none'", "time_control")
+        try:
+            return parse_time_control(name)
+        except ValueError as exc:
+            raise WebError(str(exc), "time_control") from None
+
     async def new_game(self, msg: dict[str, Any]) -> None:
-        """A game against an agent: ``side`` for the person, ``opponent`` a level or spec."""
+        """A game against an agent: ``side`` for the person, ``opponent`` a level or spec,
+        ``time_control`` a preset name or ``"none"`` (the agent gets the same clock)."""
         side = self._side(msg)
+        control = self._time_control(msg)
         spec, label = self.services.opponent(msg.get("opponent"), AGENTS[1 - AGENTS.index(side)])
         agent = await self.services.build(spec)
         specs = {role: (spec if role != side else None) for role in AGENTS}
         labels = {role: (label if role != side else None) for role in AGENTS}
-        game, token = await self.hub.create(side, specs, labels, invite=False)
+        game, token = await self.hub.create(side, specs, labels, invite=False, control=control)
         game.agents[AGENTS[1 - AGENTS.index(side)]] = agent
         await self._join(game, side, token)
 
     async def play_friend(self, msg: dict[str, Any]) -> None:
-        """A game against a person who opens the invite link: ``side`` for the creator."""
+        """A game against a person who opens the invite link: ``side`` for the creator,
+        ``time_control`` a preset name or ``"none"``."""
         side = self._side(msg)
-        game, token = await self.hub.create(side, {r: None for r in AGENTS}, {r: None for r in AGENTS}, invite=True)
+        control = self._time_control(msg)
+        game, token = await self.hub.create(
+            side, {r: None for r in AGENTS}, {r: None for r in AGENTS}, invite=True, control=control)
         await self._join(game, side, token)
 
     async def open(self, msg: dict[str, Any]) -> None:
