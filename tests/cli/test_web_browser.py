@@ -420,6 +420,25 @@ def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, ser
     chaos_ctx.close()
 
 
+def test_a_clocked_friend_game_shows_both_clocks_in_both_tabs(browser: Browser, server: Server) -> None:
+    order_ctx, order = new_tab(browser, server.url)
+    order.select_option("select[name=side]", "order")
+    order.select_option("select[name=time_control]", "3+2")
+    order.click("button[data-action=play-friend]")
+    invite = order.get_by_test_id("invite-link")
+    expect(invite).to_have_value(re.compile("invite="))
+    chaos_ctx, chaos = new_tab(browser, invite.input_value())
+    expect(order.get_by_test_id("status")).to_contain_text("Your move (Order)")
+    order.click("button[data-symbol=X]")
+    order.click("[data-cell='0']")
+    for tab in (order, chaos):  # the first move is not charged; Chaos's clock runs from it
+        expect(tab.get_by_test_id("clock-order")).to_have_text("Order: 3:00 left")
+        expect(tab.get_by_test_id("clock-chaos")).to_have_class(re.compile("running"))
+        expect(tab.get_by_test_id("clock-chaos")).to_have_text(re.compile(r"^Chaos: [23]:\d\d left$"))
+    order_ctx.close()
+    chaos_ctx.close()
+
+
 def focused_cell(page: Page) -> int:
     """The board cell that has the keyboard focus."""
     return int(page.evaluate("document.activeElement.dataset.cell"))
@@ -504,7 +523,9 @@ def test_axe_finds_nothing_serious_in_any_state_of_the_page(browser: Browser, se
     expect(tab.locator("html")).to_have_attribute("lang", lang)
     expect(tab.get_by_test_id("status")).not_to_have_text(re.compile("…"))
     found = {"start": serious_axe_violations(tab)}
+    tab.select_option("select[name=time_control]", "10+5")  # the clocks are checked too
     play_the_computer(tab, "order", spec="random:seed=3")
+    expect(tab.get_by_test_id("clocks")).to_be_visible()
     moves = tab.locator("[data-testid=play-moves] li")
     expect(moves).to_have_count(0)
     for ply, move in enumerate(RANDOM_SEED_3_GAME[::2]):
