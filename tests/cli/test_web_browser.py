@@ -396,9 +396,14 @@ def test_study_mode_loads_a_saved_file(page: Page) -> None:
     screenshot(page, "web_study.png")
 
 
-def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, server: Server) -> None:
+def friend_game_after_one_move(
+    browser: Browser, server: Server, time_control: str = "none"
+) -> tuple[BrowserContext, Page, BrowserContext, Page]:
+    """Order's tab starts a friend game with ``time_control``, Chaos's tab opens the invite,
+    Order plays X on a1: both contexts and tabs."""
     order_ctx, order = new_tab(browser, server.url)
     order.select_option("select[name=side]", "order")
+    order.select_option("select[name=time_control]", time_control)
     order.click("button[data-action=play-friend]")
     invite = order.get_by_test_id("invite-link")
     expect(invite).to_have_value(re.compile("invite="))
@@ -406,6 +411,11 @@ def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, ser
     expect(order.get_by_test_id("status")).to_contain_text("Your move (Order)")
     order.click("button[data-symbol=X]")
     order.click("[data-cell='0']")
+    return order_ctx, order, chaos_ctx, chaos
+
+
+def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, server: Server) -> None:
+    order_ctx, order, chaos_ctx, chaos = friend_game_after_one_move(browser, server)
     expect(chaos.locator("[data-testid=play-moves] li")).to_have_count(1)
     chaos.once("dialog", lambda dialog: dialog.dismiss())  # a second thought: nothing happens
     chaos.click("button[data-action=resign]")
@@ -421,16 +431,7 @@ def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, ser
 
 
 def test_a_clocked_friend_game_shows_both_clocks_in_both_tabs(browser: Browser, server: Server) -> None:
-    order_ctx, order = new_tab(browser, server.url)
-    order.select_option("select[name=side]", "order")
-    order.select_option("select[name=time_control]", "3+2")
-    order.click("button[data-action=play-friend]")
-    invite = order.get_by_test_id("invite-link")
-    expect(invite).to_have_value(re.compile("invite="))
-    chaos_ctx, chaos = new_tab(browser, invite.input_value())
-    expect(order.get_by_test_id("status")).to_contain_text("Your move (Order)")
-    order.click("button[data-symbol=X]")
-    order.click("[data-cell='0']")
+    order_ctx, order, chaos_ctx, chaos = friend_game_after_one_move(browser, server, "3+2")
     for tab in (order, chaos):  # the first move is not charged; Chaos's clock runs from it
         expect(tab.get_by_test_id("clock-order")).to_have_text("Order: 3:00 left")
         expect(tab.get_by_test_id("clock-chaos")).to_have_class(re.compile("running"))
