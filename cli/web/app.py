@@ -299,7 +299,7 @@ async def serve_socket(websocket: WebSocket, site: Site) -> None:
             except (WebSocketDisconnect, RuntimeError, OSError):
                 pass  # the tab went away while a reply was on its way
 
-    connection = Connection(services, hub, send)
+    connection = Connection(services, hub, send, address)
     site.tabs.add(send)
     await connection.hello()
     try:

@@ -19,6 +19,7 @@ from typing import Any
 from orderchaos.agents.base import Agent
 from orderchaos.arena.analysis import board_facts, move_list
 from orderchaos.cli.web.errors import Busy, TimedOut, WebError
+from orderchaos.cli.web.lobby import Lobby
 from orderchaos.cli.web.clocks import TimeControl
 from orderchaos.cli.web.services import Services, agent_move
 from orderchaos.cli.web.store import StoredGame, token_hash
@@ -310,6 +311,9 @@ class Hub:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.games: dict[str, LiveGame] = {}
+        self.lobby = Lobby()
+        self.lobby_tabs: set[Any] = set()  # every open tab's Play: each sees the lobby live
+        self.pending: set[asyncio.Task] = set()  # messages sent after a tab left
         self.sweeper: asyncio.Task | None = None
 
     async def sweep(self) -> None:
@@ -367,6 +371,16 @@ class Hub:
         assert stored is not None
         game = self.games[game_id] = LiveGame(self, stored)
         return game, token
+
+    async def create_seated(self, seat: str, control: TimeControl | None) -> tuple[LiveGame, str, str]:
+        """A new game between two people, both seats taken at once: the game, ``seat``'s
+        token and the other seat's."""
+        nobody = {role: None for role in AGENTS}
+        game, token = await self.create(seat, nobody, nobody, invite=False, control=control)
+        other_token = secrets.token_urlsafe(TOKEN_BYTES)
+        game.tokens[other(seat)] = token_hash(other_token)
+        self.services.store.claim_seat(game.id, other(seat), game.tokens[other(seat)])
+        return game, token, other_token
 
     def get(self, game_id: object) -> LiveGame:
         """The game with this id, from memory or the store; WebError when there is none."""

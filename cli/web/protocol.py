@@ -45,6 +45,11 @@ FIELDS: dict[str, frozenset[str]] = {
         "open_file": "name",
         "upload": "name content",
         "analyse": "game",
+        "lobby": "",
+        "challenge": "side time_control",
+        "accept": "challenge",
+        "cancel": "challenge",
+        "play_anyone": "time_control",
     }.items()
 }
 """Each message type and the fields it may carry."""

@@ -91,17 +91,19 @@ def safe_name(name: str) -> str:
 class Play:
     """The game this tab has open, if any, and its hint."""
 
-    def __init__(self, services: Services, hub: Hub, send: Send) -> None:
-        self.services, self.hub, self.send = services, hub, send
+    def __init__(self, services: Services, hub: Hub, send: Send, address: str = "") -> None:
+        self.services, self.hub, self.send, self.address = services, hub, send, address
         self.client = Client(send)
         self.game: LiveGame | None = None
         self.hint_task: asyncio.Task | None = None
 
     def _side(self, msg: dict[str, Any]) -> str:
+        return _resolve_side(self._side_asked(msg))
+
+    @staticmethod
+    def _side_asked(msg: dict[str, Any]) -> str:
         side = msg.get("side")
-        if side == "random":
-            return AGENTS[secrets.randbelow(2)]
-        if side not in AGENTS:
+        if side != "random" and side not in AGENTS:
             raise WebError("side must be 'order', 'chaos' or 'random'", "side")
         return side
 
@@ -161,6 +163,59 @@ class Play:
             await self._join(game, claimed[0], claimed[1])
             return
         await self._join(game, None)
+
+    # -- the lobby ----------------------------------------------------------------------------
+    async def show_lobby(self) -> None:
+        """Send this tab the open challenges and what it waits to be paired for."""
+        lobby = self.hub.lobby
+        await self.send({"type": "lobby", "challenges": lobby.listing(self), "seeking": lobby.seeking_for(self)})
+
+    async def _tell_lobby(self) -> None:
+        for tab in list(self.hub.lobby_tabs):
+            await tab.show_lobby()
+
+    async def challenge(self, msg: dict[str, Any]) -> None:
+        """Open a challenge: ``side`` the creator takes (or random), ``time_control``."""
+        side = self._side_asked(msg)
+        self._time_control(msg)
+        self.hub.lobby.open(self, self.address, side, msg.get("time_control", NO_CLOCK))
+        await self._tell_lobby()
+
+    async def accept(self, msg: dict[str, Any]) -> None:
+        """Take an open challenge: both its creator and this tab land in the new game."""
+        challenge = self.hub.lobby.take(msg.get("challenge"), self)
+        await self._tell_lobby()
+        control = parse_time_control(challenge.time_control)
+        await _pair(challenge.owner, self, _resolve_side(challenge.side), control)
+
+    async def cancel(self, msg: dict[str, Any]) -> None:
+        """Withdraw one of this tab's challenges, or (without one) stop waiting to be paired."""
+        if "challenge" in msg:
+            self.hub.lobby.cancel(msg.get("challenge"), self)
+            await self._tell_lobby()
+        else:
+            self.hub.lobby.seekers.pop(self, None)
+            await self.show_lobby()
+
+    async def play_anyone(self, msg: dict[str, Any]) -> None:
+        """Be paired with the first other tab asking for the same ``time_control``."""
+        control = self._time_control(msg)
+        waiting = self.hub.lobby.seek(self, msg.get("time_control", NO_CLOCK))
+        if waiting is None:
+            await self.show_lobby()
+            return
+        await _pair(waiting, self, AGENTS[secrets.randbelow(2)], control)
+
+    def leave_lobby(self) -> None:
+        """This tab closed: its challenges and its wait for a pairing go with it."""
+        self.hub.lobby_tabs.discard(self)
+        if self.hub.lobby.gone(self):
+            try:
+                task = asyncio.get_running_loop().create_task(self._tell_lobby())
+            except RuntimeError:  # no event loop: nobody to tell
+                return
+            self.hub.pending.add(task)
+            task.add_done_callback(self.hub.pending.discard)
 
     def leave(self) -> None:
         """Close the open game in this tab (its hint stops)."""
@@ -250,6 +305,18 @@ class Play:
 
 
 # -- watch ----------------------------------------------------------------------------
+
+
+def _resolve_side(side: str) -> str:
+    """A side as asked for, a random one drawn for ``"random"``."""
+    return AGENTS[secrets.randbelow(2)] if side == "random" else side
+
+
+async def _pair(first: Play, second: Play, first_seat: str, control: TimeControl | None) -> None:
+    """A new game between two tabs, ``first`` in ``first_seat``: both land in it."""
+    game, first_token, second_token = await first.hub.create_seated(first_seat, control)
+    await first._join(game, first_seat, first_token)
+    await second._join(game, AGENTS[1 - AGENTS.index(first_seat)], second_token)
 
 
 class WatchGame:
@@ -496,9 +563,10 @@ def _positions(actions: list[int]) -> list[State]:
 class Connection:
     """One tab's games and the dispatch of its messages."""
 
-    def __init__(self, services: Services, hub: Hub, send: Send) -> None:
+    def __init__(self, services: Services, hub: Hub, send: Send, address: str = "") -> None:
         self.services = services
-        self.play = Play(services, hub, send)
+        self.play = Play(services, hub, send, address)
+        hub.lobby_tabs.add(self.play)
         self.watch = WatchGame(services, send)
         self.study = Study(services, send)
         self.send = send
@@ -544,13 +612,19 @@ class Connection:
             "open_file": lambda: self.study.open_file(msg),
             "upload": lambda: self.study.upload(msg),
             "analyse": lambda: self.study.analyse(msg),
+            "lobby": self.play.show_lobby,
+            "challenge": lambda: self.play.challenge(msg),
+            "accept": lambda: self.play.accept(msg),
+            "cancel": lambda: self.play.cancel(msg),
+            "play_anyone": lambda: self.play.play_anyone(msg),
         }
         result = handlers[kind]()
         if result is not None:
             await result
 
     def close(self) -> None:
-        """Stop everything this tab started and leave its game."""
+        """Stop everything this tab started, leave its game and the lobby."""
+        self.play.leave_lobby()
         self.play.leave()
         self.watch.stop()
         self.study.stop()
