@@ -440,6 +440,25 @@ def test_a_clocked_friend_game_shows_both_clocks_in_both_tabs(browser: Browser, 
     chaos_ctx.close()
 
 
+def test_two_browsers_meet_through_the_lobby_and_play(browser: Browser, server: Server) -> None:
+    maker_ctx, maker = new_tab(browser, server.url)
+    taker_ctx, taker = new_tab(browser, server.url)
+    maker.select_option("select[name=side]", "chaos")
+    maker.select_option("select[name=time_control]", "5+3")
+    maker.click("button[data-action=challenge]")
+    offer = taker.get_by_test_id("lobby").locator("li", has_text="5+3")
+    expect(offer).to_contain_text("Plays Chaos")
+    offer.get_by_role("button", name="Accept").click()
+    expect(taker.get_by_test_id("status")).to_contain_text("Your move (Order)")
+    taker.click("button[data-symbol=X]")
+    taker.click("[data-cell='0']")
+    expect(maker.locator("[data-testid=play-moves] li")).to_have_count(1)
+    expect(maker.get_by_test_id("clock-chaos")).to_have_class(re.compile("running"))
+    expect(taker.get_by_test_id("lobby").locator("li")).to_have_count(0)  # taken: gone
+    maker_ctx.close()
+    taker_ctx.close()
+
+
 def focused_cell(page: Page) -> int:
     """The board cell that has the keyboard focus."""
     return int(page.evaluate("document.activeElement.dataset.cell"))

@@ -196,6 +196,10 @@ const handlers = {
     renderMoves(`[data-testid=${msg.mode}-moves]`, msg.moves, msg.moves.length);
     if (msg.mode === ui.mode) render();
   },
+  lobby(msg) {
+    ui.lobby = msg;
+    renderLobby();
+  },
   error(msg) {
     if (msg.code === "restarting") {  // the connection is about to close: say why, not "Error"
       ui.restarting = true;
@@ -433,6 +437,27 @@ function resultLine(view) {
   return view.line ? t("result.line", { side: side("order"), line: view.line }) : t("result.full", { side: side("chaos") });
 }
 
+// The open challenges, each with its side and clock; another tab's with an Accept button.
+function renderLobby() {
+  const lobby = ui.lobby || { challenges: [], seeking: null };
+  const list = $("[data-testid=lobby]");
+  list.replaceChildren();
+  for (const challenge of lobby.challenges) {
+    const item = document.createElement("li");
+    const clock = challenge.time_control === "none" ? t("play.no_clock") : challenge.time_control;
+    const sideName = challenge.side === "random" ? t("play.side_random") : side(challenge.side);
+    item.append(t("lobby.item", { side: sideName, time: clock }), " ");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = t(challenge.mine ? "lobby.cancel" : "lobby.accept");
+    button.addEventListener("click", () => send({ type: challenge.mine ? "cancel" : "accept", challenge: challenge.id }));
+    item.append(button);
+    list.append(item);
+  }
+  $("[data-testid=lobby-empty]").hidden = lobby.challenges.length > 0;
+  $("[data-testid=lobby-seeking]").hidden = !lobby.seeking;
+}
+
 // Seconds as m:ss, the digits as the reader's language writes them.
 function clockText(seconds) {
   const whole = Math.ceil(Math.max(0, seconds));
@@ -563,6 +588,13 @@ $("[data-action=play-friend]").addEventListener("click", () => {
   if (!mayLeaveGame()) return;
   ui.hint = null;
   send({ type: "play_friend", side: $("select[name=side]").value, time_control: $("select[name=time_control]").value });
+});
+$("[data-action=challenge]").addEventListener("click", () => {
+  send({ type: "challenge", side: $("select[name=side]").value, time_control: $("select[name=time_control]").value });
+});
+$("[data-action=play-anyone]").addEventListener("click", () => {
+  if (!mayLeaveGame()) return;
+  send({ type: "play_anyone", time_control: $("select[name=time_control]").value });
 });
 $("#move-form").addEventListener("submit", (event) => {
   event.preventDefault();
