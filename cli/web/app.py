@@ -42,9 +42,12 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from orderchaos.arena.game_files import game_line
 from orderchaos.cli.web.errors import Busy, WebError
 from orderchaos.cli.web.games import Hub, valid_id
+from orderchaos.cli.web.learn import learn_routes
+from orderchaos.cli.web.proof_page import proof_page
 from orderchaos.cli.web.ops import Metrics, RequestLog, health_route, metrics_route
 from orderchaos.cli.web.protocol import RateLimit, decode
 from orderchaos.cli.web.proxy import ClientAddress, IPNetwork, PublicURL, origin_allowed, request_client
+from orderchaos.cli.web.puzzles import PuzzleRoom
 from orderchaos.cli.web.quotas import GAME_CREATING, AddressLimits
 from orderchaos.cli.web.services import Limits, Services
 from orderchaos.cli.web.sessions import Connection
@@ -261,6 +264,9 @@ def create_app(
             Route("/g/{game}", index),
             Route("/games/{game}.jsonl", download),
             Route("/docs/proof.md", proof),
+            *learn_routes(services),
+            *PuzzleRoom(services).routes(),
+            Route("/proof/{lang}", proof_page),
             WebSocketRoute("/ws", socket),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],

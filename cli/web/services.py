@@ -138,8 +138,12 @@ class Services:
         return analysis.study(actions, self.solve, self.limits.study_time, self.evaluator())
 
     def warm_up(self) -> None:
-        """Compile (or load from the cache) the solver's kernels before the first hint."""
+        """Compile (or load from the cache) the solver's kernels before the first hint, and
+        solve the strategy's centre game before the first lesson move."""
+        from orderchaos.agents.strategy import centre_table
+
         self.solve(State(), time_limit=0.05)
+        centre_table()
 
     # -- work off the event loop -------------------------------------------------------------
     async def run(self, fn: Callable[..., T], *args: Any, timeout: float, what: str) -> T:
