@@ -253,7 +253,11 @@ def create_app(
     async def lifespan(app: Starlette):  # noqa: ANN202 - Starlette's lifespan protocol
         if warm_up:
             threading.Thread(target=services.warm_up, name="orderchaos-web: warm-up", daemon=True).start()
+        store.resume_clocks()  # the time the server was down is not charged to anyone
+        hub.start_sweeper()  # games run out of time with no tab open too
         yield
+        if hub.sweeper is not None:
+            hub.sweeper.cancel()
         for game in list(hub.games.values()):
             game.stop()
         services.close()
@@ -311,7 +315,7 @@ async def serve_socket(websocket: WebSocket, site: Site) -> None:
             except (WebSocketDisconnect, RuntimeError, OSError):
                 pass  # the tab went away while a reply was on its way
 
-    connection = Connection(services, hub, send)
+    connection = Connection(services, hub, send, address)
     site.tabs.add(send)
     await connection.hello()
     try:

@@ -331,6 +331,11 @@ class GameStore:
             "SELECT id FROM games WHERE reason IS NULL AND seated <= ?"
             " AND NOT EXISTS (SELECT 1 FROM moves WHERE game=games.id) ORDER BY seated", (before,))]
 
+    def clocks_running(self) -> list[str]:
+        """Unfinished games whose clock runs (a side to move may run out of time)."""
+        return [i for (i,) in self.db.execute(
+            "SELECT id FROM games WHERE reason IS NULL AND turn_started IS NOT NULL ORDER BY turn_started")]
+
     def resume_clocks(self) -> int:
         """Restart every running clock of an unfinished game from now (the server starts:
         the time it was down is not charged); returns how many were running."""

@@ -403,9 +403,14 @@ def test_study_mode_loads_a_saved_file(page: Page) -> None:
     screenshot(page, "web_study.png")
 
 
-def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, server: Server) -> None:
+def friend_game_after_one_move(
+    browser: Browser, server: Server, time_control: str = "none"
+) -> tuple[BrowserContext, Page, BrowserContext, Page]:
+    """Order's tab starts a friend game with ``time_control``, Chaos's tab opens the invite,
+    Order plays X on a1: both contexts and tabs."""
     order_ctx, order = new_tab(browser, server.url)
     order.select_option("select[name=side]", "order")
+    order.select_option("select[name=time_control]", time_control)
     order.click("button[data-action=play-friend]")
     invite = order.get_by_test_id("invite-link")
     expect(invite).to_have_value(re.compile("invite="))
@@ -413,6 +418,11 @@ def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, ser
     expect(order.get_by_test_id("status")).to_contain_text("Your move (Order)")
     order.click("button[data-symbol=X]")
     order.click("[data-cell='0']")
+    return order_ctx, order, chaos_ctx, chaos
+
+
+def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, server: Server) -> None:
+    order_ctx, order, chaos_ctx, chaos = friend_game_after_one_move(browser, server)
     expect(chaos.locator("[data-testid=play-moves] li")).to_have_count(1)
     chaos.once("dialog", lambda dialog: dialog.dismiss())  # a second thought: nothing happens
     chaos.click("button[data-action=resign]")
@@ -425,6 +435,35 @@ def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, ser
     expect(order.get_by_test_id("result")).to_contain_text("You won")
     order_ctx.close()
     chaos_ctx.close()
+
+
+def test_a_clocked_friend_game_shows_both_clocks_in_both_tabs(browser: Browser, server: Server) -> None:
+    order_ctx, order, chaos_ctx, chaos = friend_game_after_one_move(browser, server, "3+2")
+    for tab in (order, chaos):  # the first move is not charged; Chaos's clock runs from it
+        expect(tab.get_by_test_id("clock-order")).to_have_text("Order: 3:00 left")
+        expect(tab.get_by_test_id("clock-chaos")).to_have_class(re.compile("running"))
+        expect(tab.get_by_test_id("clock-chaos")).to_have_text(re.compile(r"^Chaos: [23]:\d\d left$"))
+    order_ctx.close()
+    chaos_ctx.close()
+
+
+def test_two_browsers_meet_through_the_lobby_and_play(browser: Browser, server: Server) -> None:
+    maker_ctx, maker = new_tab(browser, server.url)
+    taker_ctx, taker = new_tab(browser, server.url)
+    maker.select_option("select[name=side]", "chaos")
+    maker.select_option("select[name=time_control]", "5+3")
+    maker.click("button[data-action=challenge]")
+    offer = taker.get_by_test_id("lobby").locator("li", has_text="5+3")
+    expect(offer).to_contain_text("Plays Chaos")
+    offer.get_by_role("button", name="Accept").click()
+    expect(taker.get_by_test_id("status")).to_contain_text("Your move (Order)")
+    taker.click("button[data-symbol=X]")
+    taker.click("[data-cell='0']")
+    expect(maker.locator("[data-testid=play-moves] li")).to_have_count(1)
+    expect(maker.get_by_test_id("clock-chaos")).to_have_class(re.compile("running"))
+    expect(taker.get_by_test_id("lobby").locator("li")).to_have_count(0)  # taken: gone
+    maker_ctx.close()
+    taker_ctx.close()
 
 
 def focused_cell(page: Page) -> int:
@@ -512,7 +551,9 @@ def test_axe_finds_nothing_serious_in_any_state_of_the_page(browser: Browser, se
     expect(tab.locator("html")).to_have_attribute("lang", lang)
     expect(tab.get_by_test_id("status")).not_to_have_text(re.compile("…"))
     found = {"start": serious_axe_violations(tab)}
+    tab.select_option("select[name=time_control]", "10+5")  # the clocks are checked too
     play_the_computer(tab, "order", spec="random:seed=3")
+    expect(tab.get_by_test_id("clocks")).to_be_visible()
     moves = tab.locator("[data-testid=play-moves] li")
     expect(moves).to_have_count(0)
     for ply, move in enumerate(RANDOM_SEED_3_GAME[::2]):

@@ -193,12 +193,17 @@ const handlers = {
       renderHint();
     }
     const before = ui.views[msg.mode];
+    msg.receivedAt = performance.now();  // the clocks tick on from here
     ui.views[msg.mode] = msg;
     ui.errors[msg.mode] = msg.error || null;
     if (msg.mode === ui.mode) announceChange(before, msg);
     if (msg.mode === "watch") $("[data-action=watch-pause]").textContent = t(msg.running ? "watch.pause" : "watch.resume");
     renderMoves(`[data-testid=${msg.mode}-moves]`, msg.moves, msg.moves.length);
     if (msg.mode === ui.mode) render();
+  },
+  lobby(msg) {
+    ui.lobby = msg;
+    renderLobby();
   },
   error(msg) {
     if (msg.code === "restarting") {  // the connection is about to close: say why, not "Error"
@@ -441,7 +446,54 @@ function resultLine(view) {
   return view.line ? t("result.line", { side: side("order"), line: view.line }) : t("result.full", { side: side("chaos") });
 }
 
+// The open challenges, each with its side and clock; another tab's with an Accept button.
+function renderLobby() {
+  const lobby = ui.lobby || { challenges: [], seeking: null };
+  const list = $("[data-testid=lobby]");
+  list.replaceChildren();
+  for (const challenge of lobby.challenges) {
+    const item = document.createElement("li");
+    const clock = challenge.time_control === "none" ? t("play.no_clock") : challenge.time_control;
+    const sideName = challenge.side === "random" ? t("play.side_random") : side(challenge.side);
+    item.append(t("lobby.item", { side: sideName, time: clock }), " ");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = t(challenge.mine ? "lobby.cancel" : "lobby.accept");
+    button.addEventListener("click", () => send({ type: challenge.mine ? "cancel" : "accept", challenge: challenge.id }));
+    item.append(button);
+    list.append(item);
+  }
+  $("[data-testid=lobby-empty]").hidden = lobby.challenges.length > 0;
+  $("[data-testid=lobby-seeking]").hidden = !lobby.seeking;
+}
+
+// Seconds as m:ss, the digits as the reader's language writes them.
+function clockText(seconds) {
+  const whole = Math.ceil(Math.max(0, seconds));
+  const lang = document.documentElement.lang || "en";
+  const minutes = new Intl.NumberFormat(lang).format(Math.floor(whole / 60));
+  return `${minutes}:${new Intl.NumberFormat(lang, { minimumIntegerDigits: 2 }).format(whole % 60)}`;
+}
+
+// Both clocks of the open game, the running one counted down from when its view came.
+function renderClocks() {
+  const view = ui.views.play;
+  const box = $("[data-testid=clocks]");
+  const clock = ui.mode === "play" && view ? view.clock : null;
+  box.hidden = !clock;
+  if (!clock) return;
+  for (const role of ["order", "chaos"]) {
+    let left = clock.left[role];
+    if (clock.running === role) left -= (performance.now() - view.receivedAt) / 1000;
+    const node = $(`[data-testid=clock-${role}]`);
+    node.textContent = t("clock.left", { side: side(role), time: clockText(left) });
+    node.classList.toggle("running", clock.running === role);
+  }
+}
+setInterval(renderClocks, 250);
+
 function renderPlay() {
+  renderClocks();
   const view = ui.views.play;
   const result = $("[data-testid=result]");
   result.hidden = !(ui.mode === "play" && view && view.reason);
@@ -548,12 +600,20 @@ $("#new-game-form").addEventListener("submit", (event) => {
   event.preventDefault();
   if (!mayLeaveGame()) return;
   ui.hint = null;
-  send({ type: "new_game", side: $("select[name=side]").value, opponent: opponent() });
+  send({ type: "new_game", side: $("select[name=side]").value, opponent: opponent(),
+         time_control: $("select[name=time_control]").value });
 });
 $("[data-action=play-friend]").addEventListener("click", () => {
   if (!mayLeaveGame()) return;
   ui.hint = null;
-  send({ type: "play_friend", side: $("select[name=side]").value });
+  send({ type: "play_friend", side: $("select[name=side]").value, time_control: $("select[name=time_control]").value });
+});
+$("[data-action=challenge]").addEventListener("click", () => {
+  send({ type: "challenge", side: $("select[name=side]").value, time_control: $("select[name=time_control]").value });
+});
+$("[data-action=play-anyone]").addEventListener("click", () => {
+  if (!mayLeaveGame()) return;
+  send({ type: "play_anyone", time_control: $("select[name=time_control]").value });
 });
 $("#move-form").addEventListener("submit", (event) => {
   event.preventDefault();
