@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from orderchaos.agents.base import Agent
+from orderchaos.agents.fallback import fallback_action
 from orderchaos.arena.analysis import board_facts, move_list
 from orderchaos.cli.web.errors import Busy, TimedOut, WebError
 from orderchaos.cli.web.lobby import Lobby
@@ -224,13 +225,16 @@ class LiveGame:
         return True
 
     def move_budget(self) -> float:
-        """Seconds the agent to move may think: the server's cap, or less when its clock
-        has less left."""
+        """Seconds the agent to move may think: the server's cap; on the clock, its time left
+        shared over the moves it still has to make, plus its increment, and never more than
+        half of what is left (past it, the agent plays its move without search)."""
         cap = self.services.limits.move_time
         if self.clock is None:
             return cap
         left = self.clock.left(self.state.to_play, self.state.to_play, self.services.store.clock())
-        return max(0.001, min(cap, left))
+        moves_to_make = (len(self.state.legal_actions()) // 2 + 1) // 2
+        share = left / max(1, moves_to_make) + self.clock.control.increment
+        return max(0.001, min(cap, share, left / 2))
 
     async def resign(self, client: Client) -> None:
         """The tab's player gives up: the other side wins."""
@@ -263,11 +267,14 @@ class LiveGame:
         except WebError as exc:
             if isinstance(exc, TimedOut):  # it was told to stop; build a fresh one next time
                 self.agents[role] = None
-            self.task = None
-            if len(self.actions) == ply:
-                self.error = exc.payload()
-            await self.broadcast()
-            return
+            if not (isinstance(exc, TimedOut) and self.clock is not None):
+                self.task = None
+                if len(self.actions) == ply:
+                    self.error = exc.payload()
+                await self.broadcast()
+                return
+            # on the clock the agent still moves in time: its move without search
+            action = await asyncio.to_thread(fallback_action, self.state)
         except asyncio.CancelledError:
             self.task = None
             raise

@@ -33,6 +33,7 @@ from orderchaos.cli.web import games as web_games  # noqa: E402
 from orderchaos.cli.web import sessions  # noqa: E402
 from orderchaos.cli.web import app as web_app  # noqa: E402
 from orderchaos.cli.web.app import create_app, pick_language  # noqa: E402
+from orderchaos.cli.web.errors import TimedOut  # noqa: E402
 from orderchaos.cli.web.protocol import RateLimit, nesting_depth  # noqa: E402
 from orderchaos.cli.web.proxy import is_loopback  # noqa: E402
 from orderchaos.cli.web.services import Limits, Services  # noqa: E402
@@ -1074,4 +1075,30 @@ def test_the_agent_thinks_within_its_clock(tmp_path: Path, monkeypatch: pytest.M
             while len(view["moves"]) < count:
                 view = receive(ws, "state", "play")
         assert view["clock"]["left"]["chaos"] == 2.0
-    assert budgets == [FAST.move_time, 2.0]  # 60 s left: the server's cap; then its 2 s left
+    # 60 s left for its 18 moves to come, then 2 s for its 17: the time left shared over them
+    assert budgets == pytest.approx([60 / 18, 2 / 17])
+
+
+def test_an_agent_out_of_budget_on_the_clock_still_moves_in_time(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search cut off by its budget leaves the agent its move without search, not an
+    error that would lose it the game on time."""
+    real_run = Services.run
+
+    async def timed_out_run(self: Services, fn: Any, *args: Any, timeout: float, what: str) -> Any:
+        if what == "the opponent's move":
+            raise TimedOut("the opponent's move took too long", "timeout")
+        return await real_run(self, fn, *args, timeout=timeout, what=what)
+
+    monkeypatch.setattr(Services, "run", timed_out_run)
+    with TestClient(create_app(None, FAST, db=tmp_path / "g.sqlite3")) as client, ExitStack() as stack:
+        client.sockets = stack  # type: ignore[attr-defined]
+        ws = connect(client)
+        ws.send_json({"type": "new_game", "side": "order", "opponent": "random", "time_control": "1+0"})
+        receive(ws, "joined")
+        view = receive(ws, "state", "play")
+        ws.send_json({"type": "move", "cell": 14, "symbol": "X"})
+        while len(view["moves"]) < 2 and view.get("error") is None:
+            view = receive(ws, "state", "play")
+        assert view.get("error") is None
+        assert len(view["moves"]) == 2
