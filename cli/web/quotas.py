@@ -15,8 +15,8 @@ from orderchaos.cli.web.errors import WebError
 
 WINDOW = 60.0
 """Seconds over which games created are counted."""
-GAME_CREATING = frozenset({"new_game", "play_friend", "rematch"})
-"""The page's messages that ask for a new game."""
+GAME_CREATING = frozenset({"new_game", "play_friend", "rematch", "challenge", "accept", "play_anyone"})
+"""The page's messages that ask for a new game (the lobby's included: each may seat one)."""
 
 
 @dataclass

@@ -205,3 +205,20 @@ def test_games_per_minute_are_refused_on_the_socket_with_a_coded_error() -> None
             clock.now += 60
             ws.send_json({"type": "play_friend", "side": "order"})
             next_message(ws, "joined")
+
+
+@pytest.mark.parametrize("kind", ["challenge", "play_anyone"])
+def test_the_lobby_counts_towards_the_games_per_minute(kind: str) -> None:
+    quotas = AddressLimits(connections=5, games_per_minute=1, clock=Clock())
+    with TestClient(create_app(None, FAST, quotas=quotas), client=("203.0.113.9", 5000)) as client:
+        with client.websocket_connect("/ws") as ws:
+            hello(ws)
+            ws.send_json({"type": "play_friend", "side": "order"})
+            next_message(ws, "joined")
+            asked = {"type": kind, "time_control": "none"} | ({"side": "order"} if kind == "challenge" else {})
+            ws.send_json(asked)
+            answer = ws.receive_json()
+            while answer["type"] not in ("error", "lobby"):  # the friend game's own updates
+                answer = ws.receive_json()
+            assert answer["type"] == "error", answer  # not a challenge listed or a wait begun
+            assert answer["code"] == "address_games" and answer["args"]["limit"] == 1
