@@ -33,10 +33,10 @@ from orderchaos.agents.mcts import (
     SearchResult,
     _NodeStore,
     _load_kernels,
-    _select_many,
     check_evaluator,
     check_positive,
 )
+from orderchaos.agents.mcts_kernels import _select_many
 from orderchaos.agents.rollout import splitmix64
 from orderchaos.envs.rules import ACTIONS, State
 

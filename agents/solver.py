@@ -272,66 +272,6 @@ class Solver:
         _check_limits(time_limit, node_limit)
         return self._within(state, plies, _Budget(time_limit, node_limit))
 
-    def fastest_wins(
-        self,
-        state: State,
-        actions: list[int],
-        max_plies: int,
-        *,
-        time_limit: float | None = None,
-        node_limit: int | None = None,
-    ) -> tuple[list[int], int] | None:
-        """Of ``actions`` (moves from ``state``), those after which Order forces a five
-        soonest, and that number of plies (the move itself counted). None when none of
-        them forces one within ``max_plies`` plies, or a limit was hit first.
-
-        For Order's proven winning moves this picks the shortest forced wins: fewer plies
-        left for the winner to get wrong.
-        """
-        _check_state(state)
-        _check_limits(time_limit, node_limit)
-        budget = _Budget(time_limit, node_limit)
-        children = {a: state.apply(a) for a in actions}
-        for plies in range(1, max_plies + 1):
-            quick: list[int] = []
-            for a, child in children.items():
-                r = self._within(child, plies - 1, budget)
-                if r is None:
-                    return None
-                if r:
-                    quick.append(a)
-            if quick:
-                return quick, plies
-        return None
-
-    def holding_moves(
-        self,
-        state: State,
-        plies: int,
-        *,
-        time_limit: float | None = None,
-        node_limit: int | None = None,
-    ) -> list[int] | None:
-        """Chaos's legal moves in ``state`` after which Order cannot force a five within
-        ``plies`` plies (Order's reply counted as the first); None when a limit was hit.
-
-        In a position lost in theory these are the moves that make a practical Order look
-        further than a short combination to win.
-        """
-        _check_state(state)
-        _check_limits(time_limit, node_limit)
-        if state.to_play != CHAOS:
-            raise ValueError("holding_moves is for positions with Chaos to move")
-        budget = _Budget(time_limit, node_limit)
-        holding: list[int] = []
-        for a in state.legal_actions():
-            r = self._within(state.apply(a), plies, budget)
-            if r is None:
-                return None
-            if not r:
-                holding.append(a)
-        return holding
-
     def _within(self, state: State, plies: int, budget: _Budget) -> bool | None:
         if state.has_five:
             return True

@@ -274,7 +274,7 @@ class _Inline:
         self.queued.clear()
 
 
-def _exit_with_parent(parent_pid: int) -> None:
+def exit_with_parent(parent_pid: int) -> None:
     """End this worker process once its parent is gone (e.g. killed with SIGKILL), instead
     of waiting forever on the job queue."""
 
@@ -291,7 +291,7 @@ def _worker_main(tt_bits: int, parent_pid: int, jobs: Any, results: Any) -> None
     pickled here, so that one that cannot be pickled is a failure, not a lost job) to
     ``results``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _exit_with_parent(parent_pid)
+    exit_with_parent(parent_pid)
     solver = Solver(tt_bits=tt_bits)
     while True:
         item = jobs.get()

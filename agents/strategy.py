@@ -28,6 +28,8 @@ Order's move in a covered position; :class:`StrategyAgent` (spec ``strategy``) p
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from numba import njit
 
@@ -71,6 +73,23 @@ _LINE_MASKS = np.array([sum(1 << i for i in line) for line in CENTRE_LINES], dty
 
 
 @njit(cache=True)
+def centre_bits(idx: int) -> tuple[int, int]:
+    """The 16-bit X and O boards of centre-game index ``idx`` (compiled; see
+    :func:`centre_index`)."""
+    x = 0
+    o = 0
+    rest = idx
+    for i in range(16):
+        d = rest % 3
+        rest //= 3
+        if d == 1:
+            x |= 1 << i
+        elif d == 2:
+            o |= 1 << i
+    return x, o
+
+
+@njit(cache=True)
 def _solve_centre(pow3: np.ndarray, line_masks: np.ndarray) -> np.ndarray:
     """Retrograde solve of the centre game over all 3**16 boards (index: base-3 digits,
     0 empty, 1 X, 2 O, digit i for centre cell i). Placing a stone raises the index, so a
@@ -80,16 +99,7 @@ def _solve_centre(pow3: np.ndarray, line_masks: np.ndarray) -> np.ndarray:
     n = 3**16
     table = np.empty(n, dtype=np.int8)
     for idx in range(n - 1, -1, -1):
-        x = 0
-        o = 0
-        rest = idx
-        for i in range(16):
-            d = rest % 3
-            rest //= 3
-            if d == 1:
-                x |= 1 << i
-            elif d == 2:
-                o |= 1 << i
+        x, o = centre_bits(idx)
         done = False
         for m in line_masks:
             if x & m == m or o & m == m:
@@ -127,15 +137,19 @@ def _solve_centre(pow3: np.ndarray, line_masks: np.ndarray) -> np.ndarray:
 
 
 _TABLE: np.ndarray | None = None
+_TABLE_LOCK = threading.Lock()
 
 
 def centre_table() -> np.ndarray:
     """The solved centre game: an int8 array over the 3**16 centre boards (see
     :func:`centre_index`), each the plies to a line of four with best play, or
-    :data:`CHAOS_WINS`. Built on first use (a few seconds) and kept for the process."""
+    :data:`CHAOS_WINS`. Built on first use (a few seconds) and kept for the process; threads
+    asking while it is built wait for that one build."""
     global _TABLE
     if _TABLE is None:
-        _TABLE = _solve_centre(_POW3, _LINE_MASKS)
+        with _TABLE_LOCK:
+            if _TABLE is None:
+                _TABLE = _solve_centre(_POW3, _LINE_MASKS)
     return _TABLE
 
 
@@ -218,6 +232,22 @@ def move(state: State) -> int:
     if state.num_stones == 0:
         return FIRST_MOVE
     return centre_moves(state)[0][1]
+
+
+def keeps_win(state: State, action: int) -> bool:
+    """Whether Order's ``action`` in ``state`` (Order to move, ``action`` legal) ends with a
+    win the strategy proves: it completes a five, or the position after it is covered
+    (:func:`covers`). Raises IllegalActionError for an illegal action."""
+    child = state.apply(action)
+    return child.winner == ORDER or covers(child)
+
+
+def keeping_moves(state: State) -> list[int]:
+    """Every legal Order move in ``state`` that keeps a win the strategy proves
+    (:func:`keeps_win`), ascending; empty when the strategy covers nothing after any move."""
+    if state.is_terminal or state.to_play != ORDER:
+        return []
+    return [a for a in state.legal_actions() if keeps_win(state, a)]
 
 
 def certificate_moves(first_move: int = FIRST_MOVE) -> dict[str, str]:

@@ -7,7 +7,10 @@ web page and ``orderchaos mistakes`` get them from.
   else the network's favourite moves and value;
 - :func:`winning_move`: one move proven to keep the mover's win, trying likely moves first;
 - :func:`study`: per position the solver's verdict, per move whether it kept or threw away
-  the result (:func:`move_marks`), and the network's value curve.
+  the result (:func:`move_marks`), per Order move whether it kept the win that Order's
+  central-pairing strategy proves (:func:`strategy_marks`), and the network's value curve;
+- :func:`strategy_verdict`: for one Order move, whether it keeps the strategy's win and,
+  where it does not, the strategy's own move.
 
 Everything is data (winners, actions, numbers); wording is left to the caller
 (:func:`hint_sentence` is the English one the terminal game prints).
@@ -141,9 +144,67 @@ def move_marks(verdicts: Sequence[str | None]) -> list[str | None]:
     return marks
 
 
+STRATEGY_KEEPS = "keeps"
+"""Strategy mark of an Order move after which the strategy still proves Order's win."""
+STRATEGY_LEAVES = "leaves"
+"""Strategy mark of an Order move that gives up the win the strategy proved before it."""
+
+
+@dataclass(frozen=True)
+class StrategyVerdict:
+    """What :mod:`orderchaos.agents.strategy` says of one Order move. ``mark``:
+    :data:`STRATEGY_KEEPS`, :data:`STRATEGY_LEAVES`, or None when the strategy proved no win
+    before the move (off the strategy, only a five Order can complete at once is proven
+    again). ``strategy_move``: the strategy's own move
+    in the position (None when it proved no win there); ``keeping``: every move that keeps
+    the win, ascending."""
+
+    mark: str | None
+    strategy_move: int | None
+    keeping: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (moves also by name)."""
+        return {"mark": self.mark,
+                "strategy_move": None if self.strategy_move is None else action_name(self.strategy_move),
+                "keeping": [action_name(a) for a in self.keeping]}
+
+
+def strategy_verdict(state: State, action: int) -> StrategyVerdict:
+    """The strategy's verdict on Order playing ``action`` in ``state`` (Order to move, the
+    action legal; IllegalActionError otherwise, ValueError with Chaos to move)."""
+    from orderchaos.agents import strategy
+
+    action = state.check_action(action)
+    if state.to_play != ORDER:
+        raise ValueError("the strategy judges Order's moves only; here Chaos is to move")
+    if not strategy.covers(state):
+        return StrategyVerdict(None, None)
+    keeping = tuple(strategy.keeping_moves(state))
+    mark = STRATEGY_KEEPS if action in keeping else STRATEGY_LEAVES
+    return StrategyVerdict(mark, strategy.move(state), keeping)
+
+
+def strategy_marks(actions: Sequence[int]) -> list[str | None]:
+    """Per move of a game from the empty board: for Order's moves (even plies) the mark of
+    :func:`strategy_verdict`, for Chaos's moves None."""
+    from orderchaos.agents import strategy
+
+    marks: list[str | None] = []
+    state = State()
+    for ply, action in enumerate(actions):
+        if ply % 2 == 0 and strategy.covers(state):
+            marks.append(STRATEGY_KEEPS if strategy.keeps_win(state, action) else STRATEGY_LEAVES)
+        else:
+            marks.append(None)
+        state = state.apply(action)
+    return marks
+
+
 def study(actions: Sequence[int], solve: Solve, time_limit: float, evaluator: Any = None) -> dict[str, Any]:
     """A game's analysis: ``verdicts`` (per position, the solver's winner or None when not
-    proven within ``time_limit``), ``marks`` (per move, :func:`move_marks`) and ``values``
+    proven within ``time_limit``), ``marks`` (per move, :func:`move_marks`),
+    ``strategy`` (per move, :func:`strategy_marks`) and ``values``
     (per position, the network's value for Order, None without an evaluator; ±1 at the end)."""
     states = [State()]
     for a in actions:
@@ -162,4 +223,5 @@ def study(actions: Sequence[int], solve: Solve, time_limit: float, evaluator: An
         else:
             v = next(net_values)
             values.append(v if s.to_play == ORDER else -v)
-    return {"verdicts": verdicts, "marks": move_marks(verdicts), "values": values}
+    return {"verdicts": verdicts, "marks": move_marks(verdicts), "strategy": strategy_marks(actions),
+            "values": values}

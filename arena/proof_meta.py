@@ -1,8 +1,9 @@
 """The prover's side file: ``BOOK.meta.json`` next to a proof book.
 
 It keeps each open leaf's largest failed budget (so that a resumed run does not redo big
-failed solves), the solver time spent per node of the top two plies, the totals of all runs,
-and the first move being proven. This module is the one that knows the file's format.
+failed solves), the solver work spent per node of the top two plies (wall seconds, and, in
+files written since they were added, CPU seconds and nodes: ``cpu_seconds`` and ``nodes``,
+absent keys read as none), the totals of all runs, and the first move being proven. This module is the one that knows the file's format.
 """
 
 from __future__ import annotations
@@ -26,12 +27,15 @@ def meta_path(book_path: str | os.PathLike[str]) -> Path:
 @dataclass
 class BookMeta:
     """Side data of a book: largest failed budget per open position (``tried``), solver
-    seconds per top-of-tree position (``seconds``), totals (solver wall and CPU seconds,
+    wall seconds, CPU seconds and nodes per top-of-tree position (``seconds``,
+    ``cpu_seconds``, ``nodes``), totals (solver wall and CPU seconds,
     solver nodes, prover wall seconds, runs), and the first move being
     proven. Keys are canonical keys."""
 
     tried: dict[int, int] = field(default_factory=dict)
     seconds: dict[int, float] = field(default_factory=dict)
+    cpu_seconds: dict[int, float] = field(default_factory=dict)
+    nodes: dict[int, int] = field(default_factory=dict)
     solver_seconds: float = 0.0
     solver_cpu_seconds: float = 0.0
     solver_nodes: int = 0
@@ -55,6 +59,8 @@ class BookMeta:
             return cls(
                 tried={int(k, 16): int(v) for k, v in d["tried"].items()},
                 seconds={int(k, 16): float(v) for k, v in d["seconds"].items()},
+                cpu_seconds={int(k, 16): float(v) for k, v in d.get("cpu_seconds", {}).items()},
+                nodes={int(k, 16): int(v) for k, v in d.get("nodes", {}).items()},
                 solver_seconds=float(d["solver_seconds"]),
                 solver_cpu_seconds=float(d.get("solver_cpu_seconds", 0.0)),
                 solver_nodes=int(d["solver_nodes"]),
@@ -64,6 +70,12 @@ class BookMeta:
             )
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise ProofBookError(f"side file {p} is unreadable or malformed: {e}") from None
+
+    def add_work(self, key: int, seconds: float, cpu_seconds: float, nodes: int) -> None:
+        """Charge one solve's wall seconds, CPU seconds and nodes to the position ``key``."""
+        self.seconds[key] = self.seconds.get(key, 0.0) + seconds
+        self.cpu_seconds[key] = self.cpu_seconds.get(key, 0.0) + cpu_seconds
+        self.nodes[key] = self.nodes.get(key, 0) + nodes
 
     def save(self, book_path: str | os.PathLike[str]) -> None:
         """Write the side file atomically."""
@@ -76,6 +88,8 @@ class BookMeta:
             "solver_nodes": self.solver_nodes,
             "wall_seconds": round(self.wall_seconds, 3),
             "seconds": {f"{k:x}": round(v, 3) for k, v in self.seconds.items()},
+            "cpu_seconds": {f"{k:x}": round(v, 3) for k, v in self.cpu_seconds.items()},
+            "nodes": {f"{k:x}": v for k, v in self.nodes.items()},
             "tried": {f"{k:x}": v for k, v in self.tried.items()},
         }
         write_atomic(meta_path(book_path), json.dumps(d, indent=0).encode())

@@ -32,11 +32,20 @@ def _result_word(hit: tuple[str, int | None] | None) -> str:
     return "open" if hit is None else ("proven" if hit[0] == ORDER else "disproven")
 
 
+def _work(meta: BookMeta, key: int) -> dict[str, Any]:
+    """The solver work charged to a top-of-tree position: wall seconds, CPU seconds and
+    nodes (the last two recorded per position only by newer runs; 0 where not)."""
+    return {"seconds": round(meta.seconds.get(key, 0.0), 1),
+            "cpu_seconds": round(meta.cpu_seconds.get(key, 0.0), 1),
+            "solver_nodes": meta.nodes.get(key, 0)}
+
+
 def status(book_path: str | os.PathLike[str]) -> dict[str, Any]:
     """What a book says about the empty board: ``root`` ('order', 'chaos' or None);
     ``first_moves``, one per symmetry class of Order's first move, each with ``move``,
     ``result`` ('proven', 'disproven' or 'open': is it an Order win), ``replies`` (Chaos
-    reply classes), ``replies_proven`` and ``replies_disproven``; ``focus``, the first move
+    reply classes), ``replies_proven``, ``replies_disproven`` and the solver work below it
+    (``seconds``, ``cpu_seconds``, ``solver_nodes``); ``focus``, the first move
     being proven (the one fixed by the prover, else the one with most replies proven) with
     every reply class's result and solver seconds spent below it; and totals.
     Raises ProofBookError for an unusable book or side file."""
@@ -51,8 +60,7 @@ def status(book_path: str | os.PathLike[str]) -> dict[str, Any]:
         rows = []
         for r, rkey in _classes(after):
             hit = book.lookup_key(rkey)
-            rows.append({"reply": action_name(r), "result": _result_word(hit),
-                         "seconds": round(meta.seconds.get(rkey, 0.0), 1)})
+            rows.append({"reply": action_name(r), "result": _result_word(hit), **_work(meta, rkey)})
         details[a] = rows
         firsts.append({
             "move": action_name(a),
@@ -61,7 +69,7 @@ def status(book_path: str | os.PathLike[str]) -> dict[str, Any]:
             "replies": len(rows),
             "replies_proven": sum(r["result"] == "proven" for r in rows),
             "replies_disproven": sum(r["result"] == "disproven" for r in rows),
-            "seconds": round(meta.seconds.get(key, 0.0), 1),
+            **_work(meta, key),
         })
     focus_action = None
     if meta.first is not None:

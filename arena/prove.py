@@ -52,6 +52,7 @@ from typing import Any, Callable
 
 
 from orderchaos.agents import strategy
+from orderchaos.agents.pairing_extended import covers_extended, extended_move
 from orderchaos.agents.solver import Solver, generated_moves
 from orderchaos.envs.rules import (
     ACTIONS,
@@ -75,13 +76,20 @@ TOP_PLIES = 2
 """Solver time is recorded per node for this many plies below the root (and the root)."""
 BACKENDS = ("local", "ray")
 """Where frontier leaves are solved: local worker processes, or Ray actors."""
+LEAF_RULES: dict[str, tuple[Callable[[State], bool], Callable[[State], int]]] = {
+    "extended": (covers_extended, extended_move),
+    "strategy": (strategy.covers, strategy.move),
+}
+"""The leaf rules, each (covers, Order's move): the pairing argument with equal pairs and open
+half pairs (:mod:`orderchaos.agents.pairing_extended`; its tables take about 15 s of CPU time per
+kind of line to build on first use), or the central-pairing strategy alone (a table of a few seconds)."""
 
 
 @dataclass(frozen=True)
 class ProveConfig:
     """Search parameters: leaf budgets (solver nodes), workers and where they run
     (``backend`` 'local' or 'ray'; ``ray_address`` None for a local Ray instance, ``auto``
-    or ``HOST:PORT``), and timing (seconds)."""
+    or ``HOST:PORT``), timing (seconds), and the leaf rule (a key of :data:`LEAF_RULES`)."""
 
     first_budget: int = 20_000
     growth: int = 4
@@ -92,6 +100,7 @@ class ProveConfig:
     progress_every: float = 5.0
     backend: str = "local"
     ray_address: str | None = None
+    leaf_rule: str = "extended"
 
     def __post_init__(self) -> None:
         if self.first_budget < 1 or self.growth < 2 or self.cap < self.first_budget:
@@ -102,6 +111,8 @@ class ProveConfig:
             raise ValueError("interval and progress_every must be positive")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.leaf_rule not in LEAF_RULES:
+            raise ValueError(f"leaf_rule must be one of {', '.join(LEAF_RULES)}, got {self.leaf_rule!r}")
         if self.ray_address is not None and self.backend != "ray":
             raise ValueError("a Ray address goes with the ray backend only")
         check_address(self.ray_address, "Ray address")
@@ -306,9 +317,10 @@ class Prover:
         if hit is not None:
             self._set_solved(node, hit[0])
             return node
-        if leaf_rule and strategy.covers(state):  # a leaf rule: the central-pairing strategy wins it for Order
+        covers, move = LEAF_RULES[self.config.leaf_rule]
+        if leaf_rule and covers(state):  # a leaf rule: the pairing argument wins it for Order
             self._set_solved(node, ORDER)
-            self.book.add(state, ORDER, strategy.move(state) if state.to_play == ORDER else None)
+            self.book.add(state, ORDER, move(state) if state.to_play == ORDER else None)
             return node
         node.tried = self.meta.tried.get(key, 0)
         node.pn = node.dn = self._leaf_number(node.tried)
@@ -432,7 +444,7 @@ class Prover:
         top = self.root.stones + TOP_PLIES
         for n in path:
             if n.stones <= top:
-                self.meta.seconds[n.key] = self.meta.seconds.get(n.key, 0.0) + seconds
+                self.meta.add_work(n.key, seconds, cpu, nodes)
         if winner is not None:
             self._record(node, winner, move)
             if not node.solved:
@@ -595,6 +607,7 @@ def verify(
     node_limit: int | None = None,
     tt_bits: int = 20,
     progress: Callable[[int, int], None] | None = None,
+    leaf_rule: str = "extended",
 ) -> list[str]:
     """Check every book entry independently; returns failure descriptions (empty: all
     good). A book that cannot be loaded gives one failure naming the problem.
@@ -604,7 +617,9 @@ def verify(
     move loses, every move must. Each such position counts as won when it is finished
     with that winner, when the book says so, or when a fresh solver (new tables for each
     entry) re-proves it; a re-proof that runs out of ``node_limit`` nodes is a failure.
+    A position that ``leaf_rule`` (a key of :data:`LEAF_RULES`) covers counts as an Order win.
     """
+    covers = LEAF_RULES[leaf_rule][0]
     try:
         book = ProofBook.load(book_path)
     except ProofBookError as e:
@@ -613,7 +628,7 @@ def verify(
     entries = list(book.items())
     for i, (key, winner, move) in enumerate(entries):
         state = key_state(key)
-        problem = _verify_entry(book, state, winner, move, Solver(tt_bits=tt_bits), node_limit)
+        problem = _verify_entry(book, state, winner, move, Solver(tt_bits=tt_bits), node_limit, covers)
         if problem:
             failures.append(f"{state.to_string()} ({state.to_play} to move, book: {winner} wins): {problem}")
         if progress is not None:
@@ -622,7 +637,8 @@ def verify(
 
 
 def _verify_entry(
-    book: ProofBook, state: State, winner: str, move: int | None, solver: Solver, node_limit: int | None
+    book: ProofBook, state: State, winner: str, move: int | None, solver: Solver, node_limit: int | None,
+    covers: Callable[[State], bool],
 ) -> str | None:
     if state.winner is not None:
         return "the game is already over here"
@@ -644,9 +660,9 @@ def _verify_entry(
             if pos.winner != winner:
                 return f"after {label} the game ends with {pos.winner} winning"
             continue
-        if strategy.covers(pos):  # proven by the strategy, as the prover's leaf rule has it
+        if covers(pos):  # proven by the pairing argument, as the prover's leaf rule has it
             if winner != ORDER:
-                return f"after {label} the strategy proves order wins"
+                return f"after {label} the pairing argument proves order wins"
             continue
         hit = book.lookup(pos)
         if hit is not None:

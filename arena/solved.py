@@ -21,6 +21,8 @@ from orderchaos.envs.rules import ORDER, State, action_name
 
 SOURCE_STRATEGY = "strategy"
 SOURCE_BOOK = "book"
+VERDICTS = {"proven": "proven", "disproven": "refuted", "open": "open"}
+"""The first-move table's words for the book's results (is the move an Order win?)."""
 
 
 def build_certificate(first_move: int = strategy.FIRST_MOVE) -> Certificate:
@@ -35,9 +37,11 @@ def build_certificate(first_move: int = strategy.FIRST_MOVE) -> Certificate:
 
 def solved_status(book_status: dict[str, Any], certificate: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """``book_status`` with the strategy's results: ``root`` is ``"order"`` with
-    ``root_source`` (the certificate, how to check it); each entry of ``first_moves`` gets a
-    ``source``: ``"strategy"`` for a central first move the strategy proves (``result``
-    ``"proven"``), else ``"book"`` (the book's result as it was). Each reply of ``focus``
+    ``root_source`` (the certificate, how to check it); each entry of ``first_moves`` (the
+    first-move table) gets a ``source``: ``"strategy"`` for a central first move the
+    strategy proves (``result`` ``"proven"``), else ``"book"`` (the book's result as it
+    was); a ``verdict`` (``proven``, ``refuted`` or ``open``); ``check``, the command that
+    re-checks a settled verdict (None while open); and ``replies_open``. Each reply of ``focus``
     (the first move the book works on) keeps the book's result as ``book``, gets the
     strategy's as ``strategy``, and ``result`` is proven when either proves it."""
     out = dict(book_status)
@@ -53,8 +57,12 @@ def solved_status(book_status: dict[str, Any], certificate: str | os.PathLike[st
         f = dict(f)
         if strategy.covers(State().apply(f["action"])):
             f["result"], f["source"] = "proven", SOURCE_STRATEGY
+            f["check"] = "orderchaos prove --certificate FILE; orderchaos prove --check FILE"
         else:
             f["source"] = SOURCE_BOOK
+            f["check"] = None if f["result"] == "open" else book_check(f["move"])
+        f["verdict"] = VERDICTS[f["result"]]
+        f["replies_open"] = f["replies"] - f["replies_proven"] - f["replies_disproven"]
         firsts.append(f)
     out["first_moves"] = firsts
     if book_status.get("focus") is not None:
@@ -69,6 +77,30 @@ def solved_status(book_status: dict[str, Any], certificate: str | os.PathLike[st
     return out
 
 
+def book_check(move: str) -> str:
+    """How to re-check a book's verdict on the first move ``move`` (``"a1 X"``) from scratch:
+    prove it into a new book, then verify that book."""
+    compact = move.replace(" ", "")
+    return f"orderchaos prove --book B.ocb --first {compact}; orderchaos prove --book B.ocb --verify"
+
+
+def first_move_line(f: dict[str, Any]) -> str:
+    """One row of the first-move table: the move, its verdict and by what; a settled book
+    verdict with its check, an open one with the replies proven, refuted and left; and for
+    a book verdict the solver work spent below the move."""
+    head = f"{f['move']}: {f['verdict']:<9} by the {f['source']}"
+    if f["source"] == SOURCE_STRATEGY:
+        return head
+    if f["check"] is not None:
+        detail = f"check: {f['check']}"
+    else:
+        detail = (f"replies proven {f['replies_proven']}/{f['replies']}, refuted {f['replies_disproven']}, "
+                  f"open {f['replies_open']}")
+    work = (f"solver work {f['seconds']:,.0f} s wall, {f['cpu_seconds']:,.0f} s CPU, "
+            f"{f['solver_nodes']:,} nodes")
+    return f"{head}; {detail}; {work}"
+
+
 def print_solved_status(s: dict[str, Any]) -> None:
     """Print :func:`solved_status` for a terminal."""
     src = s["root_source"]
@@ -76,13 +108,9 @@ def print_solved_status(s: dict[str, Any]) -> None:
           f"{src['check']})")
     print(f"proof book: {s['book_entries']} entries; solver {s['solver_seconds']:.0f}s wall, "
           f"{s['solver_cpu_seconds']:.0f}s CPU over {s['runs']} run(s)")
-    print("Order's first moves, up to symmetry:")
+    print("Order's first moves, up to symmetry (the first-move table: is each an Order win?):")
     for f in s["first_moves"]:
-        if f["source"] == SOURCE_STRATEGY:
-            print(f"  {f['move']}: proven    by the strategy")
-        else:
-            print(f"  {f['move']}: {f['result']:<9} by the book: replies proven {f['replies_proven']}/"
-                  f"{f['replies']}, disproven {f['replies_disproven']}  {f['seconds']:.0f}s")
+        print("  " + first_move_line(f))
     if s["focus"] is not None:
         print(f"Chaos's replies to {s['focus']['move']}, up to symmetry: strategy, proof book (solver time)")
         for r in s["focus"]["replies"]:

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "exploit": "every Chaos line against a deterministic Order player: its exact refutations",
     "mistakes": "find the moves that lost an agent's games, with the solver",
     "prove": "prove the empty board (or any board) into a resumable proof book; status, verify",
+    "puzzles": "mine solver-proven puzzles from games, check a puzzle set, export the shipped one",
     "solve": "prove the game-theoretic winner of board positions",
     "play": "play against any agent in the terminal",
     "replay": "show saved games move by move",

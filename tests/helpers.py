@@ -239,17 +239,6 @@ def order_wins_within(state: State, plies: int) -> bool:
     return any(children) if state.to_play == ORDER else all(children)
 
 
-@lru_cache(maxsize=None)
-def plies_to_five(state: State) -> float:
-    """Plies until Order forces a five with best play (Chaos delaying), inf if never."""
-    if state.has_five:
-        return 0
-    if state.is_full:
-        return float("inf")
-    children = [plies_to_five(state.apply(a)) for a in state.legal_actions()]
-    return 1 + (min(children) if state.to_play == ORDER else max(children))
-
-
 def naive_lines() -> list[list[tuple[int, int]]]:
     """Every run of five cells along a row, column or diagonal, as (row, col) pairs."""
     lines = []

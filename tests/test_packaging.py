@@ -18,6 +18,7 @@ import importlib.util, json, sys
 import orderchaos
 from orderchaos.agents.policy_files import pretrained_dir
 from orderchaos.arena.positions import DEFAULT_POSITIONS
+from orderchaos.arena.puzzles import SHIPPED_PUZZLES
 from orderchaos.bench.train import TRAINED_NETWORKS, trained_networks
 from pathlib import Path
 print(json.dumps({
@@ -27,6 +28,8 @@ print(json.dumps({
               if importlib.util.find_spec(n) is not None],
     "pretrained": (pretrained_dir() / "meta.json").is_file(),
     "positions": DEFAULT_POSITIONS.is_file(),
+    "puzzles": SHIPPED_PUZZLES.is_file(),
+    "puzzle_page": (Path(importlib.util.find_spec("orderchaos.cli.web").origin).parent / "static" / "puzzles.js").is_file(),
     "bench_networks": all((Path(trained_networks(c)) / "meta.json").is_file() for c in TRAINED_NETWORKS),
     "registered": "OrderChaos-v0" in __import__("gymnasium").registry,
 }))
@@ -48,6 +51,7 @@ def test_editable_install_imports_from_outside_the_repo(tmp_path: Path) -> None:
     assert found["stray"] == []
     assert Path(found["envs_file"]).parent == REPO / "envs"
     assert found["pretrained"] and found["positions"] and found["registered"] and found["bench_networks"]
+    assert found["puzzles"] and found["puzzle_page"]
 
 
 def test_wheel_holds_one_namespace_with_its_data(tmp_path: Path) -> None:
@@ -73,3 +77,4 @@ def test_wheel_holds_one_namespace_with_its_data(tmp_path: Path) -> None:
     assert Path(found["envs_file"]).parent == target / "orderchaos" / "envs"
     assert found["stray"] == []
     assert found["pretrained"] and found["positions"] and found["registered"] and found["bench_networks"]
+    assert found["puzzles"] and found["puzzle_page"]

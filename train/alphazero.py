@@ -27,6 +27,7 @@ from orderchaos.agents.solver_pool import SolverPool
 from orderchaos.envs.rules import AGENTS, State
 from orderchaos.arena.mistakes import collect_mistakes, labelled_rows, mistake_rows, ranked_moves
 from orderchaos.train.replay_buffer import ReplayBuffer
+from orderchaos.train.config_schema import AUGMENT, MISTAKE_OPENINGS, SOLVER_POLICY, VALUE_WEIGHT, WARMUP_OPENINGS
 from orderchaos.train.selfplay import (
     SelfPlayGame,
     play_heuristic_games,
@@ -64,7 +65,7 @@ def mistake_hunt_rows(
                 cfg.opponents,
                 cfg.games,
                 int(rng.integers(2**31)),
-                openings=cfg.openings,
+                openings=MISTAKE_OPENINGS,
                 node_limit=cfg.node_limit,
                 preferences=preferences,
                 rollouts=cfg.rollouts,
@@ -245,7 +246,7 @@ class AlphaZeroTrainer(Trainer):
         late_states = [rows.states[i] for i in late]
         candidates = [rows.favourite_moves(i, cfg.solver_candidates) for i in late] if cfg.solver_candidates else None
         args = (
-            late_states, cfg.solver_node_limit, cfg.solver_policy, candidates)
+            late_states, cfg.solver_node_limit, SOLVER_POLICY, candidates)
         if cfg.solver_process:
             self._pending.append((rows, late, self.solver.submit(*args)))
             return {"charts/solver_positions": float(len(late))}
@@ -305,7 +306,7 @@ class AlphaZeroTrainer(Trainer):
         """Fill the replay buffers from heuristic games and pre-train both networks."""
         cfg = self.config.selfplay
         started = time.perf_counter()
-        logs = play_heuristic_games(cfg.warmup_games, cfg.warmup_openings, self.rng)
+        logs = play_heuristic_games(cfg.warmup_games, WARMUP_OPENINGS, self.rng)
         stats = self.store(logs, cfg.solver_depth if cfg.warmup_solver_depth < 0 else cfg.warmup_solver_depth)
         stats.update(self.flush())
         metrics = {"charts/warmup_positions": float(sum(len(log.states) for log in logs)), **stats}
@@ -330,10 +331,10 @@ class AlphaZeroTrainer(Trainer):
         totals = np.zeros(3)
         for _ in range(updates):
             planes, masks, targets, values = buffer.sample(
-                cfg.optim.batch_size - from_mistakes, self.rng, cfg.replay.augment
+                cfg.optim.batch_size - from_mistakes, self.rng, AUGMENT
             )
             if from_mistakes:
-                extra = mistakes.sample(from_mistakes, self.rng, cfg.replay.augment)
+                extra = mistakes.sample(from_mistakes, self.rng, AUGMENT)
                 planes, masks, targets, values = (
                     np.concatenate(pair) for pair in zip((planes, masks, targets, values), extra)
                 )
@@ -347,7 +348,7 @@ class AlphaZeroTrainer(Trainer):
             logp = masked_log_softmax(logits, m).masked_fill(~m, 0.0)
             policy_loss = -(pi * logp).sum(1).mean()
             value_loss = torch.mean((v - z) ** 2)
-            loss = policy_loss + cfg.optim.value_weight * value_loss
+            loss = policy_loss + VALUE_WEIGHT * value_loss
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if cfg.optim.grad_clip:

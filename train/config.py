@@ -30,6 +30,7 @@ from orderchaos.train.config_schema import (  # noqa: F401 (the sections are re-
     OptimConfig,
     PPOConfig,
     ReplayConfig,
+    RETIRED_KEYS,
     RunConfig,
     SelfPlayConfig,
     TrainConfig,
@@ -63,6 +64,19 @@ def _unknown_key_error(key: str) -> ConfigError:
     close = difflib.get_close_matches(key, keys, n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(close)}? " if close else ""
     return ConfigError(f"unknown config key {key!r}; {hint}accepted keys: {', '.join(keys)}")
+
+
+def _check_retired(key: str, value: Any) -> None:
+    """Accept a retired key that holds its fixed value (so configs saved by older runs still
+    load and resume unchanged) and refuse one that asks for another value, which would
+    otherwise be silently ignored."""
+    fixed = RETIRED_KEYS[key]
+    if type(value) is not type(fixed) and not (isinstance(fixed, float) and type(value) is int):
+        same = False
+    else:
+        same = value == fixed
+    if not same:
+        raise ConfigError(f"config key {key!r} was removed: it is fixed at {fixed!r}, got {value!r}; delete the key")
 
 
 def _type_name(kind: Any) -> str:
@@ -163,6 +177,9 @@ def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
     kwargs: dict[str, Any] = {}
     for name, value in data.items():
         key = f"{prefix}{name}"
+        if key in RETIRED_KEYS:
+            _check_retired(key, value)
+            continue
         if name not in hints:
             raise _unknown_key_error(key)
         kind = hints[name]

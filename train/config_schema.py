@@ -18,6 +18,66 @@ def _field(default: Any, help: str, **rules: Any) -> Any:
     return field(default=default, metadata={"help": help, **rules})
 
 
+# Fixed parts of the recipe. Every shipped configuration used these values and no run
+# tuned them, so they are constants rather than config keys; a config that still sets
+# one is refused by name (orderchaos.train.config.RETIRED_KEYS).
+SELFPLAY_TEMPERATURE = 1.0
+"""Sampling temperature over search visits for the first ``selfplay.temperature_moves`` plies."""
+WARMUP_OPENINGS = 4
+"""Random opening plies of each warm-up and imitation game."""
+SOLVER_POLICY = True
+"""Where the solver proves the mover wins, the policy target keeps only the proven winning moves."""
+VALUE_WEIGHT = 1.0
+"""Weight of the value loss against the policy loss."""
+AUGMENT = True
+"""Train on a random one of the 16 symmetric images of each position."""
+EVAL_OPENINGS = 2
+"""Random opening plies per evaluation game, so that greedy players differ between games."""
+C_PUCT = 1.5
+"""PUCT exploration constant of the self-play search."""
+DIRICHLET_ALPHA = 0.3
+"""Dirichlet noise concentration at the self-play search's root."""
+DIRICHLET_FRACTION = 0.25
+"""Share of the Dirichlet noise in the self-play search's root priors."""
+MISTAKE_OPENINGS = 2
+"""Random opening plies of each mistake-hunting game (not searched for mistakes)."""
+RAY_DASHBOARD = False
+"""A local Ray instance runs without its dashboard."""
+PPO_CLIP = 0.2
+"""PPO ratio clip."""
+PPO_ENTROPY_COEF = 0.01
+"""PPO entropy bonus weight."""
+PPO_VALUE_COEF = 0.5
+"""PPO value loss weight."""
+PPO_GAE_LAMBDA = 0.95
+"""PPO GAE lambda."""
+PPO_GAMMA = 1.0
+"""PPO discount over the learner's own moves."""
+PPO_LATEST_FRACTION = 0.5
+"""PPO: probability of facing the current opposing network instead of a pool snapshot."""
+
+RETIRED_KEYS: dict[str, Any] = {
+    "selfplay.temperature": SELFPLAY_TEMPERATURE,
+    "selfplay.warmup_openings": WARMUP_OPENINGS,
+    "selfplay.solver_policy": SOLVER_POLICY,
+    "optim.value_weight": VALUE_WEIGHT,
+    "replay.augment": AUGMENT,
+    "eval.openings": EVAL_OPENINGS,
+    "mcts.c_puct": C_PUCT,
+    "mcts.dirichlet_alpha": DIRICHLET_ALPHA,
+    "mcts.dirichlet_fraction": DIRICHLET_FRACTION,
+    "mistakes.openings": MISTAKE_OPENINGS,
+    "run.dashboard": RAY_DASHBOARD,
+    "ppo.clip": PPO_CLIP,
+    "ppo.entropy_coef": PPO_ENTROPY_COEF,
+    "ppo.value_coef": PPO_VALUE_COEF,
+    "ppo.gae_lambda": PPO_GAE_LAMBDA,
+    "ppo.gamma": PPO_GAMMA,
+    "ppo.latest_fraction": PPO_LATEST_FRACTION,
+}
+"""Former config keys that are now fixed, with the value each is fixed at."""
+
+
 @dataclass
 class RunConfig:
     """How long the run lasts, how often it checkpoints, and how it reports."""
@@ -98,7 +158,6 @@ class RunConfig:
     object_store_mb: int = _field(
         512, "backend ray: object store size of a local Ray instance, MiB", min=80
     )
-    dashboard: bool = _field(False, "backend ray: start the Ray dashboard of a local instance")
 
 
 @dataclass
@@ -129,11 +188,8 @@ class SelfPlayConfig:
     """How the self-play games are generated (alphazero)."""
 
     games: int = _field(128, "games played in parallel per iteration", min=1, max=1_000_000)
-    temperature: float = _field(
-        1.0, "sampling temperature over search visits for the opening moves", min=0
-    )
     temperature_moves: int = _field(
-        8, "plies played with `temperature`; later plies take the most visited move", min=0
+        8, "opening plies whose move is sampled in proportion to search visits; later plies take the most visited move", min=0
     )
     heuristic_fraction: float = _field(
         0.0,
@@ -205,9 +261,6 @@ class SelfPlayConfig:
         min=-1,
         max=36,
     )
-    warmup_openings: int = _field(
-        4, "random opening plies of each warm-up and imitation game", min=0, max=30
-    )
     imitation_games: int = _field(
         0,
         "heuristic self-games added to the replay buffers every iteration, like the warm-up "
@@ -225,11 +278,6 @@ class SelfPlayConfig:
         "solver worker processes (with solver_process); one per spare CPU core",
         min=1,
         max=1024,
-    )
-    solver_policy: bool = _field(
-        True,
-        "where the solver proves the mover wins, the policy target keeps only the proven "
-        "winning moves (needs solver_depth > 0)",
     )
     solver_candidates: int = _field(
         0,
@@ -254,13 +302,6 @@ class MCTSConfig:
     """PUCT search used during self-play (alphazero)."""
 
     simulations: int = _field(64, "simulations per move", min=1, max=1_000_000)
-    c_puct: float = _field(1.5, "PUCT exploration constant", min=0, exclusive=True)
-    dirichlet_alpha: float = _field(
-        0.3, "Dirichlet noise concentration at the root (0: no noise)", min=0
-    )
-    dirichlet_fraction: float = _field(
-        0.25, "weight of the Dirichlet noise in the root priors", min=0, max=1
-    )
     gumbel: bool = _field(
         False,
         "Gumbel root search (orderchaos.agents.gumbel): sample max_considered root moves "
@@ -302,7 +343,6 @@ class OptimConfig:
     updates_per_iteration: int = _field(
         32, "gradient steps per role after each self-play batch (alphazero)", min=1
     )
-    value_weight: float = _field(1.0, "weight of the value loss against the policy loss", min=0)
     grad_clip: float = _field(5.0, "gradient norm clip (0: no clipping)", min=0)
     lr_schedule: str = _field(
         "constant", "learning-rate schedule over the iterations", choices=["constant", "cosine"]
@@ -320,7 +360,6 @@ class ReplayConfig:
     min_positions: int = _field(
         512, "positions a role needs before its network trains", min=1
     )
-    augment: bool = _field(True, "train on a random one of the 16 symmetric images")
 
 
 @dataclass
@@ -340,9 +379,6 @@ class MistakesConfig:
     )
     roles: list[str] = _field(
         ["order", "chaos"], "whose lost games are searched", choices=["order", "chaos"]
-    )
-    openings: int = _field(
-        2, "random opening plies per game (not searched for mistakes)", min=0, max=30
     )
     node_limit: int = _field(
         300000,
@@ -396,9 +432,6 @@ class EvalConfig:
         ["random", "heuristic"], "agent specs to play in both seats (see orderchaos.agents.registry)",
         agent_specs=True,
     )
-    openings: int = _field(
-        2, "random opening plies per game so that greedy players differ between games", min=0
-    )
     positions: bool = _field(True, "measure optimal-move accuracy on the solver-labelled set")
     positions_limit: int = _field(
         0, "use only the first N labelled positions (0: all)", min=0
@@ -413,17 +446,8 @@ class PPOConfig:
     games: int = _field(64, "parallel games per role per iteration", min=1, max=1_000_000)
     epochs: int = _field(4, "optimisation passes over each rollout", min=1)
     minibatch: int = _field(256, "transitions per PPO minibatch", min=1, max=1_000_000)
-    clip: float = _field(0.2, "PPO ratio clip", min=0, exclusive=True)
-    entropy_coef: float = _field(0.01, "entropy bonus weight", min=0)
-    value_coef: float = _field(0.5, "value loss weight", min=0)
-    gae_lambda: float = _field(0.95, "GAE lambda", min=0, max=1)
-    gamma: float = _field(1.0, "discount over the learner's own moves", min=0, max=1)
     pool_size: int = _field(8, "past snapshots kept per role as opponents", min=1, max=10_000)
     snapshot_interval: int = _field(5, "iterations between opponent-pool snapshots", min=1)
-    latest_fraction: float = _field(
-        0.5, "probability of facing the current opposing network instead of a pool one",
-        min=0, max=1,
-    )
 
 
 @dataclass

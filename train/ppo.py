@@ -2,7 +2,7 @@
 
 Each iteration trains both roles in turn. For the learning role, ``ppo.games`` games are
 played against the other role's current network or, with probability
-``1 - ppo.latest_fraction``, a snapshot from that role's pool of past networks. The
+``1 - PPO_LATEST_FRACTION``, a snapshot from that role's pool of past networks. The
 learner samples from its masked policy; the opponent too. The learner's moves are its
 transitions; the only reward is the game result (+1/-1) on its last move. Advantages use
 GAE over the learner's own moves, then clipped-ratio PPO updates the learner's network
@@ -23,6 +23,14 @@ import torch
 from orderchaos.agents.network import PolicyValueNet, masked_log_softmax
 from orderchaos.envs.encoding import action_mask, encode_states
 from orderchaos.envs.rules import AGENTS, State
+from orderchaos.train.config_schema import (
+    PPO_CLIP,
+    PPO_ENTROPY_COEF,
+    PPO_GAE_LAMBDA,
+    PPO_GAMMA,
+    PPO_LATEST_FRACTION,
+    PPO_VALUE_COEF,
+)
 from orderchaos.train.trainer import Trainer, build_network
 
 
@@ -151,7 +159,7 @@ class PPOTrainer(Trainer):
 
     def _pick_opponent(self, role: str) -> PolicyValueNet:
         pool = self.pool[role]
-        if not pool or self.rng.random() < self.config.ppo.latest_fraction:
+        if not pool or self.rng.random() < PPO_LATEST_FRACTION:
             return self.nets[role]
         self.opponent.load_state_dict(pool[int(self.rng.integers(len(pool)))])
         return self.opponent
@@ -181,11 +189,11 @@ class PPOTrainer(Trainer):
                 logp = logp_all.gather(1, actions[idx, None]).squeeze(1)
                 ratio = torch.exp(logp - old_logp[idx])
                 a = adv[idx]
-                policy_loss = -torch.min(ratio * a, ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * a).mean()
+                policy_loss = -torch.min(ratio * a, ratio.clamp(1 - PPO_CLIP, 1 + PPO_CLIP) * a).mean()
                 value_loss = torch.mean((values - returns[idx]) ** 2)
                 safe = logp_all.masked_fill(~masks[idx], 0.0)
                 entropy = -(safe.exp() * safe).sum(1).mean()
-                loss = policy_loss + cfg.value_coef * value_loss - cfg.entropy_coef * entropy
+                loss = policy_loss + PPO_VALUE_COEF * value_loss - PPO_ENTROPY_COEF * entropy
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 if self.config.optim.grad_clip:
@@ -193,7 +201,7 @@ class PPOTrainer(Trainer):
                 opt.step()
                 with torch.no_grad():
                     approx_kl = (old_logp[idx] - logp).mean()
-                    clipped = ((ratio - 1).abs() > cfg.clip).float().mean()
+                    clipped = ((ratio - 1).abs() > PPO_CLIP).float().mean()
                 totals += (policy_loss.item(), value_loss.item(), entropy.item(), approx_kl.item(), clipped.item())
                 steps += 1
         p, v, e, kl, cf = totals / max(1, steps)
@@ -216,7 +224,7 @@ class PPOTrainer(Trainer):
             started = time.perf_counter()
             rollout = collect_rollout(
                 self.nets[role], self._pick_opponent(other), seat, cfg.games, self.rng,
-                cfg.gamma, cfg.gae_lambda, self.device,
+                PPO_GAMMA, PPO_GAE_LAMBDA, self.device,
             )
             play_seconds += time.perf_counter() - started
             games += rollout.games

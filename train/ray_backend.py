@@ -191,7 +191,6 @@ def connect(run: Any) -> bool:
     return connect_ray(
         run.ray_address,
         object_store_mb=run.object_store_mb,
-        dashboard=run.dashboard,
         setting="run.ray_address",
         purpose="run.backend=ray",
     )

@@ -23,6 +23,13 @@ from orderchaos.agents.network_agent import NetworkEvaluator, sample_from
 from orderchaos.arena.matches import random_quiet_action
 from orderchaos.envs.batch import BatchGame
 from orderchaos.envs.rules import ACTIONS, AGENTS, State
+from orderchaos.train.config_schema import (
+    C_PUCT,
+    DIRICHLET_ALPHA,
+    DIRICHLET_FRACTION,
+    SELFPLAY_TEMPERATURE,
+    WARMUP_OPENINGS,
+)
 
 
 @dataclass
@@ -316,10 +323,10 @@ def play_training_games(
         evaluator,
         n_games,
         simulations=cfg.mcts.simulations,
-        c_puct=cfg.mcts.c_puct,
-        dirichlet_alpha=cfg.mcts.dirichlet_alpha,
-        dirichlet_fraction=cfg.mcts.dirichlet_fraction,
-        temperature=cfg.selfplay.temperature,
+        c_puct=C_PUCT,
+        dirichlet_alpha=DIRICHLET_ALPHA,
+        dirichlet_fraction=DIRICHLET_FRACTION,
+        temperature=SELFPLAY_TEMPERATURE,
         temperature_moves=cfg.selfplay.temperature_moves,
         rng=rng,
         opponents=opponents,
@@ -337,5 +344,5 @@ def play_training_games(
     play_seconds = time.perf_counter() - started
     imitation: list[SelfPlayGame] = []
     if n_imitation:
-        imitation = play_heuristic_games(n_imitation, cfg.selfplay.warmup_openings, rng)
+        imitation = play_heuristic_games(n_imitation, WARMUP_OPENINGS, rng)
     return logs, imitation, play_seconds

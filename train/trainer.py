@@ -33,6 +33,7 @@ from orderchaos.agents.policy_files import (
 from orderchaos.envs.rules import AGENTS
 from orderchaos.files import check_output_dir
 from orderchaos.train.config import NetworkConfig, TrainConfig, config_to_dict, save_config
+from orderchaos.train.config_schema import EVAL_OPENINGS
 from orderchaos.train.run_logger import RunLogger
 
 CONFIG_FILE = "config.yaml"
@@ -70,8 +71,8 @@ def evaluate_policies(
     out: dict[str, float] = {}
     for k, spec in enumerate(cfg.opponents):
         name = tag_name(spec)
-        as_order = play_match(agent, spec, cfg.games, seed=seed + 2 * k, openings=cfg.openings)
-        as_chaos = play_match(spec, agent, cfg.games, seed=seed + 2 * k + 1, openings=cfg.openings)
+        as_order = play_match(agent, spec, cfg.games, seed=seed + 2 * k, openings=EVAL_OPENINGS)
+        as_chaos = play_match(spec, agent, cfg.games, seed=seed + 2 * k + 1, openings=EVAL_OPENINGS)
         out[f"eval/order_vs_{name}_winrate"] = as_order.order_win_rate
         out[f"eval/chaos_vs_{name}_winrate"] = 1.0 - as_chaos.order_win_rate
     if cfg.positions:

@@ -7,8 +7,12 @@ Plays the agent in one role against the opponent (each game after K seeded rando
 and walks every lost game back with the exact solver to the last position the agent
 provably won: the move it played there lost the game (``orderchaos.arena.mistakes``). Prints the
 loss count, how many losing moves were placed, the empty cells at each, and the first K
-positions with the move played and the proven winning moves. ``--json`` prints one object
-with every mistake (board string, played and winning moves by name).
+positions with the move played and the proven winning moves. Beside the solver's verdict,
+each Order mistake is marked by the central-pairing strategy: "keeps the strategy's win",
+"leaves it" (with the strategy's own move), or no mark where the strategy proved no win
+(``orderchaos.arena.analysis.strategy_verdict``). ``--json`` prints one object with every
+mistake (board string, played and winning moves by name, ``strategy`` and
+``strategy_move``, null for Chaos's moves and where the strategy proved no win).
 """
 
 from __future__ import annotations
@@ -49,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from orderchaos.agents.registry import make
-    from orderchaos.envs.rules import action_name, render_ascii
+    from orderchaos.envs.rules import ORDER, action_name, render_ascii
+    from orderchaos.arena.analysis import StrategyVerdict, strategy_verdict
     from orderchaos.arena.mistakes import collect_mistakes, ranked_moves
 
     if args.games < 1 or args.node_limit < 1 or args.show < 0:
@@ -62,14 +67,17 @@ def _run(args: argparse.Namespace) -> int:
             return ranked_moves(learner.policy(state), 10)
     hunt = collect_mistakes(learner, args.role, [args.opponent], args.games, args.seed,
                             openings=args.openings, node_limit=args.node_limit, preferences=preferences)
+    verdicts = [strategy_verdict(m.state, m.played) if m.state.to_play == ORDER else StrategyVerdict(None, None)
+                for m in hunt.mistakes]
     if args.json:
         print(json.dumps({
             "agent": args.agent, "role": args.role, "opponent": args.opponent,
             "games": hunt.games, "lost": hunt.lost,
             "mistakes": [
                 {"board": m.state.to_string(), "empty": m.state.num_empty,
-                 "played": action_name(m.played), "winning": [action_name(a) for a in m.winning]}
-                for m in hunt.mistakes
+                 "played": action_name(m.played), "winning": [action_name(a) for a in m.winning],
+                 "strategy": v.mark, "strategy_move": v.to_dict()["strategy_move"]}
+                for m, v in zip(hunt.mistakes, verdicts)
             ],
         }))
         return 0
@@ -78,8 +86,12 @@ def _run(args: argparse.Namespace) -> int:
     empties = Counter(m.state.num_empty for m in hunt.mistakes)
     if empties:
         print("empty cells at the losing move: " + ", ".join(f"{e}: {n}" for e, n in sorted(empties.items())))
-    for m in hunt.mistakes[: args.show]:
+    for m, v in list(zip(hunt.mistakes, verdicts))[: args.show]:
         print()
         print(render_ascii(m.state))
         print(f"played {action_name(m.played)}; proven winning: {', '.join(action_name(a) for a in m.winning)}")
+        if v.mark == "keeps":
+            print("strategy: keeps the strategy's win")
+        elif v.mark == "leaves":
+            print(f"strategy: leaves it (the strategy plays {action_name(v.strategy_move)})")
     return 0

@@ -57,6 +57,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--growth", type=options.int_in(2, 1024), default=ProveConfig.growth, help="budget factor per retry")
     parser.add_argument("--cap", type=options.NODES, default=ProveConfig.cap, help="expand a leaf once a try this big failed")
     parser.add_argument("--tt-bits", type=options.int_in(4, 30), default=ProveConfig.tt_bits, help="solver table size per worker (log2)")
+    parser.add_argument("--leaf-rule", choices=("extended", "strategy"), default=ProveConfig.leaf_rule,
+                        help="positions proven without search, in proving and in --verify: 'extended' (default; "
+                             "the pairing argument with equal and half-filled border pairs, whose tables take "
+                             "about 15 s of CPU time per kind of line to build) or 'strategy' (the central-pairing strategy "
+                             "alone); see docs/proof.md")
     parser.add_argument("--json", action="store_true", help="JSON output")
     parser.add_argument("--status", action="store_true", help="report the empty board (an Order win, by the certificate) and Order's first "
                              "moves: proven by the strategy, or what the book proves")
@@ -127,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(s, indent=1)) if args.json else print_solved_status(s)
             return 0
         if args.verify:
-            fails = verify(args.book, node_limit=args.verify_node_limit)
+            fails = verify(args.book, node_limit=args.verify_node_limit, leaf_rule=args.leaf_rule)
             if args.json:
                 print(json.dumps({"failures": fails}, indent=1))
             else:
@@ -140,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
         first = None if args.first is None else parse_action(args.first)
         config = ProveConfig(first_budget=args.budget, growth=args.growth, cap=args.cap,
                              tt_bits=args.tt_bits, workers=args.workers, interval=args.interval,
-                             progress_every=args.progress, backend=args.backend, ray_address=args.ray_address)
+                             progress_every=args.progress, backend=args.backend, ray_address=args.ray_address,
+                             leaf_rule=args.leaf_rule)
         book = ProofBook.load(args.book) if Path(args.book).exists() else ProofBook()
         meta = BookMeta.load(args.book)
 

@@ -19,8 +19,15 @@ import os
 import sys
 import threading
 import webbrowser
+from typing import TYPE_CHECKING
 
 from orderchaos.cli import options
+
+if TYPE_CHECKING:
+    from orderchaos.agents.worker_pool import WorkerPool
+
+AGENT_BACKENDS = ("processes", "ray", "threads")
+"""Where ``--agents`` runs the searches."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -50,8 +57,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="open WebSockets at once; more are told the server is busy (default 500)",
     )
     parser.add_argument(
-        "--max-searches", type=int, default=None, metavar="N",
-        help="agent moves, hints and analyses computed at once (default: the CPU count)",
+        "--workers", "--max-searches", dest="workers", type=int, default=None, metavar="N",
+        help="agent moves, hints and analyses computed at once, each on a worker of its own that keeps "
+        "its networks and solver tables warm (default: the CPU count)",
+    )
+    parser.add_argument(
+        "--agents", choices=AGENT_BACKENDS, default="processes",
+        help="where the workers run: local worker processes (default), Ray actors (a local Ray instance "
+        "on 127.0.0.1, or the cluster at --ray-address), or threads of the server process",
+    )
+    parser.add_argument(
+        "--ray-address", metavar="HOST:PORT",
+        help="with --agents ray: the head node of a running Ray cluster (default: start a local instance)",
     )
     parser.add_argument(
         "--public-url", metavar="URL",
@@ -95,11 +112,14 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         print(f"orderchaos serve: --port must be 1..65535, got {args.port}", file=sys.stderr)
         return 2
-    for name in ("max_connections", "max_searches", "max_connections_per_address", "games_per_minute"):
+    for name in ("max_connections", "workers", "max_connections_per_address", "games_per_minute"):
         value = getattr(args, name)
         if value is not None and value < 1:
             print(f"orderchaos serve: --{name.replace('_', '-')} must be at least 1, got {value}", file=sys.stderr)
             return 2
+    if args.ray_address is not None and args.agents != "ray":
+        print("orderchaos serve: --ray-address goes with --agents ray", file=sys.stderr)
+        return 2
     if args.games_dir is not None and not Path(args.games_dir).is_dir():
         print(f"orderchaos serve: --games-dir {args.games_dir}: no such folder", file=sys.stderr)
         return 2
@@ -164,15 +184,22 @@ def run(args: argparse.Namespace) -> int:
     if not is_loopback(args.host):
         print(exposure(args), file=sys.stderr)
     facing = public_facing(args.host, public)
-    extra = {} if args.max_searches is None else {"max_searches": args.max_searches}
+    extra = {} if args.workers is None else {"max_searches": args.workers}
     limits = Limits(
         move_time=args.move_time, hint_time=args.hint_time, max_connections=args.max_connections,
         free_specs=not facing or args.allow_specs, spec_dirs=args.allow_specs, **extra,
     )
+    try:
+        workers = agent_workers(args.agents, limits.max_searches, args.ray_address)
+    except ValueError as exc:  # RayBackendError: no ray, a bad or unreachable address
+        print(f"orderchaos serve: {exc}", file=sys.stderr)
+        store.close()
+        return 2
     app = create_app(
         args.games_dir, limits, warm_up=True, db=store, allowed_hosts=allowed_hosts(public, args.host),
         public=public, trusted_proxies=trusted,
         quotas=AddressLimits(args.max_connections_per_address, args.games_per_minute) if facing else None,
+        workers=workers,
     )
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
@@ -184,9 +211,25 @@ def run(args: argparse.Namespace) -> int:
     try:
         serve(app, args.host, args.port)
     finally:  # Ctrl-C ends in KeyboardInterrupt (exit 130); every write is committed already
+        if workers is not None:
+            workers.close()
         store.close()
     print("orderchaos serve: stopped; the game store is closed", flush=True)
     return 0
+
+
+def agent_workers(kind: str, count: int, ray_address: str | None) -> WorkerPool | None:
+    """The pool for ``--agents kind`` (None for threads): ``count`` workers, each warming up
+    the opponent levels' agents when it starts. Raises RayBackendError (a ValueError) when
+    Ray cannot be used."""
+    if kind == "threads":
+        return None
+    from orderchaos.agents.worker_pool import WorkerPool
+    from orderchaos.arena.agent_work import warm_bench
+    from orderchaos.cli.web.services import LEVELS
+
+    return WorkerPool(kind, count, warm=warm_bench, warm_args=(tuple(LEVELS.values()),),
+                      ray_address=ray_address, ray_setting="--ray-address")
 
 
 def backup(db: str, target: str) -> int:
@@ -224,7 +267,7 @@ def exposure(args: argparse.Namespace) -> str:
         f"warning: binding {args.host}, not loopback: anyone who can reach this machine on port "
         f"{args.port} can\n"
         f"  - play and watch games, and read any game whose link they have;\n"
-        f"  - start searches: {specs}, at most {args.max_searches or 'one per CPU'} at once;\n"
+        f"  - start searches: {specs}, at most {args.workers or 'one per CPU'} at once;\n"
         f"  - {folder}.\n"
         f"  There is no login and no TLS: put it behind a reverse proxy with HTTPS for use beyond a trusted network."
     )

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import Gauge
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -39,12 +40,16 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from orderchaos.agents.worker_pool import WorkerPool
 from orderchaos.arena.game_files import game_line
 from orderchaos.cli.web.errors import Busy, WebError
 from orderchaos.cli.web.games import Hub, valid_id
+from orderchaos.cli.web.learn import learn_routes
+from orderchaos.cli.web.proof_page import proof_page
 from orderchaos.cli.web.ops import Metrics, RequestLog, health_route, metrics_route
 from orderchaos.cli.web.protocol import RateLimit, decode
 from orderchaos.cli.web.proxy import ClientAddress, IPNetwork, PublicURL, origin_allowed, request_client
+from orderchaos.cli.web.puzzles import PuzzleRoom
 from orderchaos.cli.web.quotas import GAME_CREATING, AddressLimits
 from orderchaos.cli.web.services import Limits, Services
 from orderchaos.cli.web.sessions import Connection
@@ -166,6 +171,7 @@ def create_app(
     public: PublicURL | None = None,
     trusted_proxies: Sequence[IPNetwork] = (),
     quotas: AddressLimits | None = None,
+    workers: WorkerPool | None = None,
 ) -> Starlette:
     """The web app; ``games_dir`` is the only folder whose files can be opened by name and
     ``db`` the game store (a path, ``":memory:"``, or an open :class:`GameStore`).
@@ -175,13 +181,19 @@ def create_app(
     that requests may be addressed to. ``public`` is the address people use (the origin
     WebSockets may come from, and the base of the links the page shows); the client's address
     is read from forwarded headers only when the peer is in ``trusted_proxies``; ``quotas``
-    limits each client address (None: no such limits).
+    limits each client address (None: no such limits). ``workers`` run the agents' moves,
+    hints and analyses (None: threads of this process); the app closes them when it stops,
+    and with ``warm_up`` starts them at once.
     """
     store = db if isinstance(db, GameStore) else GameStore(db)
     services = Services(limits or Limits(), Path(games_dir) if games_dir is not None else None, store)
     services.public_url = public.origin if public is not None else None
+    services.workers = workers
     hub = Hub(services)
-    metrics = Metrics(lambda: len(hub.games), lambda: services.queued, lambda: services.running)
+    metrics = Metrics(lambda: len(hub.games), lambda: services.queued, lambda: services.running, store)
+    services.observe_wait = metrics.queue_wait.observe
+    Gauge("orderchaos_workers_ready", "workers warm and able to take a search (0 without workers)",
+          registry=metrics.registry).set_function(lambda: workers.ready if workers is not None else 0)
     site = Site(services, hub, metrics, quotas, public)
     info = build_info()
     template = (STATIC_DIR / "index.html").read_text()
@@ -241,9 +253,14 @@ def create_app(
     async def lifespan(app: Starlette):  # noqa: ANN202 - Starlette's lifespan protocol
         if warm_up:
             threading.Thread(target=services.warm_up, name="orderchaos-web: warm-up", daemon=True).start()
+        store.resume_clocks()  # the time the server was down is not charged to anyone
+        hub.start_sweeper()  # games run out of time with no tab open too
         yield
+        if hub.sweeper is not None:
+            hub.sweeper.cancel()
         for game in list(hub.games.values()):
             game.stop()
+        services.close()
 
     middleware = [Middleware(ClientAddress, trusted=trusted_proxies), Middleware(RequestLog),
                   Middleware(SecurityHeaders)]
@@ -257,6 +274,9 @@ def create_app(
             Route("/g/{game}", index),
             Route("/games/{game}.jsonl", download),
             Route("/docs/proof.md", proof),
+            *learn_routes(services),
+            *PuzzleRoom(services).routes(),
+            Route("/proof/{lang}", proof_page),
             WebSocketRoute("/ws", socket),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],
@@ -295,7 +315,7 @@ async def serve_socket(websocket: WebSocket, site: Site) -> None:
             except (WebSocketDisconnect, RuntimeError, OSError):
                 pass  # the tab went away while a reply was on its way
 
-    connection = Connection(services, hub, send)
+    connection = Connection(services, hub, send, address)
     site.tabs.add(send)
     await connection.hello()
     try:

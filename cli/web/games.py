@@ -17,8 +17,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from orderchaos.agents.base import Agent
+from orderchaos.agents.fallback import fallback_action
 from orderchaos.arena.analysis import board_facts, move_list
 from orderchaos.cli.web.errors import Busy, TimedOut, WebError
+from orderchaos.cli.web.lobby import Lobby
+from orderchaos.cli.web.clocks import TimeControl
 from orderchaos.cli.web.services import Services, agent_move
 from orderchaos.cli.web.store import StoredGame, token_hash
 from orderchaos.envs.rules import AGENTS, CHAOS, ORDER, State
@@ -67,6 +70,7 @@ class LiveGame:
         self.actions = list(stored.actions)
         self.state = stored.state()
         self.winner, self.reason = stored.winner, stored.reason
+        self.clock = stored.clock
         self.clients: list[Client] = []
         self.agents: dict[str, Agent | None] = {role: None for role in AGENTS}
         self.task: asyncio.Task | None = None
@@ -135,6 +139,18 @@ class LiveGame:
             "winner": self.winner,
             "reason": self.reason,
             "can_resign": seat is not None and not self.over,
+            "clock": self.clock_view(),
+        }
+
+    def clock_view(self) -> dict[str, Any] | None:
+        """Both sides' seconds left now and whether a clock runs (None: no clock)."""
+        if self.clock is None:
+            return None
+        now, to_move = self.services.store.clock(), self.state.to_play
+        return {
+            "control": self.clock.control.name,
+            "left": {role: self.clock.left(role, to_move, now) for role in AGENTS},
+            "running": None if self.over or self.clock.turn_started is None else to_move,
         }
 
     @property
@@ -176,7 +192,12 @@ class LiveGame:
 
     async def _commit(self, action: int) -> None:
         state = self.state.apply(action)
-        self.services.store.add_move(self.id, len(self.actions), action, state.winner)
+        if self.clock is not None:
+            now = self.services.store.clock()
+            self.clock.after_move(self.state.to_play, now)
+            if state.winner is not None:
+                self.clock.stop(state.to_play, now)
+        self.services.store.add_move(self.id, len(self.actions), action, state.winner, self.clock)
         self.state = state
         self.actions.append(action)
         self.error = None
@@ -188,10 +209,32 @@ class LiveGame:
         async with self.lock:
             if self.over:
                 return
-            self.services.store.finish(self.id, winner, reason)
+            if self.clock is not None:
+                self.clock.stop(self.state.to_play, self.services.store.clock())
+            self.services.store.finish(self.id, winner, reason, self.clock)
             self.winner, self.reason = winner, reason
             self.stop()
         await self.broadcast()
+
+    async def flag(self) -> bool:
+        """End the game as lost on time when the side to move has run out; True if it did."""
+        now = self.services.store.clock()
+        if self.over or self.clock is None or not self.clock.flagged(self.state.to_play, now):
+            return False
+        await self.end(other(self.state.to_play), "time")
+        return True
+
+    def move_budget(self) -> float:
+        """Seconds the agent to move may think: the server's cap; on the clock, its time left
+        shared over the moves it still has to make, plus its increment, and never more than
+        half of what is left (past it, the agent plays its move without search)."""
+        cap = self.services.limits.move_time
+        if self.clock is None:
+            return cap
+        left = self.clock.left(self.state.to_play, self.state.to_play, self.services.store.clock())
+        moves_to_make = (len(self.state.legal_actions()) // 2 + 1) // 2
+        share = left / max(1, moves_to_make) + self.clock.control.increment
+        return max(0.001, min(cap, share, left / 2))
 
     async def resign(self, client: Client) -> None:
         """The tab's player gives up: the other side wins."""
@@ -219,16 +262,19 @@ class LiveGame:
             if agent is None:
                 agent = self.agents[role] = await self.services.build(spec)
             action = await self.services.run(
-                agent_move, agent, self.state, timeout=self.services.limits.move_time, what="the opponent's move"
+                agent_move, agent, self.state, timeout=self.move_budget(), what="the opponent's move"
             )
         except WebError as exc:
             if isinstance(exc, TimedOut):  # it was told to stop; build a fresh one next time
                 self.agents[role] = None
-            self.task = None
-            if len(self.actions) == ply:
-                self.error = exc.payload()
-            await self.broadcast()
-            return
+            if not (isinstance(exc, TimedOut) and self.clock is not None):
+                self.task = None
+                if len(self.actions) == ply:
+                    self.error = exc.payload()
+                await self.broadcast()
+                return
+            # on the clock the agent still moves in time: its move without search
+            action = await asyncio.to_thread(fallback_action, self.state)
         except asyncio.CancelledError:
             self.task = None
             raise
@@ -272,12 +318,29 @@ class Hub:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.games: dict[str, LiveGame] = {}
+        self.lobby = Lobby()
+        self.lobby_tabs: set[Any] = set()  # every open tab's Play: each sees the lobby live
+        self.pending: set[asyncio.Task] = set()  # messages sent after a tab left
         self.sweeper: asyncio.Task | None = None
 
     async def sweep(self) -> None:
         """Abort every game, open in a tab or not, whose first move did not come within
-        :data:`ABORT_AFTER` seconds of both seats being taken."""
+        :data:`ABORT_AFTER` seconds of both seats being taken, and end every game whose side
+        to move has run out of time as lost on time."""
         store = self.services.store
+        for game_id in store.clocks_running():
+            live = self.games.get(game_id)
+            if live is not None:
+                await live.flag()
+                continue
+            stored = store.load(game_id)
+            if stored is None or stored.clock is None or stored.finished:
+                continue
+            to_move = stored.state().to_play
+            now = store.clock()
+            if stored.clock.flagged(to_move, now):
+                stored.clock.stop(to_move, now)
+                store.finish(game_id, other(to_move), "time", stored.clock)
         for game_id in store.unstarted_since(store.clock() - ABORT_AFTER):
             live = self.games.get(game_id)
             if live is not None:
@@ -301,7 +364,7 @@ class Hub:
 
     async def create(
         self, seat: str, specs: dict[str, str | None], labels: dict[str, str | None], *, invite: bool,
-        token: str | None = None,
+        token: str | None = None, control: TimeControl | None = None,
     ) -> tuple[LiveGame, str]:
         """A new game with ``seat`` held by a new (or the given) token: returns it and the token."""
         if len(self.games) >= self.services.limits.max_games:
@@ -310,11 +373,21 @@ class Hub:
         tokens = {role: token_hash(token) if role == seat else None for role in AGENTS}
         game_id = self._new_id()
         secret = secrets.token_urlsafe(ID_BYTES) if invite else None
-        self.services.store.create(game_id, specs, labels, tokens, secret)
+        self.services.store.create(game_id, specs, labels, tokens, secret, control)
         stored = self.services.store.load(game_id)
         assert stored is not None
         game = self.games[game_id] = LiveGame(self, stored)
         return game, token
+
+    async def create_seated(self, seat: str, control: TimeControl | None) -> tuple[LiveGame, str, str]:
+        """A new game between two people, both seats taken at once: the game, ``seat``'s
+        token and the other seat's."""
+        nobody = {role: None for role in AGENTS}
+        game, token = await self.create(seat, nobody, nobody, invite=False, control=control)
+        other_token = secrets.token_urlsafe(TOKEN_BYTES)
+        game.tokens[other(seat)] = token_hash(other_token)
+        self.services.store.claim_seat(game.id, other(seat), game.tokens[other(seat)])
+        return game, token, other_token
 
     def get(self, game_id: object) -> LiveGame:
         """The game with this id, from memory or the store; WebError when there is none."""
@@ -371,7 +444,8 @@ class Hub:
         labels = {role: game.labels[other(role)] for role in AGENTS}
         new_id = self._new_id()
         store = self.services.store
-        store.create(new_id, specs, labels, swapped, None)
+        control = game.clock.control if game.clock is not None else None
+        store.create(new_id, specs, labels, swapped, None, control)
         store.set_rematch(game.id, new_id)
         game.rematch = new_id
         stored = store.load(new_id)

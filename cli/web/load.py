@@ -2,14 +2,16 @@
 ``python -m orderchaos.cli.web.load --friend-games N --agent-games M``).
 
 Starts ``orderchaos serve`` as its own process on 127.0.0.1 (a free port, a fresh SQLite
-file), then runs every game at once, each player a WebSocket client in this process:
+file), waits until its workers are warm, then runs every game at once, each player a WebSocket client in this process:
 ``friend_games`` games between two scripted players (the second opens the first one's
 invite link) and ``agent_games`` games of one scripted player against ``heuristic``. The
 scripted players write seeded random legal moves. It reports moves per second and the
 median and 99th percentile of a move's round trip (sent until the mover's view with the
-move came back), then stops the server and checks that every game in the database holds
-exactly the moves that were played, and that every game ended. Only loopback addresses
-are ever contacted.
+move came back), the agent queue's wait and the share of the server's time in the store's
+SQLite statements and commits (both from the server's ``/metrics``), and the CPU seconds of
+the server process and of its worker processes (from ``/proc``); then it stops the server
+and checks that every game in the database holds exactly the moves that were played, and
+that every game ended. Only loopback addresses are ever contacted.
 """
 
 from __future__ import annotations
@@ -136,6 +138,51 @@ def _wait_for_port(port: int, process: subprocess.Popen, seconds: float = 120) -
     raise RuntimeError("orderchaos serve did not start listening")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of process ``pid`` so far (Linux /proc; 0 without it)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def child_pids(pid: int) -> list[int]:
+    """The child processes of ``pid`` (its worker processes), from /proc."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children") if Path(f"/proc/{pid}/task").is_dir() else []:
+        try:
+            found += [int(p) for p in task.read_text().split()]
+        except OSError:
+            pass
+    return found
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The server's metrics (``/metrics`` on loopback), unlabelled samples by name."""
+    from urllib.request import urlopen
+
+    with urlopen(f"http://{HOST}:{port}/metrics", timeout=30) as answer:
+        text = answer.read().decode()
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            values[name] = float(value)
+    return values
+
+
+def wait_quantile(metrics: dict[str, float], q: float) -> float | None:
+    """The upper bound of the queue-wait bucket that holds quantile ``q`` (None: no waits)."""
+    prefix = "orderchaos_agent_queue_wait_seconds_bucket{le=\""
+    buckets = sorted((float("inf") if k[len(prefix):-2] == "+Inf" else float(k[len(prefix):-2]), v)
+                     for k, v in metrics.items() if k.startswith(prefix))
+    total = buckets[-1][1] if buckets else 0
+    if not total:
+        return None
+    return next(bound for bound, count in buckets if count >= q * total)
+
+
 def check_store(db: Path, logs: list[GameLog]) -> list[str]:
     """Every way the stored games differ from what the clients played (empty: all match)."""
     from orderchaos.cli.web.store import GameStore
@@ -161,15 +208,14 @@ def check_store(db: Path, logs: list[GameLog]) -> list[str]:
 
 
 def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | None = None,
-              max_searches: int | None = None) -> dict[str, Any]:
+              workers: int | None = None, agents: str = "processes") -> dict[str, Any]:
     """Run the load test (see the module docstring) and return its figures."""
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="orderchaos-load-") as tmp:
         db_path = db or Path(tmp) / "games.sqlite3"
         command = [sys.executable, "-m", "orderchaos", "serve", "--host", HOST, "--port", str(port),
                    "--db", str(db_path), "--max-connections", str(2 * friend_games + agent_games + 10)]
-        if max_searches is not None:
-            command += ["--max-searches", str(max_searches)]
+        command += ["--agents", agents] + (["--workers", str(workers)] if workers is not None else [])
         env = {**os.environ, "XDG_DATA_HOME": tmp}
         # the server logs a line per request and game event: into a file, as a pipe read only at
         # the end would fill and stop the server
@@ -178,7 +224,18 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
             server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log_file, env=env)
         try:
             _wait_for_port(port, server)
+            if agents != "threads":  # measure the site at work, not its workers warming up
+                expected = workers or os.cpu_count() or 1
+                deadline = time.monotonic() + 600
+                while scrape(port).get("orderchaos_workers_ready", 0) < expected and time.monotonic() < deadline:
+                    time.sleep(0.5)
+            before = scrape(port)
+            cpu_before = cpu_seconds(server.pid)
+            workers_before = {p: cpu_seconds(p) for p in child_pids(server.pid)}
             logs, seconds = asyncio.run(_run_clients(f"ws://{HOST}:{port}/ws", friend_games, agent_games, seed))
+            server_cpu = cpu_seconds(server.pid) - cpu_before
+            worker_cpu = sum(cpu_seconds(p) - workers_before.get(p, 0.0) for p in child_pids(server.pid))
+            after = scrape(port)
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -187,8 +244,21 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
     trips = sorted(t for log in logs for t in log.trips)
     moves = sum(len(log.final) for log in logs)
     person_moves = sum(len(log.actions) for log in logs)
+    def grew(name: str) -> float:
+        return after.get(name, 0.0) - before.get(name, 0.0)
+
+    waits = grew("orderchaos_agent_queue_wait_seconds_count")
     return {
         "clients": 2 * friend_games + agent_games,
+        "agents": agents,
+        "server_cpu_s": server_cpu,
+        "server_cpu_share": server_cpu / seconds,
+        "worker_cpu_s": worker_cpu,
+        "agent_searches": int(waits),
+        "queue_wait_mean_ms": 1000 * grew("orderchaos_agent_queue_wait_seconds_sum") / waits if waits else None,
+        "queue_wait_p99_bucket_s": wait_quantile(after, 0.99),
+        "store_statement_s": grew("orderchaos_store_statement_seconds"),
+        "store_commit_s": grew("orderchaos_store_commit_seconds"),
         "friend_games": friend_games,
         "agent_games": agent_games,
         "seconds": seconds,
@@ -210,14 +280,25 @@ def report(result: dict[str, Any]) -> str:
         f"  {result['moves']} moves ({result['person_moves']} by the scripted players) in {result['seconds']:.1f} s: "
         f"{result['moves_per_s']:.0f} moves/s\n"
         f"  move round trip: p50 {result['round_trip_p50_ms']:.1f} ms, p99 {result['round_trip_p99_ms']:.1f} ms\n"
+        f"  agent queue ({result['agents']}): {result['agent_searches']} searches, mean wait "
+        f"{_ms(result['queue_wait_mean_ms'])}, p99 at most {result['queue_wait_p99_bucket_s']} s\n"
+        f"  server process CPU {result['server_cpu_s']:.1f} s ({100 * result['server_cpu_share']:.0f}% of one core), "
+        f"worker processes {result['worker_cpu_s']:.1f} s\n"
+        f"  SQLite: {result['store_statement_s']:.2f} s in statements, {result['store_commit_s']:.2f} s of it "
+        f"committing ({100 * result['store_commit_s'] / max(result['server_cpu_s'], 1e-9):.1f}% of the server's CPU time, "
+        f"{100 * result['store_commit_s'] / result['seconds']:.1f}% of the wall time)\n"
         f"  store check: {'every game matches the moves played' if not result['store_problems'] else result['store_problems'][:5]}"
     )
 
 
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} ms"
+
+
 def run(quick: bool = False) -> dict[str, Any]:
-    """``orderchaos bench web``: 200 clients (50 friend games, 100 against heuristic), or a
-    few with ``quick``."""
-    result = load_test(2, 2) if quick else load_test(50, 100)
+    """``orderchaos bench web``: 500 clients (200 friend games, 100 against heuristic, the
+    agents on worker processes), or a few with ``quick``."""
+    result = load_test(2, 2) if quick else load_test(200, 100)
     print(report(result))
     return result
 
@@ -225,16 +306,18 @@ def run(quick: bool = False) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     """``python -m orderchaos.cli.web.load``: the load test with chosen sizes."""
     parser = argparse.ArgumentParser(prog="python -m orderchaos.cli.web.load", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--friend-games", type=int, default=50, metavar="N", help="games between two players (default 50)")
+    parser.add_argument("--friend-games", type=int, default=200, metavar="N", help="games between two players (default 200)")
     parser.add_argument("--agent-games", type=int, default=100, metavar="N", help="games against heuristic (default 100)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scripted players (default 0)")
-    parser.add_argument("--max-searches", type=int, default=None, metavar="N", help="the server's --max-searches")
+    parser.add_argument("--workers", type=int, default=None, metavar="N", help="the server's --workers")
+    parser.add_argument("--agents", choices=("processes", "ray", "threads"), default="processes",
+                        help="the server's --agents (default processes)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     if args.friend_games < 0 or args.agent_games < 0 or args.friend_games + args.agent_games == 0:
         print("orderchaos.cli.web.load: --friend-games and --agent-games must be at least 0, and not both 0", file=sys.stderr)
         return 2
-    result = load_test(args.friend_games, args.agent_games, seed=args.seed, max_searches=args.max_searches)
+    result = load_test(args.friend_games, args.agent_games, seed=args.seed, workers=args.workers, agents=args.agents)
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0 if not result["store_problems"] else 1
 

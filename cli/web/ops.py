@@ -11,6 +11,10 @@ Each app has its own :class:`prometheus_client.CollectorRegistry`, so two apps i
     orderchaos_agent_moves_queued        searches (agent moves, hints, analyses) waiting for a slot
     orderchaos_agent_moves_running       searches running
     orderchaos_move_round_trip_seconds   a person's move from its arrival until every tab was told
+    orderchaos_agent_queue_wait_seconds  how long each search waited for a worker (with workers)
+    orderchaos_workers_ready             workers warm and able to take a search
+    orderchaos_store_statement_seconds   seconds spent in the game store's SQLite statements so far
+    orderchaos_store_commit_seconds      of those, seconds spent committing transactions (moves, ends)
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from orderchaos.cli.web.store import GameStore
 
 log = logging.getLogger("orderchaos.web")
 ROUND_TRIP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+QUEUE_WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
 class Metrics:
@@ -36,7 +41,7 @@ class Metrics:
     the gauges that describe state read it when scraped."""
 
     def __init__(self, games_open: Callable[[], int], searches_queued: Callable[[], int],
-                 searches_running: Callable[[], int]) -> None:
+                 searches_running: Callable[[], int], store: GameStore | None = None) -> None:
         self.registry = CollectorRegistry()
         self.connections = Gauge("orderchaos_connections", "open WebSockets", registry=self.registry)
         Gauge("orderchaos_games_open", "games some tab has open",
@@ -51,6 +56,14 @@ class Metrics:
         self.round_trip = Histogram(
             "orderchaos_move_round_trip_seconds", "a person's move from its arrival until every tab was told",
             buckets=ROUND_TRIP_BUCKETS, registry=self.registry)
+        self.queue_wait = Histogram(
+            "orderchaos_agent_queue_wait_seconds", "how long each search waited for a worker",
+            buckets=QUEUE_WAIT_BUCKETS, registry=self.registry)
+        if store is not None:
+            Gauge("orderchaos_store_statement_seconds", "seconds spent in the game store's SQLite statements",
+                  registry=self.registry).set_function(lambda: store.db.statement_seconds)
+            Gauge("orderchaos_store_commit_seconds", "seconds spent committing the game store's transactions",
+                  registry=self.registry).set_function(lambda: store.db.commit_seconds)
 
     def text(self) -> bytes:
         """The metrics in Prometheus text format."""

@@ -25,8 +25,8 @@ MAX_INT_DIGITS = 12
 FIELDS: dict[str, frozenset[str]] = {
     name: frozenset(fields.split()) | {"type"}
     for name, fields in {
-        "new_game": "side opponent",
-        "play_friend": "side",
+        "new_game": "side opponent time_control",
+        "play_friend": "side time_control",
         "open": "game token invite",
         "leave": "",
         "move": "cell symbol text",
@@ -45,6 +45,11 @@ FIELDS: dict[str, frozenset[str]] = {
         "open_file": "name",
         "upload": "name content",
         "analyse": "game",
+        "lobby": "",
+        "challenge": "side time_control",
+        "accept": "challenge",
+        "cancel": "challenge",
+        "play_anyone": "time_control",
     }.items()
 }
 """Each message type and the fields it may carry."""

@@ -1,13 +1,22 @@
 """What every connection of one web server shares: its limits, the game store, the opponent
 levels and spec policy, and :meth:`Services.run`, the one way work leaves the event loop.
 
-:meth:`Services.run` runs a search (an agent's move, a hint, a study) in a worker thread
-under the server's caps: at most ``max_searches`` at once in all (more wait their turn, and
-give up with "server is busy" after ``queue_time``), each stopped when it runs past its time
-limit, or when the task awaiting it is cancelled (a tab closed, a newer request replaced it).
-Stopping is cooperative (:mod:`orderchaos.agents.cancel`): the searches check between steps,
-so a stopped search frees its core within one step. :attr:`Services.running` counts the
-worker threads still running; the tests watch it fall to zero.
+With a :class:`~orderchaos.agents.worker_pool.WorkerPool` (what ``orderchaos serve`` sets up:
+worker processes, or Ray actors), the searches leave the web process: an agent's move
+(:func:`agent_move` of a :class:`WorkerAgent`), a hint (:meth:`Services.hint`) and a study
+(:meth:`Services.study`) handed to :meth:`Services.run` are sent to a warm worker as the jobs
+of :mod:`orderchaos.arena.agent_work`, the pool's queue standing in for the search slots. A
+cancelled or timed-out search is told to stop and its worker killed if it does not; a worker
+that dies fails only its search, with the code ``worker``, and is replaced.
+
+Without a pool (the app alone, as tests make it), and for any other work (reading games
+files), :meth:`Services.run` runs it in a worker thread under the server's caps: at most
+``max_searches`` at once in all (more wait their turn, and give up with "server is busy"
+after ``queue_time``), each stopped when it runs past its time limit, or when the task
+awaiting it is cancelled (a tab closed, a newer request replaced it). Stopping is
+cooperative (:mod:`orderchaos.agents.cancel`): the searches check between steps, so a
+stopped search frees its core within one step. :attr:`Services.running` counts the searches
+still running; the tests watch it fall to zero.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +35,8 @@ from typing import Any, TypeVar
 from orderchaos.agents import cancel
 from orderchaos.agents.base import Agent
 from orderchaos.agents.registry import REGISTRY, SpecError, check_role, make, parse_spec, resolve
-from orderchaos.arena import analysis
+from orderchaos.agents.worker_pool import WorkerDied, WorkerPool
+from orderchaos.arena import agent_work, analysis
 from orderchaos.cli.web.errors import Busy, TimedOut, WebError
 from orderchaos.cli.web.store import GameStore
 from orderchaos.envs.rules import IllegalActionError, State
@@ -83,6 +94,16 @@ class Limits:
     """Whether a spec may name a directory on the server (a training run)."""
 
 
+@dataclass(frozen=True)
+class WorkerAgent:
+    """An agent that lives in the workers: its spec, the key its worker keeps it under, and
+    its name. :func:`agent_move` of it, through :meth:`Services.run`, is its move."""
+
+    spec: str
+    key: str
+    name: str
+
+
 @dataclass
 class Services:
     """The shared state of one server (see the module docstring)."""
@@ -92,74 +113,107 @@ class Services:
     store: GameStore = field(default_factory=lambda: GameStore(":memory:"))
     public_url: str | None = None
     """The site's public origin (``--public-url``): the base of the links the page shows."""
-    running: int = 0
-    queued: int = 0
-    """Searches waiting for a slot."""
+    workers: WorkerPool | None = None
+    """Where the searches run; None: threads of this process."""
+    observe_wait: Callable[[float], None] | None = None
+    """Told the seconds each search waited for a worker (the server's metrics)."""
+    _threads_running: int = 0
+    _threads_queued: int = 0
     _slots: asyncio.Semaphore | None = None
     _count_lock: threading.Lock = field(default_factory=threading.Lock)
-    _solver: Any = None
+    _bench: agent_work.Bench = field(default_factory=agent_work.Bench)
     _solver_lock: threading.Lock = field(default_factory=threading.Lock)
-    _evaluator: Any = None
-    _evaluator_failed: bool = False
     _evaluator_lock: threading.Lock = field(default_factory=threading.Lock)
 
-    # -- the solver and the network, shared -------------------------------------------------
+    @property
+    def running(self) -> int:
+        """Searches running (in threads here and on the workers)."""
+        return self._threads_running + (self.workers.running if self.workers is not None else 0)
+
+    @property
+    def queued(self) -> int:
+        """Searches waiting for a slot or a worker."""
+        return self._threads_queued + (self.workers.queued if self.workers is not None else 0)
+
+    # -- the solver and the network of this process (searches without workers) --------------
     def solve(self, state: State, *, time_limit: float | None = None, node_limit: int | None = None,
               moves: bool = False) -> Any:
         """The shared exact solver's ``SolveResult`` (it is not thread-safe: one at a time)."""
-        from orderchaos.agents.solver import Solver
-
         with self._solver_lock:
-            if self._solver is None:
-                self._solver = Solver()
-            return self._solver.solve(state, time_limit=time_limit, node_limit=node_limit, moves=moves)
+            return self._bench.solve(state, time_limit=time_limit, node_limit=node_limit, moves=moves)
 
     def evaluator(self) -> Any:
         """The pretrained network evaluator, or None when it cannot be loaded."""
         with self._evaluator_lock:
-            if self._evaluator is None and not self._evaluator_failed:
-                try:
-                    from orderchaos.agents.network_agent import shared_evaluator
-                    from orderchaos.agents.policy_files import pretrained_dir
-
-                    self._evaluator = shared_evaluator(pretrained_dir())
-                except Exception:  # a missing or broken policy disables values only
-                    log.exception("the pretrained network could not be loaded")
-                    self._evaluator_failed = True
-            return self._evaluator
+            return self._bench.evaluator()
 
     def hint(self, state: State) -> analysis.Hint:
         """:func:`orderchaos.arena.analysis.hint` with the shared solver and network (in a
-        worker thread: the first call loads the network)."""
+        worker thread: the first call loads the network). :meth:`run` sends it to a worker
+        when there are workers."""
         return analysis.hint(state, self.solve, self.limits.hint_time, self.evaluator())
 
     def study(self, actions: list[int]) -> dict[str, Any]:
-        """:func:`orderchaos.arena.analysis.study` of a game with the shared solver and network."""
+        """:func:`orderchaos.arena.analysis.study` of a game with the shared solver and network
+        (:meth:`run` sends it to a worker when there are workers)."""
         return analysis.study(actions, self.solve, self.limits.study_time, self.evaluator())
 
     def warm_up(self) -> None:
-        """Compile (or load from the cache) the solver's kernels before the first hint."""
+        """Start the workers, if any, which build their agents in the background; compile (or
+        load from the cache) this process's solver kernels before the first hint, and solve the
+        strategy's centre game before the first lesson move (both run here)."""
+        from orderchaos.agents.strategy import centre_table
+
+        if self.workers is not None:
+            self.workers.start()
         self.solve(State(), time_limit=0.05)
+        centre_table()
+
+    def close(self) -> None:
+        """Stop the workers, if any."""
+        if self.workers is not None:
+            self.workers.close()
 
     # -- work off the event loop -------------------------------------------------------------
+    def _worker_job(self, fn: Callable[..., Any], args: tuple) -> tuple[Callable[..., Any], tuple] | None:
+        """The worker job standing for ``fn(*args)``, or None when it runs here."""
+        if self.workers is None:
+            return None
+        if fn is agent_move and args and isinstance(args[0], WorkerAgent):
+            agent, state = args
+            return agent_work.move, (agent.key, agent.spec, state)
+        if fn == self.hint:
+            return agent_work.hint, (*args, self.limits.hint_time)
+        if fn == self.study:
+            return agent_work.study, (*args, self.limits.study_time)
+        return None
+
     async def run(self, fn: Callable[..., T], *args: Any, timeout: float, what: str) -> T:
-        """``fn(*args)`` in a worker thread under the caps (see the module docstring).
+        """``fn(*args)`` on a worker or in a worker thread under the caps (see the module
+        docstring).
 
         Raises Busy when no turn came within ``queue_time``, TimedOut past ``timeout``
-        (the work is told to stop), WebError for a WebError the work raised, and a WebError
-        without details for any other failure (logged here; its text stays on the server).
-        Cancelling the awaiting task tells the work to stop.
+        (the work is told to stop), WebError for a WebError the work raised, a WebError
+        ``worker`` when the worker died, and a WebError without details for any other
+        failure (logged here; its text stays on the server). Cancelling the awaiting task
+        tells the work to stop.
         """
+        job = self._worker_job(fn, args)
+        if job is not None:
+            value = await self._on_worker(job[0], job[1], timeout=timeout, what=what)
+            if fn is agent_move:
+                return checked_move(args[1], value)  # type: ignore[return-value]
+            return value
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.limits.max_searches)
         slots = self._slots
-        self.queued += 1
+        self._threads_queued += 1
         try:
             await asyncio.wait_for(slots.acquire(), self.limits.queue_time)
         except asyncio.TimeoutError:
             raise Busy("every search slot is taken") from None
         finally:
-            self.queued -= 1
+            self._threads_queued -= 1
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         # read its exception even when nobody awaits it any more (a stopped search)
@@ -178,14 +232,14 @@ class Services:
                 outcome = (future.set_exception, exc)
             finally:
                 with self._count_lock:
-                    self.running -= 1
+                    self._threads_running -= 1
                 with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
                     loop.call_soon_threadsafe(slots.release)
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(deliver, *outcome)
 
         with self._count_lock:
-            self.running += 1
+            self._threads_running += 1
         threading.Thread(target=work, name=f"orderchaos-web: {what}", daemon=True).start()
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
@@ -196,14 +250,37 @@ class Services:
         except asyncio.CancelledError:
             stop.set()
             raise
-        except WebError:
-            raise
-        except cancel.Cancelled:
-            raise WebError(f"{what} was stopped", "stopped") from None
-        except Exception:
-            log.exception("%s failed", what)
-            raise WebError(f"{what} failed (an error inside the server; its log has the details)",
-                           "internal") from None
+        except Exception as exc:
+            raise failure(exc, what) from None
+
+    async def _on_worker(self, fn: Callable[..., T], args: tuple, *, timeout: float, what: str) -> T:
+        """The job ``fn(bench, *args)`` on a worker (see :meth:`run`)."""
+        assert self.workers is not None
+        request = self.workers.submit(fn, *args)
+        started, result = asyncio.wrap_future(request.started), asyncio.wrap_future(request.future)
+        for future in (started, result):  # read even when nobody awaits it any more (a stopped search)
+            future.add_done_callback(lambda done: done.cancelled() or done.exception())
+        try:
+            try:
+                await asyncio.wait_for(asyncio.shield(started), self.limits.queue_time)
+            except asyncio.TimeoutError:
+                raise Busy("every worker is busy") from None
+            if self.observe_wait is not None and request.waited is not None:
+                self.observe_wait(request.waited)
+            try:
+                return await asyncio.wait_for(asyncio.shield(result), timeout)
+            except asyncio.TimeoutError:
+                raise TimedOut(f"{what} did not finish within {timeout:g} s and was stopped", "timeout",
+                               seconds=timeout) from None
+            except WorkerDied as exc:
+                log.error("%s failed: %s", what, exc)
+                raise WebError(f"{what} failed: the worker computing it stopped; it is being replaced, "
+                               "try again", "worker") from None
+            except Exception as exc:
+                raise failure(exc, what) from None
+        finally:
+            if not request.future.done():
+                self.workers.cancel(request)
 
     # -- opponents -------------------------------------------------------------------------
     def opponent(self, value: object, role: str) -> tuple[str, str]:
@@ -252,9 +329,29 @@ class Services:
             spec = f"{spec},time={budget:g}" if ":" in spec else f"{spec}:time={budget:g}"
         return spec
 
-    async def build(self, spec: str) -> Agent:
-        """Build an agent off the event loop."""
-        return await self.run(build_agent, spec, timeout=self.limits.build_time, what="building the opponent")
+    async def build(self, spec: str) -> Agent | WorkerAgent:
+        """Build an agent off the event loop: on a worker when there are workers (the
+        :class:`WorkerAgent` standing for it), else here."""
+        what = "building the opponent"
+        if self.workers is None:
+            return await self.run(build_agent, spec, timeout=self.limits.build_time, what=what)
+        key = secrets.token_hex(8)
+        name = await self._on_worker(agent_work.build, (key, spec), timeout=self.limits.build_time, what=what)
+        return WorkerAgent(spec, key, name)
+
+
+def failure(exc: Exception, what: str) -> WebError:
+    """The WebError a search's failure ``exc`` reaches the page as: a WebError as it is, a
+    bad spec with its text, a stopped search as ``stopped``, anything else ``internal``
+    without details (logged here; its text stays on the server)."""
+    if isinstance(exc, WebError):
+        return exc
+    if isinstance(exc, SpecError):
+        return WebError(f"bad agent spec: {exc}", "spec")
+    if isinstance(exc, cancel.Cancelled):
+        return WebError(f"{what} was stopped", "stopped")
+    log.error("%s failed", what, exc_info=exc)
+    return WebError(f"{what} failed (an error inside the server; its log has the details)", "internal")
 
 
 def build_agent(spec: str) -> Agent:
@@ -265,9 +362,16 @@ def build_agent(spec: str) -> Agent:
         raise WebError(f"bad agent spec: {exc}", "spec") from None
 
 
-def agent_move(agent: Agent, state: State) -> int:
-    """The agent's move in ``state``, checked."""
-    action = agent.act(state)
+def agent_move(agent: Agent | WorkerAgent, state: State) -> int:
+    """The agent's move in ``state``, checked (a :class:`WorkerAgent`'s only through
+    :meth:`Services.run`, which asks its worker)."""
+    if isinstance(agent, WorkerAgent):
+        raise TypeError("a worker's agent moves through Services.run")
+    return checked_move(state, agent.act(state))
+
+
+def checked_move(state: State, action: int) -> int:
+    """``action`` if it is legal in ``state``; else a WebError."""
     try:
         return state.check_action(action)
     except IllegalActionError:

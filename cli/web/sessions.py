@@ -39,6 +39,7 @@ from orderchaos.agents.base import Agent
 from orderchaos.arena import analysis
 from orderchaos.arena.game_files import GameFileError, SavedGame, load_games
 from orderchaos.cli.terminal_game import MoveInputError, parse_move
+from orderchaos.cli.web.clocks import NO_CLOCK, TimeControl, parse_time_control
 from orderchaos.cli.web.errors import TimedOut, WebError
 from orderchaos.cli.web.games import Client, Hub, LiveGame
 from orderchaos.cli.web.services import LEVELS, SUGGESTED_SPECS, Limits, Services, agent_move
@@ -90,17 +91,19 @@ def safe_name(name: str) -> str:
 class Play:
     """The game this tab has open, if any, and its hint."""
 
-    def __init__(self, services: Services, hub: Hub, send: Send) -> None:
-        self.services, self.hub, self.send = services, hub, send
+    def __init__(self, services: Services, hub: Hub, send: Send, address: str = "") -> None:
+        self.services, self.hub, self.send, self.address = services, hub, send, address
         self.client = Client(send)
         self.game: LiveGame | None = None
         self.hint_task: asyncio.Task | None = None
 
     def _side(self, msg: dict[str, Any]) -> str:
+        return _resolve_side(self._side_asked(msg))
+
+    @staticmethod
+    def _side_asked(msg: dict[str, Any]) -> str:
         side = msg.get("side")
-        if side == "random":
-            return AGENTS[secrets.randbelow(2)]
-        if side not in AGENTS:
+        if side != "random" and side not in AGENTS:
             raise WebError("side must be 'order', 'chaos' or 'random'", "side")
         return side
 
@@ -116,21 +119,35 @@ class Play:
         await self.send(joined)
         await game.broadcast()
 
+    def _time_control(self, msg: dict[str, Any]) -> TimeControl | None:
+        name = msg.get("time_control", NO_CLOCK)
+        if not isinstance(name, str):
+            raise WebError("time_control must be a name such as '3+2' or 'none'", "time_control")
+        try:
+            return parse_time_control(name)
+        except ValueError as exc:
+            raise WebError(str(exc), "time_control") from None
+
     async def new_game(self, msg: dict[str, Any]) -> None:
-        """A game against an agent: ``side`` for the person, ``opponent`` a level or spec."""
+        """A game against an agent: ``side`` for the person, ``opponent`` a level or spec,
+        ``time_control`` a preset name or ``"none"`` (the agent gets the same clock)."""
         side = self._side(msg)
+        control = self._time_control(msg)
         spec, label = self.services.opponent(msg.get("opponent"), AGENTS[1 - AGENTS.index(side)])
         agent = await self.services.build(spec)
         specs = {role: (spec if role != side else None) for role in AGENTS}
         labels = {role: (label if role != side else None) for role in AGENTS}
-        game, token = await self.hub.create(side, specs, labels, invite=False)
+        game, token = await self.hub.create(side, specs, labels, invite=False, control=control)
         game.agents[AGENTS[1 - AGENTS.index(side)]] = agent
         await self._join(game, side, token)
 
     async def play_friend(self, msg: dict[str, Any]) -> None:
-        """A game against a person who opens the invite link: ``side`` for the creator."""
+        """A game against a person who opens the invite link: ``side`` for the creator,
+        ``time_control`` a preset name or ``"none"``."""
         side = self._side(msg)
-        game, token = await self.hub.create(side, {r: None for r in AGENTS}, {r: None for r in AGENTS}, invite=True)
+        control = self._time_control(msg)
+        game, token = await self.hub.create(
+            side, {r: None for r in AGENTS}, {r: None for r in AGENTS}, invite=True, control=control)
         await self._join(game, side, token)
 
     async def open(self, msg: dict[str, Any]) -> None:
@@ -146,6 +163,59 @@ class Play:
             await self._join(game, claimed[0], claimed[1])
             return
         await self._join(game, None)
+
+    # -- the lobby ----------------------------------------------------------------------------
+    async def show_lobby(self) -> None:
+        """Send this tab the open challenges and what it waits to be paired for."""
+        lobby = self.hub.lobby
+        await self.send({"type": "lobby", "challenges": lobby.listing(self), "seeking": lobby.seeking_for(self)})
+
+    async def _tell_lobby(self) -> None:
+        for tab in list(self.hub.lobby_tabs):
+            await tab.show_lobby()
+
+    async def challenge(self, msg: dict[str, Any]) -> None:
+        """Open a challenge: ``side`` the creator takes (or random), ``time_control``."""
+        side = self._side_asked(msg)
+        self._time_control(msg)
+        self.hub.lobby.open(self, self.address, side, msg.get("time_control", NO_CLOCK))
+        await self._tell_lobby()
+
+    async def accept(self, msg: dict[str, Any]) -> None:
+        """Take an open challenge: both its creator and this tab land in the new game."""
+        challenge = self.hub.lobby.take(msg.get("challenge"), self)
+        await self._tell_lobby()
+        control = parse_time_control(challenge.time_control)
+        await _pair(challenge.owner, self, _resolve_side(challenge.side), control)
+
+    async def cancel(self, msg: dict[str, Any]) -> None:
+        """Withdraw one of this tab's challenges, or (without one) stop waiting to be paired."""
+        if "challenge" in msg:
+            self.hub.lobby.cancel(msg.get("challenge"), self)
+            await self._tell_lobby()
+        else:
+            self.hub.lobby.seekers.pop(self, None)
+            await self.show_lobby()
+
+    async def play_anyone(self, msg: dict[str, Any]) -> None:
+        """Be paired with the first other tab asking for the same ``time_control``."""
+        control = self._time_control(msg)
+        waiting = self.hub.lobby.seek(self, msg.get("time_control", NO_CLOCK))
+        if waiting is None:
+            await self.show_lobby()
+            return
+        await _pair(waiting, self, AGENTS[secrets.randbelow(2)], control)
+
+    def leave_lobby(self) -> None:
+        """This tab closed: its challenges and its wait for a pairing go with it."""
+        self.hub.lobby_tabs.discard(self)
+        if self.hub.lobby.gone(self):
+            try:
+                task = asyncio.get_running_loop().create_task(self._tell_lobby())
+            except RuntimeError:  # no event loop: nobody to tell
+                return
+            self.hub.pending.add(task)
+            task.add_done_callback(self.hub.pending.discard)
 
     def leave(self) -> None:
         """Close the open game in this tab (its hint stops)."""
@@ -235,6 +305,18 @@ class Play:
 
 
 # -- watch ----------------------------------------------------------------------------
+
+
+def _resolve_side(side: str) -> str:
+    """A side as asked for, a random one drawn for ``"random"``."""
+    return AGENTS[secrets.randbelow(2)] if side == "random" else side
+
+
+async def _pair(first: Play, second: Play, first_seat: str, control: TimeControl | None) -> None:
+    """A new game between two tabs, ``first`` in ``first_seat``: both land in it."""
+    game, first_token, second_token = await first.hub.create_seated(first_seat, control)
+    await first._join(game, first_seat, first_token)
+    await second._join(game, AGENTS[1 - AGENTS.index(first_seat)], second_token)
 
 
 class WatchGame:
@@ -481,9 +563,10 @@ def _positions(actions: list[int]) -> list[State]:
 class Connection:
     """One tab's games and the dispatch of its messages."""
 
-    def __init__(self, services: Services, hub: Hub, send: Send) -> None:
+    def __init__(self, services: Services, hub: Hub, send: Send, address: str = "") -> None:
         self.services = services
-        self.play = Play(services, hub, send)
+        self.play = Play(services, hub, send, address)
+        hub.lobby_tabs.add(self.play)
         self.watch = WatchGame(services, send)
         self.study = Study(services, send)
         self.send = send
@@ -529,13 +612,19 @@ class Connection:
             "open_file": lambda: self.study.open_file(msg),
             "upload": lambda: self.study.upload(msg),
             "analyse": lambda: self.study.analyse(msg),
+            "lobby": self.play.show_lobby,
+            "challenge": lambda: self.play.challenge(msg),
+            "accept": lambda: self.play.accept(msg),
+            "cancel": lambda: self.play.cancel(msg),
+            "play_anyone": lambda: self.play.play_anyone(msg),
         }
         result = handlers[kind]()
         if result is not None:
             await result
 
     def close(self) -> None:
-        """Stop everything this tab started and leave its game."""
+        """Stop everything this tab started, leave its game and the lobby."""
+        self.play.leave_lobby()
         self.play.leave()
         self.watch.stop()
         self.study.stop()

@@ -3,7 +3,7 @@
 Every game played on the page (against a friend or an agent) is a row of ``games``, and
 each of its moves a row of ``moves``; a move is committed before the server tells anyone
 about it, so a restart loses nothing that a player saw. The file is opened in WAL mode
-(readers never wait for the writer). Schema, version 2::
+(readers never wait for the writer). Schema, version 3::
 
     games(id TEXT PRIMARY KEY,       -- secrets.token_urlsafe(16): 128 random bits
           created REAL, updated REAL,  -- Unix seconds
@@ -20,12 +20,21 @@ about it, so a restart loses nothing that a player saw. The file is opened in WA
           seated REAL)                 -- when both seats were first taken
     moves(game TEXT, ply INTEGER, action INTEGER, at REAL, PRIMARY KEY (game, ply))
     meta(key TEXT PRIMARY KEY, value TEXT)   -- schema_version
+    puzzle_players(id TEXT PRIMARY KEY,   -- the anonymous id a browser keeps
+                   r REAL, rd REAL, sigma REAL,  -- Glicko-2 rating, deviation, volatility
+                   attempts INTEGER, solved INTEGER, updated REAL)
+    puzzle_ratings(id TEXT PRIMARY KEY,   -- a puzzle's id; no row: its start rating
+                   r REAL, rd REAL, sigma REAL, attempts INTEGER, solved INTEGER, updated REAL)
+    puzzle_attempts(player TEXT, puzzle TEXT, at REAL,
+                    solved INTEGER,            -- 1 solved, 0 failed
+                    before REAL, after REAL,   -- the player's rating around the attempt
+                    PRIMARY KEY (player, puzzle))  -- only a first attempt is rated
 
 Seat tokens are kept only as hashes: the file alone does not let anyone take a seat.
 A game is finished once ``reason`` is set; ``winner`` stays NULL for an aborted game.
 A version 1 file is upgraded in place when opened: the new columns are added, and a
 finished game's reason is read off its winner (Order can only win by five, Chaos only by a
-full board). :meth:`GameStore.resume_clocks` restarts running clocks from the moment the
+full board); a version 2 file gains the three (empty) puzzle tables. :meth:`GameStore.resume_clocks` restarts running clocks from the moment the
 server starts, so the time it was down is not charged.
 """
 
@@ -38,15 +47,17 @@ import time
 from dataclasses import dataclass, field
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from orderchaos.arena.game_files import GameRecord, SavedGame, game_line
+from orderchaos.arena.glicko2 import Rating
 from orderchaos.cli.web.clocks import GameClock, TimeControl
 from orderchaos.envs.rules import AGENTS, State
 from orderchaos.files import atomic_write_bytes
 
 PERSON = "person"
 """How a seat held by a person is labelled in game files."""
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 REASONS = ("five", "full_board", "resign", "time", "aborted")
 """Why a game ended, as the store and the protocol name it."""
 SCHEMA = """
@@ -75,6 +86,27 @@ CREATE TABLE IF NOT EXISTS moves (
     PRIMARY KEY (game, ply)
 );
 CREATE INDEX IF NOT EXISTS games_open ON games(reason) WHERE reason IS NULL;
+CREATE TABLE IF NOT EXISTS puzzle_players (
+    id TEXT PRIMARY KEY,
+    r REAL NOT NULL, rd REAL NOT NULL, sigma REAL NOT NULL,
+    attempts INTEGER NOT NULL, solved INTEGER NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS puzzle_ratings (
+    id TEXT PRIMARY KEY,
+    r REAL NOT NULL, rd REAL NOT NULL, sigma REAL NOT NULL,
+    attempts INTEGER NOT NULL, solved INTEGER NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS puzzle_attempts (
+    player TEXT NOT NULL,
+    puzzle TEXT NOT NULL,
+    at REAL NOT NULL,
+    solved INTEGER NOT NULL,
+    before REAL NOT NULL,
+    after REAL NOT NULL,
+    PRIMARY KEY (player, puzzle)
+);
 """
 V2_COLUMNS = (
     "reason TEXT", "time_base REAL", "time_increment REAL", "order_left REAL", "chaos_left REAL",
@@ -93,6 +125,16 @@ def upgrade_from_1(db: sqlite3.Connection) -> None:
                    " WHERE winner IS NOT NULL")
         db.execute("DROP INDEX IF EXISTS games_unfinished")
         db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+
+
+def upgrade_from_2(db: sqlite3.Connection) -> None:
+    """Bring a version 2 store to version 3 in one transaction: the puzzle tables, empty."""
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        for statement in SCHEMA.split(";"):
+            if "puzzle_" in statement:
+                db.execute(statement)
+        db.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
 
 
 class StoreError(ValueError):
@@ -153,6 +195,33 @@ class StoredGame:
         return SavedGame(0, self.label("order"), self.label("chaos"), record)
 
 
+class TimedConnection(sqlite3.Connection):
+    """A SQLite connection that adds up the seconds spent in its statements
+    (``statement_seconds``) and in committing its ``with`` blocks (``commit_seconds``), which
+    the load test reports as the store's share of the server's time."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.statement_seconds = 0.0
+        self.commit_seconds = 0.0
+        self.commits = 0
+
+    def execute(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:  # noqa: D102 - sqlite3's, timed
+        started = time.perf_counter()
+        try:
+            return super().execute(*args, **kwargs)
+        finally:
+            self.statement_seconds += time.perf_counter() - started
+
+    def __exit__(self, *exc: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return super().__exit__(*exc)
+        finally:
+            self.commit_seconds += time.perf_counter() - started
+            self.commits += 1
+
+
 class GameStore:
     """Games and moves in one SQLite file (``":memory:"`` for a store that dies with it).
 
@@ -165,7 +234,8 @@ class GameStore:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.db: TimedConnection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                                       factory=TimedConnection)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
@@ -175,6 +245,8 @@ class GameStore:
             if row is not None and row[0] == "1":
                 upgrade_from_1(self.db)
                 row = ("2",)
+            if row is not None and row[0] == "2":
+                upgrade_from_2(self.db)
             self.db.executescript(SCHEMA)
             damage = [row[0] for row in self.db.execute("PRAGMA quick_check")]
             if damage != ["ok"]:  # corrupt pages would fail later games one by one
@@ -259,6 +331,11 @@ class GameStore:
             "SELECT id FROM games WHERE reason IS NULL AND seated <= ?"
             " AND NOT EXISTS (SELECT 1 FROM moves WHERE game=games.id) ORDER BY seated", (before,))]
 
+    def clocks_running(self) -> list[str]:
+        """Unfinished games whose clock runs (a side to move may run out of time)."""
+        return [i for (i,) in self.db.execute(
+            "SELECT id FROM games WHERE reason IS NULL AND turn_started IS NOT NULL ORDER BY turn_started")]
+
     def resume_clocks(self) -> int:
         """Restart every running clock of an unfinished game from now (the server starts:
         the time it was down is not charged); returns how many were running."""
@@ -309,6 +386,53 @@ class GameStore:
             clock=None if row[12] is None else GameClock(
                 TimeControl(row[12], row[13]), {"order": row[14], "chaos": row[15]}, row[16]),
         )
+
+    # -- puzzles ----------------------------------------------------------------------------
+    def puzzle_player(self, player: str) -> Rating | None:
+        """A puzzle player's rating, or None before their first rated attempt."""
+        row = self.db.execute("SELECT r, rd, sigma FROM puzzle_players WHERE id=?", (player,)).fetchone()
+        return None if row is None else Rating(*row)
+
+    def puzzle_rating(self, puzzle: str) -> Rating | None:
+        """A puzzle's rating, or None before its first rated attempt."""
+        row = self.db.execute("SELECT r, rd, sigma FROM puzzle_ratings WHERE id=?", (puzzle,)).fetchone()
+        return None if row is None else Rating(*row)
+
+    def puzzle_ratings(self) -> dict[str, float]:
+        """Every attempted puzzle's rating: id -> r."""
+        return dict(self.db.execute("SELECT id, r FROM puzzle_ratings"))
+
+    def attempted_puzzles(self, player: str) -> set[str]:
+        """The puzzles this player has made a rated attempt at."""
+        return {p for (p,) in self.db.execute("SELECT puzzle FROM puzzle_attempts WHERE player=?", (player,))}
+
+    def puzzle_attempt(self, player: str, puzzle: str) -> tuple[bool, float, float] | None:
+        """The player's rated attempt at the puzzle: (solved, rating before, rating after), or None."""
+        row = self.db.execute("SELECT solved, before, after FROM puzzle_attempts WHERE player=? AND puzzle=?",
+                              (player, puzzle)).fetchone()
+        return None if row is None else (bool(row[0]), row[1], row[2])
+
+    def record_puzzle_attempt(
+        self, player: str, puzzle: str, solved: bool, before: Rating, player_after: Rating, puzzle_after: Rating
+    ) -> bool:
+        """Store a first attempt and both new ratings in one transaction; False (and nothing
+        written) when the player has attempted this puzzle before."""
+        now = self.clock()
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            cursor = self.db.execute(
+                "INSERT OR IGNORE INTO puzzle_attempts VALUES (?, ?, ?, ?, ?, ?)",
+                (player, puzzle, now, int(solved), before.r, player_after.r))
+            if cursor.rowcount == 0:
+                return False
+            for table, key, rating in (("puzzle_players", player, player_after),
+                                       ("puzzle_ratings", puzzle, puzzle_after)):
+                self.db.execute(
+                    f"INSERT INTO {table} VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+                    " r=excluded.r, rd=excluded.rd, sigma=excluded.sigma, attempts=attempts+1,"
+                    " solved=solved+excluded.solved, updated=excluded.updated",
+                    (key, rating.r, rating.rd, rating.sigma, int(solved), now))
+        return True
 
     def ids(self, finished: bool | None = None) -> list[str]:
         """Game ids, oldest first: all, only finished (True) or only unfinished (False) ones."""

@@ -14,7 +14,7 @@ from orderchaos.bench.solver import sensible_positions
 from orderchaos.envs.rules import CELLS, CHAOS, ORDER, State, parse_board, threat_pairs
 from orderchaos.envs.symmetry import NUM_SYMMETRIES, transform_bits, transform_state
 
-from helpers import brute_force, order_wins_within, plies_to_five, random_board
+from helpers import brute_force, order_wins_within, random_board
 
 
 def fresh_solver() -> Solver:
@@ -117,37 +117,6 @@ def test_best_actions_match_brute_force(seed: int, empties: int) -> None:
 def test_order_wins_within_matches_brute_force(seed: int, empties: int, plies: int) -> None:
     state = random_board(seed, empties)
     assert fresh_solver().order_wins_within(state, plies) == order_wins_within(state, plies)
-
-
-@settings(max_examples=25, deadline=None)
-@given(st.integers(0, 10**9), st.sampled_from([2, 4, 6]), st.booleans())
-def test_fastest_wins_are_the_moves_with_the_shortest_forced_five(seed: int, empties: int, quiet: bool) -> None:
-    state = random_board(seed, empties)  # an even number of empty cells: Order to move
-    while quiet and threat_pairs(state.x, state.o):  # no five to complete: longer wins
-        seed += 1
-        state = random_board(seed, empties)
-    actions = state.legal_actions()
-    distance = {a: 1 + plies_to_five(state.apply(a)) for a in actions}
-    best = min(distance.values())
-    found = fresh_solver().fastest_wins(state, actions, max_plies=empties)
-    if best == float("inf"):
-        assert found is None
-    else:
-        assert found == ([a for a in actions if distance[a] == best], best)
-        assert fresh_solver().fastest_wins(state, actions, max_plies=int(best) - 1) is None
-
-
-@settings(max_examples=25, deadline=None)
-@given(st.integers(0, 10**9), st.sampled_from([3, 5, 7]), st.sampled_from([1, 3]))
-def test_holding_moves_are_chaos_moves_without_a_short_forced_five(seed: int, empties: int, plies: int) -> None:
-    state = random_board(seed, empties)  # an odd number of empty cells: Chaos to move
-    expected = [a for a in state.legal_actions() if not order_wins_within(state.apply(a), plies)]
-    assert fresh_solver().holding_moves(state, plies) == expected
-
-
-def test_holding_moves_are_asked_for_chaos_only() -> None:
-    with pytest.raises(ValueError, match="Chaos to move"):
-        fresh_solver().holding_moves(State(), 3)
 
 
 @settings(max_examples=6, deadline=None)

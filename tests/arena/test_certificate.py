@@ -182,14 +182,14 @@ def test_status_reports_the_empty_board_won_by_the_certificate(capsys: pytest.Ca
     assert set(by_move) == {"a1 X", "b1 X", "c1 X", "b2 X", "c2 X", "c3 X"}
     for move in ("b2 X", "c2 X", "c3 X"):
         assert by_move[move]["result"] == "proven" and by_move[move]["source"] == "strategy"
-    for move in ("a1 X", "b1 X", "c1 X"):
-        assert by_move[move]["source"] == "book"
+    for move in ("a1 X", "b1 X", "c1 X"):  # proven by the book: the extended pairing argument
+        assert by_move[move]["source"] == "book" and by_move[move]["verdict"] == "proven"
     replies = s["focus"]["replies"]
     assert len(replies) == 40 and all(r["strategy"] == "proven" for r in replies)
     print_solved_status(s)
     text = capsys.readouterr().out
     assert text.startswith("empty board: order wins (by the certificate")
-    assert "  c3 X: proven    by the strategy" in text and "  a1 X: open      by the book" in text
+    assert "  c3 X: proven    by the strategy" in text and "  a1 X: proven    by the book; check: " in text
 
 
 def test_the_proof_book_agrees_with_the_strategy() -> None:

@@ -40,8 +40,8 @@ INTERRUPTED = "..X.....O...O..X.........OX........."
 """An Order win whose proof lasts a few seconds (4.5 s of search on the 2026-12 development
 machine, where MEDIUM's took 1.6 s and finished before the tests could interrupt it)."""
 SMALL_ARGS = ["--budget", "2000", "--cap", "8000", "--tt-bits", "16"]
-SMALL = ProveConfig(first_budget=2000, cap=8000, tt_bits=16)
-TINY = ProveConfig(first_budget=1, growth=2, cap=1, tt_bits=14)
+SMALL = ProveConfig(first_budget=2000, cap=8000, tt_bits=16, leaf_rule="strategy")  # no extended tables to build
+TINY = ProveConfig(first_budget=1, growth=2, cap=1, tt_bits=14, leaf_rule="strategy")
 """Every leaf gets one 1-node try and is then expanded: exercises the PN tree itself."""
 
 
@@ -244,7 +244,7 @@ def test_two_workers_agree(tmp_path: Path) -> None:
     r = Prover(s, book, config=dataclasses.replace(SMALL, workers=2), book_path=tmp_path / "w2.ocb").run(120)
     assert r.winner == ORDER  # the solver's verdict on this position (see the solver check below)
     assert ProofBook.load(tmp_path / "w2.ocb").lookup(s).winner == ORDER
-    assert verify(tmp_path / "w2.ocb", node_limit=2_000_000) == []
+    assert verify(tmp_path / "w2.ocb", node_limit=2_000_000, leaf_rule="strategy") == []
 
 
 def test_fixed_first_move_and_status(tmp_path: Path) -> None:
@@ -272,7 +272,7 @@ def test_fixed_first_move_and_status(tmp_path: Path) -> None:
 
 
 def _prove_cmd(book: Path, interval: float = 1.0) -> list[str]:
-    return [sys.executable, "-m", "orderchaos", "prove", INTERRUPTED, "--book", str(book), "--interval", str(interval),
+    return [sys.executable, "-m", "orderchaos", "prove", INTERRUPTED, "--leaf-rule", "strategy", "--book", str(book), "--interval", str(interval),
             "--progress", "0.2", "--json"] + SMALL_ARGS
 
 
@@ -346,7 +346,7 @@ def _small_proven_book(tmp_path: Path) -> tuple[Path, ProofBook]:
 def test_verify_passes_and_catches_planted_errors(tmp_path: Path) -> None:
     path, book = _small_proven_book(tmp_path)
     assert len(book) > 10
-    assert verify(path) == []
+    assert verify(path, leaf_rule="strategy") == []
     entries = list(book.items())
     # Plant a wrong winner on one entry (rebuilt book, valid file, consistent format).
     key, winner, move = next(e for e in entries if e[1] != key_state(e[0]).to_play)
@@ -358,12 +358,12 @@ def test_verify_passes_and_catches_planted_errors(tmp_path: Path) -> None:
         bad.add(key_state(k), w, m)
     bad_path = tmp_path / "planted.ocb"
     bad.save(bad_path)
-    failures = verify(bad_path)
+    failures = verify(bad_path, leaf_rule="strategy")
     assert any(f.startswith(key_state(key).to_string()) for f in failures)
     # A truncated file is reported, not half-read.
     trunc = tmp_path / "trunc.ocb"
     trunc.write_bytes(path.read_bytes()[:-4])
-    failures = verify(trunc)
+    failures = verify(trunc, leaf_rule="strategy")
     assert len(failures) == 1 and "truncated" in failures[0] and str(trunc) in failures[0]
     assert cli_main(["prove", "--book", str(trunc), "--verify"]) == 1
 
@@ -380,7 +380,7 @@ def test_verify_catches_a_wrong_move(tmp_path: Path) -> None:
             book.add(s, ORDER, losing[0])
             path = tmp_path / "m.ocb"
             book.save(path)
-            failures = verify(path)
+            failures = verify(path, leaf_rule="strategy")
             assert len(failures) == 1  # reported by its canonical image's board string
             assert canonical_form(*parse_board(failures[0][:CELLS]))[0] == canonical_form(*s)[0]
             return
@@ -417,7 +417,7 @@ def test_cli_ray_backend_with_two_workers_agrees_with_local(tmp_path: Path) -> N
     the same winner and the Ray book verifies on its own."""
     pytest.importorskip("ray")
     ray_book, local_book = tmp_path / "ray.ocb", tmp_path / "local.ocb"
-    r = subprocess.run([sys.executable, "-m", "orderchaos", "prove", MEDIUM, "--book", str(ray_book),
+    r = subprocess.run([sys.executable, "-m", "orderchaos", "prove", MEDIUM, "--leaf-rule", "strategy", "--book", str(ray_book),
                         "--backend", "ray", "--workers", "2", "--json", *SMALL_ARGS],
                        capture_output=True, text=True, env=prove_env(), timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -431,7 +431,7 @@ def test_cli_ray_backend_with_two_workers_agrees_with_local(tmp_path: Path) -> N
     assert len(common) >= 0.9 * len(want), (len(got), len(want), len(common))
     assert all(got[k] == want[k] for k in common)
     assert BookMeta.load(ray_book).runs == 1
-    assert verify(ray_book, node_limit=2_000_000) == []
+    assert verify(ray_book, node_limit=2_000_000, leaf_rule="strategy") == []
 
 
 def _free_port() -> int:
@@ -444,7 +444,7 @@ def test_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
     book = tmp_path / "u.ocb"
     address = f"127.0.0.1:{_free_port()}"
     started = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "orderchaos", "prove", MEDIUM, "--book", str(book), "--backend", "ray",
+    r = subprocess.run([sys.executable, "-m", "orderchaos", "prove", MEDIUM, "--leaf-rule", "strategy", "--book", str(book), "--backend", "ray",
                         "--ray-address", address], capture_output=True, text=True, env=prove_env(), timeout=120)
     elapsed = time.perf_counter() - started
     assert r.returncode == 2 and "Traceback" not in r.stderr

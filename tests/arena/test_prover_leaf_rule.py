@@ -1,6 +1,8 @@
-"""The prover takes a position the central-pairing strategy covers as a proven Order win."""
+"""The prover takes a position the pairing argument covers as a proven Order win."""
 
 from __future__ import annotations
+
+import pytest
 
 from orderchaos.agents.proof_book import ProofBook
 from orderchaos.agents.strategy import covers, move
@@ -21,8 +23,19 @@ def test_a_covered_position_is_proven_without_a_solver_task() -> None:
 
 
 def test_a_fixed_first_move_is_not_settled_by_the_rule_at_the_root() -> None:
-    prover = Prover(State(), ProofBook(), config=TINY, first=2 * parse_cell("a1"))
-    assert covers(State()) and not prover.root.solved
-    prover.run(2.0)  # the strategy settles some Chaos replies to a1 X at once
-    replies = [child for child, _, _ in prover.root.children[0][0].children]
-    assert any(child.pn == 0 for child in replies)
+    prover = Prover(State(), ProofBook(), config=TINY, first=2 * parse_cell("c3"))
+    assert covers(State()) and not prover.root.solved  # the question is whether c3 X wins
+    result = prover.run(2.0)  # the rule settles the position after c3 X, one ply down
+    assert result.winner == ORDER and result.tasks == 0
+    assert prover.root.children is not None and prover.root.children[0][0].pn == 0
+
+
+@pytest.mark.slow
+def test_the_extended_rule_settles_a_border_first_move_without_a_solver_task() -> None:
+    """After a1 X the pair a1-f6 is half filled: outside the strategy, inside the extended
+    argument (builds the diagonal's tables, a minute of CPU time)."""
+    book = ProofBook()
+    result = Prover(State(), book, config=TINY, first=2 * parse_cell("a1")).run()
+    assert result.winner == ORDER and result.tasks == 0
+    after = State().apply(2 * parse_cell("a1"))
+    assert not covers(after) and book.lookup(after).winner == ORDER

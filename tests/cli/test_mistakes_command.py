@@ -27,3 +27,26 @@ def test_mistakes_command_reports_proven_losing_moves(capsys) -> None:
     assert "unknown agent 'nosuch'" in capsys.readouterr().err
     assert main(["mistakes", "--agent", "random", "--games", "0"]) == 2
     assert "--games" in capsys.readouterr().err
+
+
+def test_each_order_mistake_is_marked_by_the_strategy_beside_the_solver(capsys) -> None:
+    """A proven losing Order move can never keep the strategy's win (the strategy is sound):
+    where the strategy covers the position it is marked "leaves" with the strategy's move,
+    elsewhere it has no mark."""
+    from orderchaos.agents import strategy
+    from orderchaos.cli.main import main
+    from orderchaos.envs.rules import action_name
+
+    args = ["mistakes", "--agent", "random", "--opponent", "random", "--games", "12", "--seed", "3",
+            "--openings", "0", "--node-limit", "20000"]
+    assert main([*args, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    for m in report["mistakes"]:
+        state = parse_board(m["board"])
+        if strategy.covers(state):
+            assert (m["strategy"], m["strategy_move"]) == ("leaves", action_name(strategy.move(state))), m
+        else:
+            assert (m["strategy"], m["strategy_move"]) == (None, None), m
+    assert sum(m["strategy"] == "leaves" for m in report["mistakes"]) == 3
+    assert main([*args, "--show", "3"]) == 0
+    assert capsys.readouterr().out.count("strategy: leaves it (the strategy plays ") == 3

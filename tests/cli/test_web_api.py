@@ -33,6 +33,7 @@ from orderchaos.cli.web import games as web_games  # noqa: E402
 from orderchaos.cli.web import sessions  # noqa: E402
 from orderchaos.cli.web import app as web_app  # noqa: E402
 from orderchaos.cli.web.app import create_app, pick_language  # noqa: E402
+from orderchaos.cli.web.errors import TimedOut  # noqa: E402
 from orderchaos.cli.web.protocol import RateLimit, nesting_depth  # noqa: E402
 from orderchaos.cli.web.proxy import is_loopback  # noqa: E402
 from orderchaos.cli.web.services import Limits, Services  # noqa: E402
@@ -947,3 +948,157 @@ def test_a_game_without_a_first_move_within_a_minute_of_seating_is_aborted(tmp_p
     assert store.load(joined["game"]).reason == "aborted"  # type: ignore[union-attr]
     assert store.load(lonely_joined["game"]).reason is None  # type: ignore[union-attr]
     assert store.load(moved_joined["game"]).reason is None  # type: ignore[union-attr]
+
+
+# -- clocks: charged from each committed move, stored, run out with no tab open, paused while
+# the server is down, the agent's thinking capped by its clock (time is a clock the test moves)
+
+
+def clocked_pair(client: TestClient, control: str) -> tuple[Any, Any, str]:
+    """A friend game with ``control`` and both seats taken: Order's and Chaos's sockets, its id."""
+    order = connect(client)
+    order.send_json({"type": "play_friend", "side": "order", "time_control": control})
+    game = receive(order, "joined")["game"]
+    invite = receive(order, "state", "play")["invite"]
+    chaos = connect(client)
+    chaos.send_json({"type": "open", "game": game, "invite": invite})
+    receive(chaos, "joined")
+    receive(chaos, "state", "play")
+    return order, chaos, game
+
+
+def test_moves_charge_the_mover_add_the_increment_and_are_stored(tmp_path: Path) -> None:
+    now = {"t": 1000.0}
+    store = GameStore(tmp_path / "games.sqlite3", clock=lambda: now["t"])
+    with TestClient(create_app(None, FAST, db=store)) as client, ExitStack() as stack:
+        client.sockets = stack  # type: ignore[attr-defined]
+        order, chaos, game = clocked_pair(client, "3+2")
+        order.send_json({"type": "move", "cell": 0, "symbol": "X"})  # the first move is not charged
+        view = receive(chaos, "state", "play")
+        assert view["clock"] == {"control": "3+2", "left": {"order": 180.0, "chaos": 180.0}, "running": "chaos"}
+        now["t"] += 10
+        chaos.send_json({"type": "move", "cell": 1, "symbol": "O"})
+        view = receive(order, "state", "play")
+        while view["moves"] != receive_moves(view, 2):
+            view = receive(order, "state", "play")
+        assert view["clock"]["left"] == {"order": 180.0, "chaos": 172.0} and view["clock"]["running"] == "order"
+        now["t"] += 4
+        order.send_json({"type": "state"})
+        assert receive(order, "state", "play")["clock"]["left"]["order"] == 176.0
+    stored = store.load(game)
+    assert stored is not None and stored.clock is not None
+    assert stored.clock.remaining == {"order": 180.0, "chaos": 172.0} and stored.clock.turn_started == 1010.0
+
+
+def receive_moves(view: dict, count: int) -> list:
+    """``view``'s move list when it holds ``count`` moves, else a marker that never matches."""
+    return view["moves"] if len(view["moves"]) == count else ["(not yet)"]
+
+
+def test_a_clock_running_out_with_both_tabs_closed_loses_on_time(tmp_path: Path) -> None:
+    now = {"t": 1000.0}
+    store = GameStore(tmp_path / "games.sqlite3", clock=lambda: now["t"])
+    with TestClient(create_app(None, FAST, db=store)) as client:
+        with ExitStack() as stack:
+            client.sockets = stack  # type: ignore[attr-defined]
+            order, chaos, game = clocked_pair(client, "1+0")
+            order.send_json({"type": "move", "cell": 0, "symbol": "X"})
+            receive(chaos, "state", "play")
+        now["t"] += 59  # Chaos has a second left: nothing ends
+        assert not wait_until(lambda: store.load(game).reason is not None, 1.5)  # type: ignore[union-attr]
+        now["t"] += 2
+        assert wait_until(lambda: store.load(game).reason is not None)  # type: ignore[union-attr]
+    stored = store.load(game)
+    assert stored is not None and (stored.reason, stored.winner) == ("time", "order")
+    assert stored.clock is not None and stored.clock.remaining["chaos"] == 0.0 and stored.clock.turn_started is None
+
+
+def test_a_restart_keeps_both_clocks_without_charging_the_downtime(tmp_path: Path) -> None:
+    now = {"t": 1000.0}
+    db = tmp_path / "games.sqlite3"
+    with TestClient(create_app(None, FAST, db=GameStore(db, clock=lambda: now["t"]))) as first:
+        with ExitStack() as stack:
+            first.sockets = stack  # type: ignore[attr-defined]
+            order, chaos, game = clocked_pair(first, "5+3")
+            order.send_json({"type": "move", "cell": 0, "symbol": "X"})
+            receive(chaos, "state", "play")
+            now["t"] += 20
+            chaos.send_json({"type": "move", "cell": 1, "symbol": "O"})
+            receive(chaos, "state", "play")
+            order_token = None  # opened without a token: watched, the clock is what is checked
+            now["t"] += 7  # Order thinks 7 s, then the server goes down
+    now["t"] += 3600  # an hour down
+    with TestClient(create_app(None, FAST, db=GameStore(db, clock=lambda: now["t"]))) as second:
+        with ExitStack() as stack:
+            second.sockets = stack  # type: ignore[attr-defined]
+            watcher = connect(second)
+            watcher.send_json({"type": "open", "game": game, "token": order_token})
+            receive(watcher, "joined")
+            view = receive(watcher, "state", "play")
+            assert view["reason"] is None
+            assert view["clock"]["left"] == {"order": 300.0, "chaos": 283.0}  # the 7 s before going down are lost too
+            now["t"] += 5
+            watcher.send_json({"type": "state"})
+            assert receive(watcher, "state", "play")["clock"]["left"] == {"order": 295.0, "chaos": 283.0}
+
+
+def test_an_unknown_time_control_is_refused_with_a_code(tmp_path: Path) -> None:
+    with TestClient(create_app(None, FAST, db=tmp_path / "g.sqlite3")) as client, ExitStack() as stack:
+        client.sockets = stack  # type: ignore[attr-defined]
+        ws = connect(client)
+        ws.send_json({"type": "play_friend", "side": "order", "time_control": "2+1"})
+        assert error_of(ws)["code"] == "time_control"
+
+
+def test_the_agent_thinks_within_its_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = {"t": 1000.0}
+    budgets: list[float] = []
+    real_run = Services.run
+
+    async def recording_run(self: Services, fn: Any, *args: Any, timeout: float, what: str) -> Any:
+        if what == "the opponent's move":
+            budgets.append(timeout)
+            now["t"] += 58 if len(budgets) == 1 else 0  # its first move takes 58 of its 60 s
+        return await real_run(self, fn, *args, timeout=timeout, what=what)
+
+    monkeypatch.setattr(Services, "run", recording_run)
+    store = GameStore(tmp_path / "games.sqlite3", clock=lambda: now["t"])
+    with TestClient(create_app(None, FAST, db=store)) as client, ExitStack() as stack:
+        client.sockets = stack  # type: ignore[attr-defined]
+        ws = connect(client)
+        ws.send_json({"type": "new_game", "side": "order", "opponent": "random", "time_control": "1+0"})
+        receive(ws, "joined")
+        view = receive(ws, "state", "play")
+        for _ in range(2):
+            ws.send_json({"type": "move", "cell": view["board"].index(""), "symbol": "X"})
+            count = len(view["moves"]) + 2
+            while len(view["moves"]) < count:
+                view = receive(ws, "state", "play")
+        assert view["clock"]["left"]["chaos"] == 2.0
+    # 60 s left for its 18 moves to come, then 2 s for its 17: the time left shared over them
+    assert budgets == pytest.approx([60 / 18, 2 / 17])
+
+
+def test_an_agent_out_of_budget_on_the_clock_still_moves_in_time(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search cut off by its budget leaves the agent its move without search, not an
+    error that would lose it the game on time."""
+    real_run = Services.run
+
+    async def timed_out_run(self: Services, fn: Any, *args: Any, timeout: float, what: str) -> Any:
+        if what == "the opponent's move":
+            raise TimedOut("the opponent's move took too long", "timeout")
+        return await real_run(self, fn, *args, timeout=timeout, what=what)
+
+    monkeypatch.setattr(Services, "run", timed_out_run)
+    with TestClient(create_app(None, FAST, db=tmp_path / "g.sqlite3")) as client, ExitStack() as stack:
+        client.sockets = stack  # type: ignore[attr-defined]
+        ws = connect(client)
+        ws.send_json({"type": "new_game", "side": "order", "opponent": "random", "time_control": "1+0"})
+        receive(ws, "joined")
+        view = receive(ws, "state", "play")
+        ws.send_json({"type": "move", "cell": 14, "symbol": "X"})
+        while len(view["moves"]) < 2 and view.get("error") is None:
+            view = receive(ws, "state", "play")
+        assert view.get("error") is None
+        assert len(view["moves"]) == 2

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,8 +30,10 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_play
 from orderchaos.agents.registry import make  # noqa: E402
 from orderchaos.arena.game_files import save_games  # noqa: E402
 from orderchaos.arena.matches import play_game  # noqa: E402
+from orderchaos.arena.puzzles import load_puzzles, parse_move  # noqa: E402
 from orderchaos.cli.web.app import create_app  # noqa: E402
 from orderchaos.cli.web.services import Limits  # noqa: E402
+from orderchaos.envs.rules import cell_name, parse_board  # noqa: E402
 
 from helpers import HEURISTIC_VS_RANDOM_GAME, RANDOM_SEED_3_GAME  # noqa: E402
 
@@ -42,6 +45,8 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = os.environ.get("ORDERCHAOS_WEB_SCREENSHOTS")
 TIMEOUT_MS = 30_000
 LIMITS = Limits(move_time=10, hint_time=0.5, study_time=0.1)
+SOLUTIONS = {p.id: p for p in load_puzzles()}
+"""The shipped puzzles by id: the test reads a puzzle's solution from the set the server uses."""
 
 if not CHROMIUM.exists():
     reason = f"{CHROMIUM} is missing: install Chromium with `apt-get install -y chromium`"
@@ -108,9 +113,11 @@ def browser() -> Iterator[Browser]:
         chromium.close()
 
 
-def new_tab(browser: Browser, url: str, width: int = 1180, height: int = 900, locale: str = "en-GB") -> tuple[BrowserContext, Page]:
-    """A fresh browser profile (its own localStorage) with one tab on ``url``, connected."""
-    context = browser.new_context(viewport={"width": width, "height": height}, locale=locale)
+def new_tab(browser: Browser, url: str, width: int = 1180, height: int = 900, locale: str = "en-GB",
+            **options: Any) -> tuple[BrowserContext, Page]:
+    """A fresh browser profile (its own localStorage) with one tab on ``url``, connected;
+    ``options`` go to the profile (``bypass_csp=True`` lets axe-core in)."""
+    context = browser.new_context(viewport={"width": width, "height": height}, locale=locale, **options)
     tab = context.new_page()
     tab.set_default_timeout(TIMEOUT_MS)
     tab.goto(url)
@@ -396,9 +403,14 @@ def test_study_mode_loads_a_saved_file(page: Page) -> None:
     screenshot(page, "web_study.png")
 
 
-def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, server: Server) -> None:
+def friend_game_after_one_move(
+    browser: Browser, server: Server, time_control: str = "none"
+) -> tuple[BrowserContext, Page, BrowserContext, Page]:
+    """Order's tab starts a friend game with ``time_control``, Chaos's tab opens the invite,
+    Order plays X on a1: both contexts and tabs."""
     order_ctx, order = new_tab(browser, server.url)
     order.select_option("select[name=side]", "order")
+    order.select_option("select[name=time_control]", time_control)
     order.click("button[data-action=play-friend]")
     invite = order.get_by_test_id("invite-link")
     expect(invite).to_have_value(re.compile("invite="))
@@ -406,6 +418,11 @@ def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, ser
     expect(order.get_by_test_id("status")).to_contain_text("Your move (Order)")
     order.click("button[data-symbol=X]")
     order.click("[data-cell='0']")
+    return order_ctx, order, chaos_ctx, chaos
+
+
+def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, server: Server) -> None:
+    order_ctx, order, chaos_ctx, chaos = friend_game_after_one_move(browser, server)
     expect(chaos.locator("[data-testid=play-moves] li")).to_have_count(1)
     chaos.once("dialog", lambda dialog: dialog.dismiss())  # a second thought: nothing happens
     chaos.click("button[data-action=resign]")
@@ -418,6 +435,35 @@ def test_resign_asks_first_and_both_tabs_show_who_resigned(browser: Browser, ser
     expect(order.get_by_test_id("result")).to_contain_text("You won")
     order_ctx.close()
     chaos_ctx.close()
+
+
+def test_a_clocked_friend_game_shows_both_clocks_in_both_tabs(browser: Browser, server: Server) -> None:
+    order_ctx, order, chaos_ctx, chaos = friend_game_after_one_move(browser, server, "3+2")
+    for tab in (order, chaos):  # the first move is not charged; Chaos's clock runs from it
+        expect(tab.get_by_test_id("clock-order")).to_have_text("Order: 3:00 left")
+        expect(tab.get_by_test_id("clock-chaos")).to_have_class(re.compile("running"))
+        expect(tab.get_by_test_id("clock-chaos")).to_have_text(re.compile(r"^Chaos: [23]:\d\d left$"))
+    order_ctx.close()
+    chaos_ctx.close()
+
+
+def test_two_browsers_meet_through_the_lobby_and_play(browser: Browser, server: Server) -> None:
+    maker_ctx, maker = new_tab(browser, server.url)
+    taker_ctx, taker = new_tab(browser, server.url)
+    maker.select_option("select[name=side]", "chaos")
+    maker.select_option("select[name=time_control]", "5+3")
+    maker.click("button[data-action=challenge]")
+    offer = taker.get_by_test_id("lobby").locator("li", has_text="5+3")
+    expect(offer).to_contain_text("Plays Chaos")
+    offer.get_by_role("button", name="Accept").click()
+    expect(taker.get_by_test_id("status")).to_contain_text("Your move (Order)")
+    taker.click("button[data-symbol=X]")
+    taker.click("[data-cell='0']")
+    expect(maker.locator("[data-testid=play-moves] li")).to_have_count(1)
+    expect(maker.get_by_test_id("clock-chaos")).to_have_class(re.compile("running"))
+    expect(taker.get_by_test_id("lobby").locator("li")).to_have_count(0)  # taken: gone
+    maker_ctx.close()
+    taker_ctx.close()
 
 
 def focused_cell(page: Page) -> int:
@@ -493,7 +539,8 @@ def serious_axe_violations(page: Page) -> list[str]:
 
 @pytest.mark.parametrize("lang", ["en", "sv", "nb", "de"])
 def test_axe_finds_nothing_serious_in_any_state_of_the_page(browser: Browser, server: Server, lang: str) -> None:
-    """The start page, a game in progress, a finished game, watch and study, in each language:
+    """The start page, a game in progress, a finished game, watch, study, a puzzle before and
+    after an attempt and the proof page, in each language:
     axe-core (vendored from npm, injected past the page's CSP) reports no violation of impact
     serious or critical."""
     context = browser.new_context(viewport={"width": 1180, "height": 900}, bypass_csp=True)
@@ -504,7 +551,9 @@ def test_axe_finds_nothing_serious_in_any_state_of_the_page(browser: Browser, se
     expect(tab.locator("html")).to_have_attribute("lang", lang)
     expect(tab.get_by_test_id("status")).not_to_have_text(re.compile("…"))
     found = {"start": serious_axe_violations(tab)}
+    tab.select_option("select[name=time_control]", "10+5")  # the clocks are checked too
     play_the_computer(tab, "order", spec="random:seed=3")
+    expect(tab.get_by_test_id("clocks")).to_be_visible()
     moves = tab.locator("[data-testid=play-moves] li")
     expect(moves).to_have_count(0)
     for ply, move in enumerate(RANDOM_SEED_3_GAME[::2]):
@@ -525,6 +574,20 @@ def test_axe_finds_nothing_serious_in_any_state_of_the_page(browser: Browser, se
     expect(tab.locator("[data-testid=study-moves] li").first).to_be_attached()
     tab.click("button[data-action=next]")
     found["study"] = serious_axe_violations(tab)
+    tab.click("[data-mode=puzzles]")
+    expect(tab.get_by_test_id("puzzle-prompt")).to_have_attribute("data-puzzle", re.compile("^p"))
+    found["puzzle"] = serious_axe_violations(tab)
+    shown = SOLUTIONS[tab.get_by_test_id("puzzle-prompt").get_attribute("data-puzzle")]
+    wrong = next(a for a in parse_board(shown.board).legal_actions() if a != parse_move(shown.solution[0]))
+    tab.click(f".tools button[data-symbol={'XO'[wrong & 1]}]")
+    tab.click(f"[data-cell='{wrong >> 1}']")
+    expect(tab.get_by_test_id("puzzle-result")).to_be_visible(timeout=TIMEOUT_MS)
+    found["puzzle answered"] = serious_axe_violations(tab)
+    href = tab.locator("a[data-i18n='rules.proof_link']").get_attribute("href")
+    assert href == f"/proof/{lang}"  # the rules panel's proof link follows the language
+    tab.goto(server.url.rstrip("/") + href)
+    expect(tab.locator("html")).to_have_attribute("lang", lang)
+    found["proof page"] = serious_axe_violations(tab)
     context.close()
     assert not any(found.values()), {state: lines for state, lines in found.items() if lines}
 
@@ -570,3 +633,74 @@ def test_without_a_games_folder_the_study_list_says_so(browser: Browser, tmp_pat
         context.close()
     finally:
         bare.stop()
+
+
+# -- the Puzzles tab -----------------------------------------------------------------------------
+
+
+def shown_puzzle(tab: Page, previous: str | None = None):
+    """The puzzle the tab shows (after ``previous``, when given)."""
+    prompt = tab.get_by_test_id("puzzle-prompt")
+    expect(prompt).to_have_text(re.compile("to play and (win|survive)"))
+    if previous is not None:
+        expect(prompt).not_to_have_attribute("data-puzzle", previous)
+    return SOLUTIONS[prompt.get_attribute("data-puzzle")]
+
+
+def rating(tab: Page) -> int:
+    text = tab.get_by_test_id("puzzle-rating").inner_text()
+    return int(re.search(r"(\d+)$", text).group(1))
+
+
+def test_solve_one_fail_one_and_the_rating_survives_a_reload(browser: Browser, server: Server) -> None:
+    context, tab = new_tab(browser, server.url)
+    tab.click("button[data-mode=puzzles]")
+    expect(tab.get_by_test_id("puzzle-rating")).to_have_text("Your puzzle rating: 1500")
+    first = shown_puzzle(tab)
+    expect(tab.get_by_test_id("puzzle-prompt")).to_have_text(
+        "Order to play and win" if first.kind == "order_wins" else "Chaos to play and survive")
+    line = [parse_move(m) for m in first.solution]
+    for i in range(0, len(line), 2):
+        action = line[i]
+        tab.click(f".tools button[data-symbol={'XO'[action & 1]}]")
+        tab.click(f"[data-cell='{action >> 1}']")
+        expect(tab.locator(f"[data-cell='{action >> 1}']")).to_have_text("XO"[action & 1], timeout=TIMEOUT_MS)
+        if tab.get_by_test_id("puzzle-result").is_visible():
+            break
+        if i + 1 < len(line):  # the server answers with the solution's defence
+            reply = line[i + 1]
+            expect(tab.locator(f"[data-cell='{reply >> 1}']")).to_have_text("XO"[reply & 1], timeout=TIMEOUT_MS)
+    result = tab.get_by_test_id("puzzle-result")
+    expect(result).to_contain_text("Correct!", timeout=TIMEOUT_MS)
+    expect(result).to_contain_text(re.compile(r"Rating 1500 → \d+ \(\+\d+\)"))
+    up = rating(tab)
+    assert up > 1500
+
+    tab.click("button[data-action=next-puzzle]")
+    second = shown_puzzle(tab, first.id)
+    expect(result).to_be_hidden()
+    key = parse_move(second.solution[0])
+    wrong = next(a for a in parse_board(second.board).legal_actions() if a != key)
+    tab.locator("body").click(position={"x": 5, "y": 5})  # keys go to the page, not a button
+    for press in ("xo"[wrong & 1], *cell_name(wrong >> 1)):
+        tab.keyboard.press(press)
+    expect(result).to_contain_text(f"Not quite: the winning move was {second.solution[0]}.", timeout=TIMEOUT_MS)
+    expect(result).to_contain_text("The line: " + second.solution[0])
+    expect(result).to_contain_text(re.compile(rf"Rating {up} → \d+ \(−\d+\)"))
+    down = rating(tab)
+    assert down < up
+
+    tab.reload()
+    tab.click("button[data-mode=puzzles]")
+    expect(tab.get_by_test_id("puzzle-rating")).to_have_text(f"Your puzzle rating: {down}")
+    context.close()
+
+
+def test_the_puzzles_tab_fits_a_phone(browser: Browser, server: Server) -> None:
+    context, tab = new_tab(browser, server.url, width=390, height=844)
+    tab.click("button[data-mode=puzzles]")
+    shown_puzzle(tab)
+    tab.click("button[data-action=daily-puzzle]")
+    expect(tab.get_by_test_id("puzzle-prompt")).to_contain_text("Puzzle of the day: ")
+    assert tab.evaluate("[document.documentElement.scrollWidth, innerWidth]") == [390, 390]
+    context.close()

@@ -30,16 +30,19 @@ def server_error_codes() -> set[str]:
             func = node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
             code = node.args[1]
-            if name in ("WebError", "TimedOut", "__init__") and isinstance(code, ast.Constant) and isinstance(code.value, str):
+            if name in ("WebError", "TimedOut", "__init__", "_error") and isinstance(code, ast.Constant) and isinstance(code.value, str):
                 codes.add(code.value)
     return codes
 
 
 def keys_the_page_uses() -> set[str]:
-    """Every key named in index.html (data-i18n, data-i18n-attr) and app.js (t("..."), and
-    the keys it builds: side., level., study. marks, error. codes the server sends)."""
+    """Every key named in index.html (data-i18n, data-i18n-attr) and the scripts (t("..."),
+    and the keys they build: side., level., study. marks, error. codes the server sends,
+    every "learn." literal of learn.js and each lesson step's title, text and task)."""
+    from orderchaos.arena.lesson import STEP_IDS
+
     html = (STATIC / "index.html").read_text()
-    script = (STATIC / "app.js").read_text()
+    script = "\n".join(path.read_text() for path in sorted(STATIC.glob("*.js")))
     keys = set(re.findall(r'data-i18n="([^"]+)"', html))
     for pairs in re.findall(r'data-i18n-attr="([^"]+)"', html):
         keys |= {pair.split(":")[1] for pair in pairs.split(";")}
@@ -49,13 +52,16 @@ def keys_the_page_uses() -> set[str]:
     keys |= {f"study.{m}" for m in ("keeps", "throws", "unknown")}
     keys |= {f"error.{code}" for code in server_error_codes()}
     keys |= {f"error.{code}" for code in re.findall(r'code: "([a-z_]+)"', script)}
+    keys |= set(re.findall(r'"(learn\.[a-z_]+)"', script))
+    keys |= {f"learn.{step}_{part}" for step in STEP_IDS for part in ("title", "text", "task")}
     return keys
 
 
 def test_the_scan_finds_the_keys_it_should() -> None:
     keys = keys_the_page_uses()
     for expected in ("rules.title", "status.your_move", "status.waiting_friend", "result.won", "error.not_your_turn",
-                     "error.busy", "error.occupied", "study.first", "error.offline"):
+                     "error.busy", "error.occupied", "study.first", "error.offline", "learn.leaves",
+                     "learn.try_again", "learn.centre_task", "nav.learn", "error.lesson"):
         assert expected in keys
 
 

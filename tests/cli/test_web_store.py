@@ -51,7 +51,7 @@ def test_a_version_1_file_opens_and_is_upgraded(tmp_path: Path) -> None:
 
     store = GameStore(path)
     version = store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
-    assert version == "2"
+    assert version == "3"
     assert [store.load(i).reason for i in ("won", "full", "open")] == ["five", "full_board", None]
     assert store.ids(finished=True) == ["won", "full"] and store.ids(finished=False) == ["open"]
     opened = store.load("open")
@@ -126,3 +126,36 @@ def test_time_controls_by_name() -> None:
     assert PRESETS["10+5"].name == "10+5" and TimeControl(2.0, 0.0).name == "2s+0"
     with pytest.raises(ValueError, match="known: none, 1\\+0"):
         parse_time_control("2+1")
+
+
+def test_a_version_2_file_gains_the_puzzle_tables(tmp_path: Path) -> None:
+    from orderchaos.arena.glicko2 import Rating
+
+    path = tmp_path / "v2.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(V1_SCHEMA)
+    db.execute("INSERT INTO games (id, created, updated, winner) VALUES ('won', 1, 1, 'order')")
+    db.commit()
+    db.close()
+    GameStore(path).close()  # 1 -> 3 in one open
+    db = sqlite3.connect(path)
+    for table in ("puzzle_players", "puzzle_ratings", "puzzle_attempts"):
+        db.execute(f"DROP TABLE {table}")
+    db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")  # a version 2 file as it was
+    db.commit()
+    db.close()
+
+    store = GameStore(path, clock=FakeClock(50.0))
+    assert store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+    assert store.load("won").reason == "five" and store.puzzle_player("someone") is None
+    before, after, puzzle = Rating(), Rating(1600, 300, 0.06), Rating(1400, 200, 0.06)
+    assert store.record_puzzle_attempt("someone", "p1", True, before, after, puzzle)
+    assert not store.record_puzzle_attempt("someone", "p1", False, after, Rating(1, 2, 3), Rating(4, 5, 6))
+    store.close()
+
+    again = GameStore(path)  # what a first attempt wrote survives a reopen; a second was refused
+    assert again.puzzle_player("someone") == after and again.puzzle_rating("p1") == puzzle
+    assert again.puzzle_attempt("someone", "p1") == (True, 1500.0, 1600.0)
+    assert again.attempted_puzzles("someone") == {"p1"} and again.puzzle_ratings() == {"p1": 1400.0}
+    row = again.db.execute("SELECT attempts, solved FROM puzzle_players WHERE id='someone'").fetchone()
+    assert row == (1, 1)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orderchaos.train.config import (
+    RETIRED_KEYS,
     ConfigError,
     TrainConfig,
     config_from_dict,
@@ -100,6 +101,29 @@ def test_unknown_key_is_named_with_a_close_match(override: str, key: str, hint: 
     with pytest.raises(ConfigError) as err:
         load_config(None, [override])
     assert key in str(err.value) and hint in str(err.value)
+
+
+@pytest.mark.parametrize("override", ["ppo.clip=0.3", "selfplay.temperature=0.5", "replay.augment=false",
+                                      "eval.openings=2.5", "selfplay.solver_policy=1",
+                                      "mcts.c_puct=2", "run.dashboard=true"])
+def test_a_retired_key_asking_for_another_value_is_refused_in_one_line(override: str) -> None:
+    key = override.split("=")[0]
+    with pytest.raises(ConfigError) as err:
+        load_config(None, [override])
+    message = str(err.value)
+    assert "\n" not in message and repr(key) in message and "fixed at" in message
+
+
+def test_a_retired_key_at_its_fixed_value_loads_as_if_absent() -> None:
+    """Configs saved by older runs (and the shipped policies' config.yaml) still hold the
+    retired keys at their fixed values: they load, to the same config."""
+    old = ["selfplay.temperature=1.0", "selfplay.warmup_openings=4", "selfplay.solver_policy=true",
+           "optim.value_weight=1.0", "replay.augment=true", "eval.openings=2", "ppo.clip=0.2",
+           "ppo.entropy_coef=0.01", "ppo.value_coef=0.5", "ppo.gae_lambda=0.95", "ppo.gamma=1",
+           "ppo.latest_fraction=0.5", "mcts.c_puct=1.5", "mcts.dirichlet_alpha=0.3",
+           "mcts.dirichlet_fraction=0.25", "mistakes.openings=2", "run.dashboard=false"]
+    assert {o.split("=")[0] for o in old} == set(RETIRED_KEYS)
+    assert load_config(None, old) == load_config(None, [])
 
 
 @pytest.mark.parametrize(

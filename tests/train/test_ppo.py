@@ -37,8 +37,7 @@ def test_sample_rows_never_picks_zero_probability(weights: list[float], seed: in
 def test_ppo_resume_restores_the_opponent_pool_and_continues_the_same_run(tmp_path) -> None:
     """Two iterations, a resume and two more give the same networks as four in one go: the
     opponent pools (and optimisers and generators) come back from the checkpoint."""
-    overrides = ["algorithm=ppo", "eval.enabled=false", "ppo.pool_size=2", "ppo.snapshot_interval=1",
-                 "ppo.latest_fraction=0.5"]
+    overrides = ["algorithm=ppo", "eval.enabled=false", "ppo.pool_size=2", "ppo.snapshot_interval=1"]
     straight = make_trainer(load_config(SMOKE, [*overrides, "run.iterations=4"]), tmp_path / "straight")
     straight.fit()
     first = make_trainer(load_config(SMOKE, [*overrides, "run.iterations=2"]), tmp_path / "resumed")

@@ -9,6 +9,11 @@ const STEP = 56, MARGIN = 22;
 const LANGUAGES = ["en", "sv", "nb", "de"];
 const TOKENS_KEY = "orderchaos.seats", LANGUAGE_KEY = "orderchaos.language", MAX_TOKENS = 100;
 const $ = (selector) => document.querySelector(selector);
+// Modes drawn by their own scripts (learn.js, puzzles.js): each gives view() (the board's facts),
+// status() -> [text, kind], render() (its panel) and click(cell), and may give enter() and
+// key(key) -> handled. app.js hands them the board, the symbol picker, the status and the keys;
+// keys a mode does not handle fall to the keys of play (x/o, a cell name such as c3).
+const extraModes = {};
 const $$ = (selector) => Array.from(document.querySelectorAll(selector));
 
 const ui = {
@@ -188,12 +193,17 @@ const handlers = {
       renderHint();
     }
     const before = ui.views[msg.mode];
+    msg.receivedAt = performance.now();  // the clocks tick on from here
     ui.views[msg.mode] = msg;
     ui.errors[msg.mode] = msg.error || null;
     if (msg.mode === ui.mode) announceChange(before, msg);
     if (msg.mode === "watch") $("[data-action=watch-pause]").textContent = t(msg.running ? "watch.pause" : "watch.resume");
     renderMoves(`[data-testid=${msg.mode}-moves]`, msg.moves, msg.moves.length);
     if (msg.mode === ui.mode) render();
+  },
+  lobby(msg) {
+    ui.lobby = msg;
+    renderLobby();
   },
   error(msg) {
     if (msg.code === "restarting") {  // the connection is about to close: say why, not "Error"
@@ -283,7 +293,7 @@ function cellKey(event, c) {
   };
   const key = event.key.toLowerCase();
   if (key in moves) focusCell(moves[key]);
-  else if ((key === "x" || key === "o") && ui.mode === "play") {
+  else if ((key === "x" || key === "o") && (ui.mode === "play" || ui.mode in extraModes)) {
     chooseSymbol(key.toUpperCase());
     clickCell(c);
   } else return;
@@ -318,7 +328,7 @@ function buildBoard() {
 
 function drawBoard(view) {
   const win = new Set(view.winning_line || []);
-  const hinted = new Set(ui.mode === "play" ? ui.hintCells : []);
+  const hinted = new Set(ui.mode === "play" ? ui.hintCells : view.hinted || []);
   for (let c = 0; c < CELLS; c++) {
     const node = cellNodes[c];
     const symbol = view.board[c] || "";
@@ -411,18 +421,22 @@ function watchStatus(view) {
 
 function render() {
   let view;
-  if (ui.mode === "study") view = studyView();
+  const extra = extraModes[ui.mode];
+  if (extra) view = extra.view();
+  else if (ui.mode === "study") view = studyView();
   else view = ui.views[ui.mode] || emptyView();
   drawBoard(view);
   const error = ui.errors[ui.mode];
   if (ui.restarting) setStatus(t("status.restarting"), "error");
   else if (!ui.connected) setStatus(t(socket ? "status.reconnecting" : "status.connecting"), "error");
+  else if (extra) setStatus(...extra.status());
   else if (error) setStatus(t("status.error", { message: errorText(error) }), "error");
   else if (ui.mode === "study") setStatus(view.status, view.winner ? "over" : "");
   else if (ui.mode === "watch") setStatus(watchStatus(ui.views.watch), view.winner ? "over" : "");
   else setStatus(playStatus(ui.views.play), view.winner ? "over" : "");
   renderPlay();
   if (ui.mode === "study") renderStudy();
+  if (extra) extra.render();
 }
 
 function resultLine(view) {
@@ -432,7 +446,54 @@ function resultLine(view) {
   return view.line ? t("result.line", { side: side("order"), line: view.line }) : t("result.full", { side: side("chaos") });
 }
 
+// The open challenges, each with its side and clock; another tab's with an Accept button.
+function renderLobby() {
+  const lobby = ui.lobby || { challenges: [], seeking: null };
+  const list = $("[data-testid=lobby]");
+  list.replaceChildren();
+  for (const challenge of lobby.challenges) {
+    const item = document.createElement("li");
+    const clock = challenge.time_control === "none" ? t("play.no_clock") : challenge.time_control;
+    const sideName = challenge.side === "random" ? t("play.side_random") : side(challenge.side);
+    item.append(t("lobby.item", { side: sideName, time: clock }), " ");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = t(challenge.mine ? "lobby.cancel" : "lobby.accept");
+    button.addEventListener("click", () => send({ type: challenge.mine ? "cancel" : "accept", challenge: challenge.id }));
+    item.append(button);
+    list.append(item);
+  }
+  $("[data-testid=lobby-empty]").hidden = lobby.challenges.length > 0;
+  $("[data-testid=lobby-seeking]").hidden = !lobby.seeking;
+}
+
+// Seconds as m:ss, the digits as the reader's language writes them.
+function clockText(seconds) {
+  const whole = Math.ceil(Math.max(0, seconds));
+  const lang = document.documentElement.lang || "en";
+  const minutes = new Intl.NumberFormat(lang).format(Math.floor(whole / 60));
+  return `${minutes}:${new Intl.NumberFormat(lang, { minimumIntegerDigits: 2 }).format(whole % 60)}`;
+}
+
+// Both clocks of the open game, the running one counted down from when its view came.
+function renderClocks() {
+  const view = ui.views.play;
+  const box = $("[data-testid=clocks]");
+  const clock = ui.mode === "play" && view ? view.clock : null;
+  box.hidden = !clock;
+  if (!clock) return;
+  for (const role of ["order", "chaos"]) {
+    let left = clock.left[role];
+    if (clock.running === role) left -= (performance.now() - view.receivedAt) / 1000;
+    const node = $(`[data-testid=clock-${role}]`);
+    node.textContent = t("clock.left", { side: side(role), time: clockText(left) });
+    node.classList.toggle("running", clock.running === role);
+  }
+}
+setInterval(renderClocks, 250);
+
 function renderPlay() {
+  renderClocks();
   const view = ui.views.play;
   const result = $("[data-testid=result]");
   result.hidden = !(ui.mode === "play" && view && view.reason);
@@ -456,7 +517,7 @@ function renderPlay() {
   $("[data-action=hint]").disabled = !(view && view.vs_agent && view.seat && !view.winner);
 }
 
-function renderMoves(selector, moves, current, marks = null) {
+function renderMoves(selector, moves, current, marks = null, strategyMarks = []) {
   const list = $(selector);
   list.replaceChildren(...moves.map((m, i) => {
     const item = document.createElement("li");
@@ -469,6 +530,15 @@ function renderMoves(selector, moves, current, marks = null) {
       mark.title = t(`study.${kind}`);
       item.append(mark);
       item.addEventListener("click", () => setPly(i + 1));
+    }
+    const strategy = strategyMarks[i];  // Order's moves while the strategy proved a win
+    if (strategy) {
+      const mark = document.createElement("span");
+      mark.className = `strategy ${strategy}`;
+      mark.dataset.strategy = strategy;
+      mark.textContent = strategy === "keeps" ? " ◆" : " ◇";
+      mark.title = t(strategy === "keeps" ? "study.strategy_keeps" : "study.strategy_leaves");
+      item.append(mark);
     }
     if (i + 1 === current) item.classList.add("current");
     return item;
@@ -508,6 +578,7 @@ function chooseSymbol(symbol) {
 }
 
 function clickCell(c) {
+  if (ui.mode in extraModes) extraModes[ui.mode].click(c);
   if (ui.mode !== "play") return;
   send({ type: "move", cell: c, symbol: ui.symbol });
 }
@@ -529,12 +600,20 @@ $("#new-game-form").addEventListener("submit", (event) => {
   event.preventDefault();
   if (!mayLeaveGame()) return;
   ui.hint = null;
-  send({ type: "new_game", side: $("select[name=side]").value, opponent: opponent() });
+  send({ type: "new_game", side: $("select[name=side]").value, opponent: opponent(),
+         time_control: $("select[name=time_control]").value });
 });
 $("[data-action=play-friend]").addEventListener("click", () => {
   if (!mayLeaveGame()) return;
   ui.hint = null;
-  send({ type: "play_friend", side: $("select[name=side]").value });
+  send({ type: "play_friend", side: $("select[name=side]").value, time_control: $("select[name=time_control]").value });
+});
+$("[data-action=challenge]").addEventListener("click", () => {
+  send({ type: "challenge", side: $("select[name=side]").value, time_control: $("select[name=time_control]").value });
+});
+$("[data-action=play-anyone]").addEventListener("click", () => {
+  if (!mayLeaveGame()) return;
+  send({ type: "play_anyone", time_control: $("select[name=time_control]").value });
 });
 $("#move-form").addEventListener("submit", (event) => {
   event.preventDefault();
@@ -594,6 +673,8 @@ function studyView() {
   let text = t("study.position", { file, index: record.index, order: record.order || "?", chaos: record.chaos || "?", ply, length: record.length });
   if (ply > 0) text += t("study.played", { side: side(ply % 2 ? "order" : "chaos"), move: record.moves[ply - 1] });
   const analysis = ui.study.analysis;
+  const strategy = ply > 0 && analysis && analysis.strategy ? analysis.strategy[ply - 1] : null;
+  if (strategy) text += t(strategy === "keeps" ? "study.strategy_note_keeps" : "study.strategy_note_leaves");
   if (analysis && analysis.verdicts[ply]) text += t("study.verdict", { side: side(analysis.verdicts[ply]) });
   if (ply === record.length) text += t("study.won", { side: side(record.winner) });
   return { ...facts, last, status: text, winner: ply === record.length ? record.winner : null };
@@ -613,7 +694,7 @@ function renderStudy() {
   }
   $("[data-testid=analysis]").textContent = note;
   const moves = record ? record.moves.map((move, i) => ({ side: i % 2 ? "chaos" : "order", move })) : [];
-  renderMoves("[data-testid=study-moves]", moves, ply, analysis ? analysis.marks : []);
+  renderMoves("[data-testid=study-moves]", moves, ply, analysis ? analysis.marks : [], analysis ? analysis.strategy || [] : []);
   drawCurve(record, analysis, ply);
 }
 
@@ -680,8 +761,9 @@ $("[data-action=last]").addEventListener("click", () => setPly(Infinity));
 // -- modes, language and keys ----------------------------------------------------------------------
 function setMode(mode) {
   ui.mode = mode;
+  if (mode in extraModes && extraModes[mode].enter) extraModes[mode].enter();
   for (const button of $$("[data-mode]")) button.setAttribute("aria-pressed", String(button.dataset.mode === mode));
-  for (const panel of $$("[data-panel]")) panel.hidden = panel.dataset.panel !== mode;
+  for (const panel of $$("[data-panel]")) panel.hidden = !panel.dataset.panel.split(" ").includes(mode);
   $("[data-testid=announce]").textContent = "";
   render();
 }
@@ -697,14 +779,19 @@ document.addEventListener("keydown", (event) => {
   if (target instanceof HTMLInputElement || target instanceof HTMLSelectElement || target instanceof HTMLTextAreaElement) return;
   if (target instanceof HTMLButtonElement && (event.key === " " || event.key === "Enter")) return;
   const key = event.key.toLowerCase();
-  if (ui.mode === "play") {
+  const extra = extraModes[ui.mode];
+  if (extra && extra.key && extra.key(key)) {
+    // handled by the mode's own keys
+  } else if (ui.mode === "play" || extra) {
     if (key === "x" || key === "o") chooseSymbol(key.toUpperCase());
     else if (COLUMNS.includes(key) && key.length === 1) ui.pendingColumn = key;
     else if ("123456".includes(key) && key.length === 1 && ui.pendingColumn) {
       const cell = (Number(key) - 1) * SIZE + COLUMNS.indexOf(ui.pendingColumn);
       ui.pendingColumn = null;
-      send({ type: "move", cell, symbol: ui.symbol });
-    } else if (key === "u") send({ type: "undo" });
+      if (extra) extra.click(cell);
+      else send({ type: "move", cell, symbol: ui.symbol });
+    } else if (ui.mode !== "play") return;
+    else if (key === "u") send({ type: "undo" });
     else if (key === "h") $("[data-action=hint]").click();
     else if (key === "n") $("[data-action=new-game]").click();
     else return;

@@ -1,0 +1,107 @@
+"""The proof page, ``/proof/<lang>``: why Order wins and the certificate's figures, in the
+page's language.
+
+Its words are the ``proof.*`` keys of the page's catalogues (``static/i18n/<lang>.json``), so
+the catalogue tests hold them to the same standard as the rest of the page; the rules panel
+links here through its ``rules.proof_href`` key, so the link follows the chosen language. The
+figures are the ones docs/proof.md reports, written as the language writes numbers. An
+unknown language gets the English page. The page has no script.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+
+STATIC_DIR = Path(__file__).parent / "static"
+GROUP_SEPARATORS = {"en": ",", "sv": "\u00a0", "nb": "\u00a0", "de": "."}
+"""How each language groups thousands: 43,046,721 / 43 046 721 / 43.046.721."""
+FIGURES = (
+    ("proof.fig_boards", 3**16),
+    ("proof.fig_chaos_boards", 10_163_530),
+    ("proof.fig_moves", 94_334),
+    ("proof.fig_lemma", 140),
+    ("proof.fig_replay", 385_340),
+    ("proof.fig_replay_border", 10_184_876),
+)
+"""The certificate's figures (docs/proof.md): the centre game's boards and its Chaos wins, the
+centre moves after c3 X, the lemma's cases, and the Order-to-move positions the checker
+replays with Chaos kept in the centre and with one Chaos border move."""
+CENTRE_PLIES = 13
+"""Plies to a line of four from the empty 4x4 with best play (docs/proof.md)."""
+SECTIONS = ("pairs", "border", "lemma", "centre", "first_moves")
+"""The argument's sections, each a ``proof.<name>_title`` and a ``proof.<name>`` key."""
+CHECK_COMMANDS = ("orderchaos prove --certificate cert.json", "orderchaos prove --check cert.json")
+
+
+def number(value: int, lang: str) -> str:
+    """``value`` with its thousands grouped as ``lang`` writes them."""
+    return f"{value:,}".replace(",", GROUP_SEPARATORS.get(lang, ","))
+
+
+@lru_cache(maxsize=None)
+def _catalogues() -> dict[str, dict[str, str]]:
+    """Every catalogue of the page, by language code."""
+    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted((STATIC_DIR / "i18n").glob("*.json"))}
+
+
+def render(lang: str) -> str:
+    """The proof page as HTML in ``lang`` (English for a language the page does not have)."""
+    if lang not in _catalogues():
+        lang = "en"
+    words = _catalogues()[lang]
+
+    def say(key: str, **values: str) -> str:
+        text = words[key]
+        for name, value in values.items():
+            text = text.replace("{" + name + "}", value)
+        return html.escape(text)
+
+    sections = "\n".join(
+        f"<h2>{say(f'proof.{name}_title')}</h2>\n<p>{say(f'proof.{name}', boards=number(3**16, lang), plies=str(CENTRE_PLIES))}</p>"
+        for name in SECTIONS
+    )
+    rows = "\n".join(f'<tr><th scope="row">{say(key)}</th><td>{number(value, lang)}</td></tr>'
+                     for key, value in FIGURES)
+    commands = "\n".join(f"<li><code>{html.escape(c)}</code></li>" for c in CHECK_COMMANDS)
+    return f"""<!doctype html>
+<html lang="{lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{say("proof.title")}</title>
+<link rel="stylesheet" href="/static/proof.css">
+</head>
+<body>
+<header><a href="/">{say("proof.back")}</a></header>
+<main>
+<h1>{say("proof.title")}</h1>
+<p>{say("proof.intro")}</p>
+{sections}
+<h2>{say("proof.figures_title")}</h2>
+<table>
+<caption>{say("proof.figures_caption")}</caption>
+<thead><tr><th scope="col">{say("proof.figure")}</th><th scope="col">{say("proof.count")}</th></tr></thead>
+<tbody>
+{rows}
+</tbody>
+</table>
+<p>{say("proof.check")}</p>
+<ul>
+{commands}
+</ul>
+<p><a href="/docs/proof.md">{say("proof.full")}</a></p>
+</main>
+</body>
+</html>
+"""
+
+
+async def proof_page(request: Request) -> Response:
+    """``GET /proof/{lang}``: :func:`render` for the language in the path."""
+    return HTMLResponse(render(request.path_params["lang"]), headers={"Cache-Control": "no-store"})

@@ -1,0 +1,46 @@
+"""Jobs for the worker pool tests: top-level functions a spawned worker can import (the
+tests folder is on the path of pytest and of the processes it spawns)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from orderchaos.agents import cancel
+
+
+def pid(bench: Any) -> int:
+    """The worker's process id."""
+    return os.getpid()
+
+
+def add(bench: Any, a: int, b: int) -> int:
+    """``a + b``, and the bench's word for it."""
+    return a + b + (bench or 0)
+
+
+def spin(bench: Any, started: str) -> str:
+    """Touch ``started``, then loop until told to stop (checking the stop flag)."""
+    Path(started).touch()
+    while True:
+        cancel.check()
+        time.sleep(0.01)
+
+
+def stubborn(bench: Any, started: str) -> str:
+    """Touch ``started``, then loop without ever looking at the stop flag."""
+    Path(started).touch()
+    while True:
+        time.sleep(0.01)
+
+
+def fail(bench: Any) -> None:
+    """Raise a ValueError."""
+    raise ValueError("no such thing")
+
+
+def warm_number(value: int) -> int:
+    """A bench that is a number."""
+    return value
