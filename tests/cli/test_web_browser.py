@@ -466,6 +466,30 @@ def test_two_browsers_meet_through_the_lobby_and_play(browser: Browser, server: 
     taker_ctx.close()
 
 
+def test_accepting_a_challenge_asks_before_leaving_a_game_in_progress(browser: Browser, server: Server) -> None:
+    maker_ctx, maker = new_tab(browser, server.url)
+    taker_ctx, taker = new_tab(browser, server.url)
+    play_the_computer(taker, "order", spec="random:seed=3")
+    wait_for_turn_or_end(taker)
+    taker.click("[data-cell='0']")
+    expect(taker.locator("[data-testid=play-moves] li")).to_have_count(2)
+    maker.select_option("select[name=side]", "chaos")
+    maker.click("button[data-action=challenge]")
+    offer = taker.get_by_test_id("lobby").locator("li")
+    asked: list[str] = []
+    taker.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    offer.get_by_role("button", name="Accept").click()
+    expect(offer).to_have_count(1)  # a second thought: the challenge stays open, the game goes on
+    assert asked == ["Leave the game in progress and start a new one?"]
+    expect(taker.locator("[data-testid=play-moves] li")).to_have_count(2)
+    taker.once("dialog", lambda dialog: dialog.accept())
+    offer.get_by_role("button", name="Accept").click()
+    expect(taker.get_by_test_id("status")).to_contain_text("Your move (Order)")
+    expect(taker.locator("[data-testid=play-moves] li")).to_have_count(0)
+    maker_ctx.close()
+    taker_ctx.close()
+
+
 def focused_cell(page: Page) -> int:
     """The board cell that has the keyboard focus."""
     return int(page.evaluate("document.activeElement.dataset.cell"))

@@ -459,7 +459,10 @@ function renderLobby() {
     const button = document.createElement("button");
     button.type = "button";
     button.textContent = t(challenge.mine ? "lobby.cancel" : "lobby.accept");
-    button.addEventListener("click", () => send({ type: challenge.mine ? "cancel" : "accept", challenge: challenge.id }));
+    button.addEventListener("click", () => {
+      if (challenge.mine) send({ type: "cancel", challenge: challenge.id });
+      else if (mayLeaveGame()) send({ type: "accept", challenge: challenge.id });
+    });
     item.append(button);
     list.append(item);
   }
