@@ -466,6 +466,21 @@ def test_two_browsers_meet_through_the_lobby_and_play(browser: Browser, server: 
     taker_ctx.close()
 
 
+@pytest.mark.parametrize("lang", ["en", "sv", "nb", "de"])
+def test_no_tab_scrolls_sideways_on_a_narrow_phone_in_any_language(browser: Browser, server: Server, lang: str) -> None:
+    """At 360 px, in each language and each mode, nothing is wider than the screen (long
+    words in the rules table and the lesson included)."""
+    context, tab = new_tab(browser, server.url, width=360, height=740)
+    tab.select_option("select[name=language]", lang)
+    expect(tab.locator("html")).to_have_attribute("lang", lang)
+    widths = {}
+    for mode in ("play", "watch", "study", "learn", "puzzles"):
+        tab.click(f"[data-mode={mode}]")
+        widths[mode] = tab.evaluate("document.documentElement.scrollWidth")
+    context.close()
+    assert widths == dict.fromkeys(widths, 360), widths
+
+
 def test_accepting_a_challenge_asks_before_leaving_a_game_in_progress(browser: Browser, server: Server) -> None:
     maker_ctx, maker = new_tab(browser, server.url)
     taker_ctx, taker = new_tab(browser, server.url)
