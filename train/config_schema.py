@@ -437,6 +437,10 @@ class EvalConfig:
         0, "use only the first N labelled positions (0: all)", min=0
     )
     enabled: bool = _field(True, "run evaluations at all")
+    exploit_interval: int = _field(
+        0, "iterations between exact exploitability walks of the Order network (K=0, from the empty board; 0: never)",
+        min=0,
+    )
 
 
 @dataclass

@@ -284,6 +284,16 @@ class Trainer:
         self.last_eval = metrics
         return metrics
 
+    def exploit(self) -> dict[str, float]:
+        """The exact exploit figure of the Order network now (:mod:`.exploit_probe`); the
+        networks are left in training mode."""
+        from orderchaos.train.exploit_probe import exploit_scalars
+
+        metrics = exploit_scalars(self.nets, device=self.device)
+        for net in self.nets.values():
+            net.train()
+        return metrics
+
     def fit(self) -> dict[str, float]:
         """Train until ``run.iterations`` or the time limit; checkpoint every
         ``run.checkpoint_interval`` iterations and at the end; evaluate at intervals and at
@@ -311,6 +321,8 @@ class Trainer:
                 if cfg.eval.enabled and cfg.eval.interval and self.iteration % cfg.eval.interval == 0:
                     self._evaluate_and_log(logger)
                     evaluated_at = self.iteration
+                if cfg.eval.exploit_interval and self.iteration % cfg.eval.exploit_interval == 0:
+                    logger.scalars(self.exploit(), self.iteration)
             if cfg.eval.enabled and evaluated_at != self.iteration:
                 self._evaluate_and_log(logger)
             self.checkpoint()
