@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orderchaos.cli.web.clocks import NO_CLOCK, PRESETS
+
 HOST = "127.0.0.1"
 
 
@@ -96,7 +98,8 @@ async def _player(url: str, log: GameLog, rng: random.Random, *, first: dict[str
             await ws.send(json.dumps({"type": "move", "cell": cell, "symbol": symbol}))
 
 
-async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int) -> tuple[list[GameLog], float]:
+async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int,
+                       time_control: str) -> tuple[list[GameLog], float]:
     logs: list[GameLog] = []
     tasks = []
     loop = asyncio.get_running_loop()
@@ -105,7 +108,8 @@ async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int)
         logs.append(log)
         invite: asyncio.Future = loop.create_future()
         side = "order" if g % 2 == 0 else "chaos"
-        tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g), first={"type": "play_friend", "side": side},
+        tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g), first={"type": "play_friend", "side": side,
+                                                                                       "time_control": time_control},
                              ready=invite))
         tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g + 1), first={}, invite_for=invite))
     for g in range(agent_games):
@@ -113,7 +117,8 @@ async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int)
         logs.append(log)
         side = "order" if g % 2 == 0 else "chaos"
         tasks.append(_player(url, log, random.Random(seed * 104729 + g),
-                             first={"type": "new_game", "side": side, "opponent": "heuristic"}))
+                             first={"type": "new_game", "side": side, "opponent": "heuristic",
+                                    "time_control": time_control}))
     start = time.perf_counter()
     await asyncio.gather(*tasks)
     return logs, time.perf_counter() - start
@@ -183,8 +188,9 @@ def wait_quantile(metrics: dict[str, float], q: float) -> float | None:
     return next(bound for bound, count in buckets if count >= q * total)
 
 
-def check_store(db: Path, logs: list[GameLog]) -> list[str]:
-    """Every way the stored games differ from what the clients played (empty: all match)."""
+def check_store(db: Path, logs: list[GameLog], time_control: str = NO_CLOCK) -> list[str]:
+    """Every way the stored games differ from what the clients played, or from the time
+    control they asked for (empty: all match)."""
     from orderchaos.cli.web.store import GameStore
 
     store = GameStore(db)
@@ -201,6 +207,9 @@ def check_store(db: Path, logs: list[GameLog]) -> list[str]:
             problems.append(f"game {log.game}: a move sent is not the move stored at its ply")
         if log.kind == "friend" and len(log.actions) != len(final):
             problems.append(f"game {log.game}: {len(final)} moves, {len(log.actions)} sent by its players")
+        control = stored.clock.control.name if stored.clock is not None else "none"
+        if control != time_control:
+            problems.append(f"game {log.game}: stored with clock {control}, asked for {time_control}")
         if stored.winner is None or stored.winner != log.winner:
             problems.append(f"game {log.game}: stored winner {stored.winner}, the players saw {log.winner}")
     store.close()
@@ -208,7 +217,7 @@ def check_store(db: Path, logs: list[GameLog]) -> list[str]:
 
 
 def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | None = None,
-              workers: int | None = None, agents: str = "processes") -> dict[str, Any]:
+              workers: int | None = None, agents: str = "processes", time_control: str = "5+3") -> dict[str, Any]:
     """Run the load test (see the module docstring) and return its figures."""
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="orderchaos-load-") as tmp:
@@ -232,7 +241,8 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
             before = scrape(port)
             cpu_before = cpu_seconds(server.pid)
             workers_before = {p: cpu_seconds(p) for p in child_pids(server.pid)}
-            logs, seconds = asyncio.run(_run_clients(f"ws://{HOST}:{port}/ws", friend_games, agent_games, seed))
+            logs, seconds = asyncio.run(
+                _run_clients(f"ws://{HOST}:{port}/ws", friend_games, agent_games, seed, time_control))
             server_cpu = cpu_seconds(server.pid) - cpu_before
             worker_cpu = sum(cpu_seconds(p) - workers_before.get(p, 0.0) for p in child_pids(server.pid))
             after = scrape(port)
@@ -240,7 +250,7 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
             server.terminate()
             server.wait(timeout=30)
         err = server_log.read_bytes()
-        problems = check_store(db_path, logs)
+        problems = check_store(db_path, logs, time_control)
     trips = sorted(t for log in logs for t in log.trips)
     moves = sum(len(log.final) for log in logs)
     person_moves = sum(len(log.actions) for log in logs)
@@ -250,6 +260,7 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
     waits = grew("orderchaos_agent_queue_wait_seconds_count")
     return {
         "clients": 2 * friend_games + agent_games,
+        "time_control": time_control,
         "agents": agents,
         "server_cpu_s": server_cpu,
         "server_cpu_share": server_cpu / seconds,
@@ -276,7 +287,7 @@ def report(result: dict[str, Any]) -> str:
     """The figures as a few lines of text."""
     return (
         f"{result['clients']} clients: {result['friend_games']} games between two players, "
-        f"{result['agent_games']} against heuristic, all at once\n"
+        f"{result['agent_games']} against heuristic, all at once, clock {result['time_control']}\n"
         f"  {result['moves']} moves ({result['person_moves']} by the scripted players) in {result['seconds']:.1f} s: "
         f"{result['moves_per_s']:.0f} moves/s\n"
         f"  move round trip: p50 {result['round_trip_p50_ms']:.1f} ms, p99 {result['round_trip_p99_ms']:.1f} ms\n"
@@ -312,12 +323,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=None, metavar="N", help="the server's --workers")
     parser.add_argument("--agents", choices=("processes", "ray", "threads"), default="processes",
                         help="the server's --agents (default processes)")
+    parser.add_argument("--time-control", default="5+3", choices=[*PRESETS, NO_CLOCK],
+                        help="every game's clock (default 5+3; none: no clock)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     if args.friend_games < 0 or args.agent_games < 0 or args.friend_games + args.agent_games == 0:
         print("orderchaos.cli.web.load: --friend-games and --agent-games must be at least 0, and not both 0", file=sys.stderr)
         return 2
-    result = load_test(args.friend_games, args.agent_games, seed=args.seed, workers=args.workers, agents=args.agents)
+    result = load_test(args.friend_games, args.agent_games, seed=args.seed, workers=args.workers, agents=args.agents,
+                       time_control=args.time_control)
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0 if not result["store_problems"] else 1
 

@@ -15,6 +15,7 @@ from orderchaos.envs.rules import action_name  # noqa: E402
 def test_a_small_load_test_plays_every_game_to_the_end_and_the_store_matches() -> None:
     result = load_test(2, 2, seed=1)
     assert result["clients"] == 6 and result["store_problems"] == [] and result["server_errors"] == []
+    assert result["time_control"] == "5+3"  # every game on the clock, and stored so (the store check)
     # seeded scripted players and a seeded heuristic: the same games every run, every move
     # of the two friend games and half of the agent games' moves by the scripted players
     assert (result["moves"], result["person_moves"]) == (101, 79)
@@ -38,6 +39,7 @@ def test_the_store_check_finds_a_game_that_differs(tmp_path) -> None:
     assert check_store(db, [short]) == [f"game {'g' * 22}: stored 9 moves, the players saw 8"]
     unsent = GameLog("friend", "g" * 22, {0: 0}, played, "order")
     assert check_store(db, [unsent]) == [f"game {'g' * 22}: 9 moves, 1 sent by its players"]
+    assert check_store(db, [good], "5+3") == [f"game {'g' * 22}: stored with clock none, asked for 5+3"]
     lost = GameLog("agent", "g" * 22, dict(enumerate(actions)), played, "chaos")
     assert check_store(db, [lost]) == [f"game {'g' * 22}: stored winner order, the players saw chaos"]
     missing = GameLog("agent", "h" * 22, {}, [], None)
