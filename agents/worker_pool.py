@@ -352,6 +352,9 @@ class _ProcessWorker:
         self.proc.start()
         child.close()
         self.pid = self.proc.pid
+        # the pool's close and the thread driving this worker may both close it, at once
+        self._close_lock = threading.Lock()
+        self._closed = False
 
     def await_ready(self) -> None:
         """Wait until the worker has built its bench; WorkerDied if it exited first."""
@@ -402,7 +405,11 @@ class _ProcessWorker:
 
     def close(self) -> None:
         """End the process at once (it holds nothing worth keeping: a job in progress is
-        abandoned)."""
+        abandoned). Safe to call again, from any thread."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
         if self.proc.is_alive():
             self.proc.terminate()
             self.proc.join(timeout=2)

@@ -127,3 +127,22 @@ def test_ray_workers_run_jobs_stop_them_and_replace_a_dead_one(in_process_ray: A
             assert pool.replaced == 1 and actor not in pool.pids()
     finally:
         cloudpickle.unregister_pickle_by_value(worker_jobs)
+
+
+def test_a_worker_closes_its_pipe_once_however_often_it_is_closed() -> None:
+    """The pool's close and the thread driving a worker may both close it: the second close
+    must not touch the pipe again (from two threads at once that was a bad file descriptor)."""
+    from orderchaos.agents.worker_pool import _ProcessWorker
+
+    worker = _ProcessWorker(None, ())
+    pipe, closes = worker.conn, []
+
+    class CountingPipe:
+        def close(self) -> None:
+            closes.append(1)
+            pipe.close()
+
+    worker.conn = CountingPipe()  # type: ignore[assignment]
+    worker.close()
+    worker.close()
+    assert closes == [1] and not worker.alive()
