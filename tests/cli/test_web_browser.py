@@ -341,8 +341,10 @@ def test_a_phone_keeps_the_picker_by_the_board_and_never_scrolls_sideways(
         screenshot(tab, "web_phone.png", full_page=True)
     play_the_computer(tab, "order", spec="random:seed=3")
     expect(tab.get_by_test_id("status")).to_contain_text("Your move")
-    for move in RANDOM_SEED_3_GAME[:6:2]:
+    for turn, move in enumerate(RANDOM_SEED_3_GAME[:6:2], start=1):
         tab.click(f"[data-cell='{'abcdef'.index(move[0]) + 6 * (int(move[1]) - 1)}']")
+        # the reply itself, not the last turn's words still on screen
+        expect(tab.locator("[data-testid=play-moves] li")).to_have_count(2 * turn)
         expect(tab.get_by_test_id("announce")).to_contain_text("Chaos: ")
         expect(tab.get_by_test_id("status")).to_contain_text("Your move")
     check()
