@@ -71,12 +71,12 @@ def parse_public_url(text: str) -> PublicURL:
 
 
 def parse_trusted_proxy(text: str) -> IPNetwork:
-    """Read one ``--trusted-proxy``: an IP address or network (``10.0.0.5``, ``10.0.0.0/24``,
+    """Read one ``--trusted-proxy``: an IP address or network (``127.0.0.2``, ``127.0.0.0/24``,
     ``::1``). Raises ValueError saying what is accepted."""
     try:
         return ipaddress.ip_network(text.strip(), strict=False)
     except ValueError:
-        raise ValueError(f"{text!r} is not an IP address or network (such as 127.0.0.1, ::1 or 10.0.0.0/24)") from None
+        raise ValueError(f"{text!r} is not an IP address or network (such as 127.0.0.1, ::1 or 127.0.0.0/24)") from None
 
 
 def public_facing(bind_host: str, public: PublicURL | None) -> bool:

@@ -51,8 +51,8 @@ def counter() -> Any:
 
 def test_lobby_open_take_cancel_and_gone() -> None:
     lobby = Lobby(new_id=counter())
-    first = lobby.open("tab1", "10.0.0.1", "order", "3+2")
-    second = lobby.open("tab1", "10.0.0.1", "random", "none")
+    first = lobby.open("tab1", "127.0.0.1", "order", "3+2")
+    second = lobby.open("tab1", "127.0.0.1", "random", "none")
     assert [c["id"] for c in lobby.listing("tab2")] == ["c0", "c1"]
     assert lobby.listing("tab1")[0]["mine"] and not lobby.listing("tab2")[0]["mine"]
     with pytest.raises(WebError) as own:
@@ -65,7 +65,7 @@ def test_lobby_open_take_cancel_and_gone() -> None:
     with pytest.raises(WebError) as not_mine:
         lobby.cancel(second.id, "tab2")
     assert not_mine.value.code == "no_challenge" and lobby.listing("x") != []
-    third = lobby.open("tab3", "10.0.0.3", "chaos", "1+0")
+    third = lobby.open("tab3", "127.0.0.3", "chaos", "1+0")
     assert lobby.gone("tab1") and [c["id"] for c in lobby.listing("x")] == [third.id]
     lobby.cancel(third.id, "tab3")
     assert lobby.listing("x") == [] and not lobby.gone("tab3")
@@ -74,13 +74,13 @@ def test_lobby_open_take_cancel_and_gone() -> None:
 def test_lobby_caps_open_challenges_per_address() -> None:
     lobby = Lobby(new_id=counter())
     for tab in ("a", "b", "c"):
-        lobby.open(tab, "10.0.0.1", "order", "none")
+        lobby.open(tab, "127.0.0.1", "order", "none")
     with pytest.raises(WebError) as caught:
-        lobby.open("d", "10.0.0.1", "order", "none")
+        lobby.open("d", "127.0.0.1", "order", "none")
     assert (caught.value.code, caught.value.args_) == ("lobby_limit", {"limit": 3})
-    lobby.open("d", "10.0.0.2", "order", "none")  # another address has its own three
+    lobby.open("d", "127.0.0.2", "order", "none")  # another address has its own three
     lobby.gone("a")
-    lobby.open("d", "10.0.0.1", "order", "none")  # a gone challenge frees its place
+    lobby.open("d", "127.0.0.1", "order", "none")  # a gone challenge frees its place
 
 
 def test_play_anyone_pairs_the_first_two_on_the_same_time_control() -> None:

@@ -28,7 +28,7 @@ from helpers import next_message  # noqa: E402
 
 FAST = Limits(move_time=5.0, hint_time=0.3, rate=1000, burst=1000)
 PUBLIC = parse_public_url("https://games.example.org")
-PROXY = [parse_trusted_proxy("10.0.0.2")]
+PROXY = [parse_trusted_proxy("127.0.0.2")]
 
 
 @pytest.fixture(autouse=True)
@@ -40,7 +40,7 @@ def no_hang() -> Iterator[None]:
 
 
 def proxied_app(quotas: AddressLimits | None = None) -> Any:
-    """The app as ``serve --public-url https://games.example.org --trusted-proxy 10.0.0.2`` builds it."""
+    """The app as ``serve --public-url https://games.example.org --trusted-proxy 127.0.0.2`` builds it."""
     return create_app(None, FAST, allowed_hosts=allowed_hosts(PUBLIC, "127.0.0.1"), public=PUBLIC,
                       trusted_proxies=PROXY, quotas=quotas)
 
@@ -100,23 +100,23 @@ def test_websockets_from_the_public_origin_are_accepted_and_others_refused() -> 
 
 def test_forwarded_headers_are_read_only_from_a_trusted_proxy() -> None:
     xff = [(b"x-forwarded-for", b"203.0.113.9")]
-    assert client_address("10.0.0.2", xff, PROXY) == "203.0.113.9"
+    assert client_address("127.0.0.2", xff, PROXY) == "203.0.113.9"
     assert client_address("198.51.100.7", xff, PROXY) == "198.51.100.7"  # a forged header, ignored
-    assert client_address("10.0.0.2", xff, []) == "10.0.0.2"  # no proxy trusted
+    assert client_address("127.0.0.2", xff, []) == "127.0.0.2"  # no proxy trusted
     # a client forging a chain through the proxy: the proxy appends the real peer, which counts
     forged = [(b"x-forwarded-for", b"1.2.3.4, 203.0.113.9")]
-    assert client_address("10.0.0.2", forged, PROXY) == "203.0.113.9"
+    assert client_address("127.0.0.2", forged, PROXY) == "203.0.113.9"
     # two trusted proxies in a row, each appending its peer
-    two = [parse_trusted_proxy("10.0.0.0/24")]
-    assert client_address("10.0.0.2", [(b"x-forwarded-for", b"203.0.113.9, 10.0.0.3")], two) == "203.0.113.9"
+    two = [parse_trusted_proxy("127.0.0.0/24")]
+    assert client_address("127.0.0.2", [(b"x-forwarded-for", b"203.0.113.9, 127.0.0.3")], two) == "203.0.113.9"
     # Forwarded, only when there is no X-Forwarded-For
     forwarded = [(b"forwarded", b'for="[2001:db8::1]:4711";proto=https, for=203.0.113.5')]
-    assert client_address("10.0.0.2", forwarded, PROXY) == "203.0.113.5"
-    assert client_address("10.0.0.2", forwarded[:0] + [(b"forwarded", b'for="[2001:db8::1]:4711"')],
+    assert client_address("127.0.0.2", forwarded, PROXY) == "203.0.113.5"
+    assert client_address("127.0.0.2", forwarded[:0] + [(b"forwarded", b'for="[2001:db8::1]:4711"')],
                           PROXY) == "2001:db8::1"
-    assert client_address("10.0.0.2", forwarded + xff, PROXY) == "203.0.113.9"
+    assert client_address("127.0.0.2", forwarded + xff, PROXY) == "203.0.113.9"
     # a hop that is not an address: the proxy that wrote it is as far as we know
-    assert client_address("10.0.0.2", [(b"x-forwarded-for", b"unknown")], PROXY) == "10.0.0.2"
+    assert client_address("127.0.0.2", [(b"x-forwarded-for", b"unknown")], PROXY) == "127.0.0.2"
     with pytest.raises(ValueError, match="not an IP address or network"):
         parse_trusted_proxy("proxy.example")
 
@@ -126,7 +126,7 @@ def test_the_logged_client_address_follows_trusted_proxies_only(caplog: pytest.L
     forged = {"host": "games.example.org", "x-forwarded-for": "203.0.113.9"}
     with TestClient(proxied_app(), client=("198.51.100.7", 5000)) as direct:
         direct.get("/healthz", headers=forged)
-    with TestClient(proxied_app(), client=("10.0.0.2", 5000)) as proxied:
+    with TestClient(proxied_app(), client=("127.0.0.2", 5000)) as proxied:
         proxied.get("/healthz", headers=forged)
     lines = [r.getMessage() for r in caplog.records if "/healthz" in r.getMessage()]
     assert len(lines) == 2
@@ -138,7 +138,7 @@ def test_serve_refuses_bad_proxy_arguments(capsys: pytest.CaptureFixture[str]) -
     assert main(["serve", "--db", ":memory:", "--public-url", "games.example.org"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--public-url" in err and "accepted: https://HOST" in err
-    assert main(["serve", "--db", ":memory:", "--trusted-proxy", "10.0.0.2", "--trusted-proxy", "nginx"]) == 2
+    assert main(["serve", "--db", ":memory:", "--trusted-proxy", "127.0.0.2", "--trusted-proxy", "nginx"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--trusted-proxy 'nginx' is not an IP address" in err
     assert main(["serve", "--db", ":memory:", "--games-per-minute", "0"]) == 2
@@ -174,7 +174,7 @@ def test_games_per_minute_per_address_with_a_clock_moved_by_hand() -> None:
 def test_connections_per_address_are_limited_after_proxy_resolution() -> None:
     quotas = AddressLimits(connections=2, games_per_minute=100, clock=Clock())
     headers = {"host": "games.example.org", "origin": "https://games.example.org"}
-    with TestClient(proxied_app(quotas), client=("10.0.0.2", 5000)) as client:
+    with TestClient(proxied_app(quotas), client=("127.0.0.2", 5000)) as client:
         first = {**headers, "x-forwarded-for": "203.0.113.9"}
         with client.websocket_connect("/ws", headers=first) as a, client.websocket_connect("/ws", headers=first) as b:
             hello(a), hello(b)
