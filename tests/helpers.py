@@ -331,3 +331,16 @@ def next_message(ws: Any, kind: str, limit: int = 50) -> dict:
         if msg["type"] == kind:
             return msg
     raise AssertionError(f"no {kind} message came")
+
+def late_position(seed: int, empties: int) -> State:
+    """A seeded random unfinished position with ``empties`` (even) empty cells, Order to move."""
+    assert empties % 2 == 0, "Order is to move only with an even number of empty cells"
+    rng = np.random.default_rng(seed)
+    while True:
+        s = State()
+        for _ in range(CELLS - empties):
+            s = s.apply(int(rng.choice(s.legal_actions())))
+            if s.is_terminal:
+                break
+        if not s.is_terminal and s.to_play == "order":
+            return s
