@@ -255,7 +255,9 @@ def create_app(
             threading.Thread(target=services.warm_up, name="orderchaos-web: warm-up", daemon=True).start()
         store.resume_clocks()  # the time the server was down is not charged to anyone
         hub.start_sweeper()  # games run out of time with no tab open too
+        metrics.watch_gc()
         yield
+        metrics.unwatch_gc()
         if hub.sweeper is not None:
             hub.sweeper.cancel()
         for game in list(hub.games.values()):

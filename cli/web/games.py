@@ -111,16 +111,26 @@ class LiveGame:
         return seat, token
 
     # -- views ------------------------------------------------------------------------------
-    def view(self, client: Client) -> dict[str, Any]:
-        """The ``state`` message for one tab (its seat decides what it may do)."""
+    def view(self, client: Client, board: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The ``state`` message for one tab (its seat decides what it may do). ``board`` is
+        :meth:`shared_view` when the caller already made it for another tab."""
         seat = client.seat
+        return {
+            **(board if board is not None else self.shared_view()),
+            "seat": seat,
+            "can_undo": self.can_undo(seat) and not (self.task is not None),
+            "invite": self.invite if seat is not None and self.free_seat() is not None else None,
+            "can_resign": seat is not None and not self.over,
+        }
+
+    def shared_view(self) -> dict[str, Any]:
+        """The part of the ``state`` message that every tab of the game gets alike."""
         here = {role: any(c.seat == role for c in self.clients) for role in AGENTS}
         agent_turn = not self.over and self.specs.get(self.state.to_play) is not None
         return {
             "type": "state",
             "mode": "play",
             "game": self.id,
-            "seat": seat,
             "players": {
                 role: {"agent": self.labels.get(role) if self.specs.get(role) else None,
                        "taken": self.tokens.get(role) is not None or self.specs.get(role) is not None,
@@ -132,13 +142,10 @@ class LiveGame:
             "moves": move_list(self.actions),
             "thinking": agent_turn and self.task is not None,
             "vs_agent": any(self.specs.get(r) for r in AGENTS),
-            "can_undo": self.can_undo(seat) and not (self.task is not None),
-            "invite": self.invite if seat is not None and self.free_seat() is not None else None,
             "rematch": self.rematch,
             "error": self.error,
             "winner": self.winner,
             "reason": self.reason,
-            "can_resign": seat is not None and not self.over,
             "clock": self.clock_view(),
         }
 
@@ -170,9 +177,10 @@ class LiveGame:
         return False
 
     async def broadcast(self) -> None:
-        """Send every tab its view."""
+        """Send every tab its view (the board's part made once for all of them)."""
+        board = self.shared_view()
         for client in list(self.clients):
-            await client.send(self.view(client))
+            await client.send(self.view(client, board))
 
     # -- moves ------------------------------------------------------------------------------
     async def move(self, client: Client, action: int) -> None:
