@@ -468,6 +468,50 @@ def test_two_browsers_meet_through_the_lobby_and_play(browser: Browser, server: 
     taker_ctx.close()
 
 
+def ask_to_play_anyone(tab: Page, time_control: str) -> None:
+    """Press "Play anyone" at ``time_control``."""
+    tab.select_option("select[name=time_control]", time_control)
+    tab.click("button[data-action=play-anyone]")
+
+
+def test_play_anyone_pairs_two_browsers_on_the_same_time_control(browser: Browser, server: Server) -> None:
+    """Two tabs asking for 3+2 land in one game on opposite sides and see each other's move; a
+    tab that asked for 5+3 in between is left waiting, and is paired with the next 5+3."""
+    tabs = [new_tab(browser, server.url) for _ in range(4)]
+    first, other_clock, second, other_clock_too = (tab for _, tab in tabs)
+    # each waits on the server's answer before the next asks, so the server sees them in this order
+    for tab, time_control in ((first, "3+2"), (other_clock, "5+3")):
+        ask_to_play_anyone(tab, time_control)
+        expect(tab.get_by_test_id("lobby-seeking")).to_be_visible()
+    ask_to_play_anyone(second, "3+2")
+    seated = re.compile(r"^(Your move|Your friend's move) \(Order\)")
+    for tab in (first, second):
+        expect(tab.get_by_test_id("status")).to_have_text(seated)
+        expect(tab).to_have_url(re.compile(r"/g/[A-Za-z0-9_-]{16,64}$"))
+        expect(tab.get_by_test_id("clock-order")).to_have_text("Order: 3:00 left")
+        expect(tab.get_by_test_id("lobby-seeking")).to_be_hidden()
+    assert first.url == second.url  # one game
+    statuses = {tab: tab.get_by_test_id("status").text_content() or "" for tab in (first, second)}
+    movers = [tab for tab, text in statuses.items() if text.startswith("Your move (Order)")]
+    assert len(movers) == 1, statuses  # opposite sides: exactly one of them plays Order
+    order = movers[0]
+    chaos = second if order is first else first
+    order.click("button[data-symbol=O]")
+    order.click("[data-cell='14']")
+    expect(chaos.locator("[data-testid=play-moves] li")).to_have_count(1)
+    expect(chaos.get_by_test_id("status")).to_have_text(re.compile(r"^Your move \(Chaos\)"))
+    expect(chaos.locator("[data-cell='14']")).to_have_text("O")
+    # the 5+3 tab was not paired with either: it still waits, and the next 5+3 meets it
+    expect(other_clock.get_by_test_id("lobby-seeking")).to_be_visible()
+    ask_to_play_anyone(other_clock_too, "5+3")
+    for tab in (other_clock, other_clock_too):
+        expect(tab.get_by_test_id("clock-order")).to_have_text("Order: 5:00 left")
+        expect(tab).to_have_url(re.compile(r"/g/[A-Za-z0-9_-]{16,64}$"))
+    assert other_clock.url == other_clock_too.url != first.url
+    for context, _ in tabs:
+        context.close()
+
+
 @pytest.mark.parametrize("lang", ["en", "sv", "nb", "de"])
 def test_no_tab_scrolls_sideways_on_a_narrow_phone_in_any_language(browser: Browser, server: Server, lang: str) -> None:
     """At 360 px, in each language and each mode, nothing is wider than the screen (long
