@@ -182,7 +182,10 @@ class LiveGame:
 
     # -- moves ------------------------------------------------------------------------------
     async def move(self, client: Client, action: int) -> None:
-        """A person's move from ``client``: only the seat to move may play."""
+        """A person's move from ``client``: only the seat to move may play, and not once its
+        time has run out (even before the sweeper has looked)."""
+        if await self.flag():
+            raise WebError("the game is over", "game_over")
         async with self.lock:
             if client.seat is None:
                 raise WebError("you are watching this game: only its two players can move", "watching")

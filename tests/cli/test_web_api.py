@@ -1222,3 +1222,24 @@ def test_undo_back_to_the_empty_board_is_a_fresh_start_for_the_clock_and_the_abo
         view = until_turn(ws, "order")
         assert view["reason"] is None and len(view["moves"]) == 2
         assert view["clock"]["left"] == {"order": 40.0, "chaos": 60.0}
+
+
+def test_a_move_after_the_flag_fell_loses_on_time_even_before_the_server_looks(tmp_path: Path) -> None:
+    now = {"t": 1000.0}
+    store = GameStore(tmp_path / "games.sqlite3", clock=lambda: now["t"])
+    with TestClient(create_app(None, FAST, db=store)) as client, ExitStack() as stack:
+        client.sockets = stack  # type: ignore[attr-defined]
+        client.portal.call(lambda: client.app.state.hub.sweeper.cancel())  # type: ignore[attr-defined]
+        order, chaos, game = clocked_pair(client, "1+0")
+        order.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        receive(chaos, "state", "play")
+        now["t"] += 60  # Chaos's minute is gone, and no sweep has seen it
+        chaos.send_json({"type": "move", "cell": 1, "symbol": "O"})
+        for ws in (chaos, order):
+            view = receive(ws, "state", "play")
+            while view["reason"] is None and len(view["moves"]) < 2:  # views from before the move
+                view = receive(ws, "state", "play")
+            assert (view["winner"], view["reason"], len(view["moves"])) == ("order", "time", 1)
+        assert error_of(chaos)["code"] == "game_over"
+    stored = store.load(game)
+    assert stored is not None and (stored.reason, stored.actions) == ("time", [0])
