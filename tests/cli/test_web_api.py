@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -1108,6 +1108,15 @@ def test_an_agent_out_of_budget_on_the_clock_still_moves_in_time(tmp_path: Path,
 # them, and the clock of the side to move runs from the undo (time is a clock the test moves)
 
 
+@contextmanager
+def site_on_a_hand_clock(tmp_path: Path, now: dict[str, float]) -> Iterator[tuple[TestClient, GameStore]]:
+    """An app on ``tmp_path``'s store, whose time is ``now["t"]``: its client and store."""
+    store = GameStore(tmp_path / "games.sqlite3", clock=lambda: now["t"])
+    with TestClient(create_app(None, FAST, db=store)) as client, ExitStack() as stack:
+        client.sockets = stack  # type: ignore[attr-defined]
+        yield client, store
+
+
 def clocked_agent_game(client: TestClient, control: str) -> tuple[Any, dict]:
     """Order against ``random:seed=3`` (which answers at once) on ``control``: the socket and
     the first view."""
@@ -1129,10 +1138,7 @@ def play_first_empty(ws: Any, view: dict) -> dict:
 
 def test_an_undo_keeps_time_spent_takes_back_increments_and_restarts_the_movers_clock(tmp_path: Path) -> None:
     now = {"t": 1000.0}
-    db = tmp_path / "games.sqlite3"
-    store = GameStore(db, clock=lambda: now["t"])
-    with TestClient(create_app(None, FAST, db=store)) as client, ExitStack() as stack:
-        client.sockets = stack  # type: ignore[attr-defined]
+    with site_on_a_hand_clock(tmp_path, now) as (client, store):
         ws, view = clocked_agent_game(client, "3+2")
         game = view["game"]
         view = play_first_empty(ws, view)  # not charged; Chaos answers at once: 180 + 2
@@ -1152,8 +1158,7 @@ def test_an_undo_keeps_time_spent_takes_back_increments_and_restarts_the_movers_
         assert stored is not None and stored.clock is not None and len(stored.actions) == 2
         assert stored.clock.remaining == {"order": 165.0, "chaos": 182.0} and stored.clock.turn_started == 1015.0
     now["t"] += 3600  # a restart: Order's clock runs on from what the undo stored
-    with TestClient(create_app(None, FAST, db=GameStore(db, clock=lambda: now["t"]))) as second, ExitStack() as stack:
-        second.sockets = stack  # type: ignore[attr-defined]
+    with site_on_a_hand_clock(tmp_path, now) as (second, _):
         watcher = connect(second)
         watcher.send_json({"type": "open", "game": game})
         receive(watcher, "joined")
@@ -1164,9 +1169,7 @@ def test_an_undo_keeps_time_spent_takes_back_increments_and_restarts_the_movers_
 
 def test_undo_cannot_bring_back_a_game_lost_on_time(tmp_path: Path) -> None:
     now = {"t": 1000.0}
-    store = GameStore(tmp_path / "games.sqlite3", clock=lambda: now["t"])
-    with TestClient(create_app(None, FAST, db=store)) as client, ExitStack() as stack:
-        client.sockets = stack  # type: ignore[attr-defined]
+    with site_on_a_hand_clock(tmp_path, now) as (client, store):
         ws, view = clocked_agent_game(client, "1+0")
         view = play_first_empty(ws, view)
         assert view["can_undo"]
@@ -1182,9 +1185,7 @@ def test_undo_cannot_bring_back_a_game_lost_on_time(tmp_path: Path) -> None:
 
 def test_undo_of_the_winning_move_restarts_the_clock_without_its_increment(tmp_path: Path) -> None:
     now = {"t": 1000.0}
-    store = GameStore(tmp_path / "games.sqlite3", clock=lambda: now["t"])
-    with TestClient(create_app(None, FAST, db=store)) as client, ExitStack() as stack:
-        client.sockets = stack  # type: ignore[attr-defined]
+    with site_on_a_hand_clock(tmp_path, now) as (client, store):
         ws, view = clocked_agent_game(client, "3+2")
         while view["winner"] is None:  # each of Order's moves but the first takes 1 s
             view = play_first_empty(ws, view)
@@ -1204,9 +1205,7 @@ def test_undo_of_the_winning_move_restarts_the_clock_without_its_increment(tmp_p
 
 def test_undo_back_to_the_empty_board_is_a_fresh_start_for_the_clock_and_the_abort_rule(tmp_path: Path) -> None:
     now = {"t": 1000.0}
-    store = GameStore(tmp_path / "games.sqlite3", clock=lambda: now["t"])
-    with TestClient(create_app(None, FAST, db=store)) as client, ExitStack() as stack:
-        client.sockets = stack  # type: ignore[attr-defined]
+    with site_on_a_hand_clock(tmp_path, now) as (client, store):
         ws, view = clocked_agent_game(client, "1+0")
         now["t"] += 50
         view = play_first_empty(ws, view)  # the first move is not charged; Chaos's answer is
@@ -1226,9 +1225,7 @@ def test_undo_back_to_the_empty_board_is_a_fresh_start_for_the_clock_and_the_abo
 
 def test_a_move_after_the_flag_fell_loses_on_time_even_before_the_server_looks(tmp_path: Path) -> None:
     now = {"t": 1000.0}
-    store = GameStore(tmp_path / "games.sqlite3", clock=lambda: now["t"])
-    with TestClient(create_app(None, FAST, db=store)) as client, ExitStack() as stack:
-        client.sockets = stack  # type: ignore[attr-defined]
+    with site_on_a_hand_clock(tmp_path, now) as (client, store):
         client.portal.call(lambda: client.app.state.hub.sweeper.cancel())  # type: ignore[attr-defined]
         order, chaos, game = clocked_pair(client, "1+0")
         order.send_json({"type": "move", "cell": 0, "symbol": "X"})
