@@ -42,9 +42,9 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from orderchaos.agents.worker_pool import WorkerPool
 from orderchaos.arena.game_files import game_line
+from orderchaos.cli.web import learn, puzzles
 from orderchaos.cli.web.errors import Busy, WebError
 from orderchaos.cli.web.games import Hub, valid_id
-from orderchaos.cli.web import learn, puzzles
 from orderchaos.cli.web.learn import learn_routes
 from orderchaos.cli.web.proof_page import proof_page
 from orderchaos.cli.web.ops import Metrics, RequestLog, health_route, metrics_route
