@@ -27,7 +27,7 @@ from orderchaos.agents.solver_pool import SolverPool
 from orderchaos.envs.rules import AGENTS, State
 from orderchaos.arena.mistakes import collect_mistakes, labelled_rows, mistake_rows, ranked_moves
 from orderchaos.train.replay_buffer import ReplayBuffer
-from orderchaos.train.config_schema import AUGMENT, MISTAKE_OPENINGS, SOLVER_POLICY, VALUE_WEIGHT, WARMUP_OPENINGS
+from orderchaos.train.config_schema import AUGMENT, COMPILED_INFERENCE, MISTAKE_OPENINGS, SOLVER_POLICY, VALUE_WEIGHT, WARMUP_OPENINGS
 from orderchaos.train.selfplay import (
     SelfPlayGame,
     play_heuristic_games,
@@ -141,7 +141,7 @@ class AlphaZeroTrainer(Trainer):
         self.evaluator = NetworkEvaluator(
             self.nets,
             device=self.device,
-            compiled=config.run.compiled_inference,
+            compiled=COMPILED_INFERENCE,
             precision=config.run.inference_precision,
         )
         self.solver = SolverWorker(config.selfplay.solver_workers)

@@ -55,6 +55,20 @@ PPO_GAMMA = 1.0
 """PPO discount over the learner's own moves."""
 PPO_LATEST_FRACTION = 0.5
 """PPO: probability of facing the current opposing network instead of a pool snapshot."""
+COMPILED_INFERENCE = True
+"""Self-play runs the networks compiled for inference on CPU (agents.network.InferenceForward):
+the same outputs as the torch modules to float rounding, 1.35x the self-play games/s of the
+shipped config in a measured run."""
+RAY_INFLIGHT = 2
+"""Ray backend with ``run.sync`` false: game batches queued per actor (the cap on unread
+batches is ``run.actors`` times this, so memory stays bounded)."""
+GUMBEL_CONSIDERED = 16
+"""With ``mcts.gumbel``: root moves considered (Gumbel-Top-k) by the self-play search."""
+WINDOW_FEATURES = True
+"""The trained networks also see the per-cell counts of live five-cell windows
+(agents.network.WindowFeatures); policies saved without them still load."""
+EVAL_POSITIONS = True
+"""Evaluations measure optimal-move accuracy on the solver-labelled position sets."""
 
 RETIRED_KEYS: dict[str, Any] = {
     "selfplay.temperature": SELFPLAY_TEMPERATURE,
@@ -74,6 +88,11 @@ RETIRED_KEYS: dict[str, Any] = {
     "ppo.gae_lambda": PPO_GAE_LAMBDA,
     "ppo.gamma": PPO_GAMMA,
     "ppo.latest_fraction": PPO_LATEST_FRACTION,
+    "run.compiled_inference": COMPILED_INFERENCE,
+    "run.inflight": RAY_INFLIGHT,
+    "mcts.max_considered": GUMBEL_CONSIDERED,
+    "network.window_features": WINDOW_FEATURES,
+    "eval.positions": EVAL_POSITIONS,
 }
 """Former config keys that are now fixed, with the value each is fixed at."""
 
@@ -105,14 +124,6 @@ class RunConfig:
     )
     keep_checkpoints: int = _field(2, "how many checkpoint directories to keep on disk", min=1, max=1000)
     threads: int = _field(0, "torch CPU threads (0: leave torch's default)", min=0, max=1024)
-    compiled_inference: bool = _field(
-        True,
-        "self-play runs the networks compiled for inference on CPU (agents.network."
-        "InferenceForward: 1.35x the self-play games/s in a measured run of the shipped "
-        "config, between none and 1.6x in benchmarks); false runs the torch "
-        "modules (the plain forward pass): the same outputs to float rounding, so "
-        "statistically the same run, but not the same games",
-    )
     inference_precision: str = _field(
         "float32",
         "the precision self-play evaluates the networks in: 'bfloat16' gave 1.05-1.54x the "
@@ -146,14 +157,8 @@ class RunConfig:
         True,
         "backend ray: the learner waits for each iteration's games, all played with its "
         "latest weights, so a run with fixed `actors` is reproducible from its seed; false: "
-        "actors keep playing (with weights up to `inflight` iterations old) while the "
-        "learner trains: faster, not reproducible",
-    )
-    inflight: int = _field(
-        2,
-        "backend ray, sync false: game batches queued per actor (the cap on unread batches "
-        "is actors x this, so memory stays bounded)",
-        min=1,
+        "each actor keeps 2 game batches queued (weights up to 2 iterations old) and plays on "
+        "while the learner trains: faster, not reproducible",
     )
     object_store_mb: int = _field(
         512, "backend ray: object store size of a local Ray instance, MiB", min=80
@@ -167,12 +172,6 @@ class NetworkConfig:
     channels: int = _field(32, "convolution channels of the residual trunk", min=1, max=4096)
     blocks: int = _field(4, "residual blocks in the trunk", min=0, max=256)
     value_hidden: int = _field(64, "hidden units of the value head", min=1, max=65536)
-    window_features: bool = _field(
-        True,
-        "also feed the trunk fixed per-cell counts of the live five-cell windows through each "
-        "cell by how many identical stones they hold (orderchaos.agents.network.WindowFeatures); false "
-        "gives the plain network of policies trained before this option",
-    )
     init_from: str = _field(
         "",
         "start both networks from this policy: a policy directory, a run directory (its latest "
@@ -304,13 +303,10 @@ class MCTSConfig:
     simulations: int = _field(64, "simulations per move", min=1, max=1_000_000)
     gumbel: bool = _field(
         False,
-        "Gumbel root search (orderchaos.agents.gumbel): sample max_considered root moves "
+        "Gumbel root search (orderchaos.agents.gumbel): sample 16 root moves "
         "without replacement, share the simulations among them by sequential halving, and "
         "train on the completed-Q improved policy; moves are the search's Gumbel-sampled "
         "choice (no Dirichlet noise, no temperature)",
-    )
-    max_considered: int = _field(
-        16, "with gumbel: root moves considered (Gumbel-Top-k)", min=1, max=72
     )
     evaluation_cache: bool = _field(
         False,
@@ -432,9 +428,8 @@ class EvalConfig:
         ["random", "heuristic"], "agent specs to play in both seats (see orderchaos.agents.registry)",
         agent_specs=True,
     )
-    positions: bool = _field(True, "measure optimal-move accuracy on the solver-labelled set")
     positions_limit: int = _field(
-        0, "use only the first N labelled positions (0: all)", min=0
+        0, "use only the first N labelled positions of each set (0: all)", min=0
     )
     enabled: bool = _field(True, "run evaluations at all")
     exploit_interval: int = _field(

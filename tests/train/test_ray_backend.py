@@ -126,7 +126,7 @@ def test_a_killed_actor_is_replaced_and_the_run_finishes(local_ray, tmp_path: Pa
 
 
 def test_async_mode_plays_ahead_with_older_weights(local_ray, tmp_path: Path) -> None:
-    config = load_config(SMOKE, [*FAST, "run.iterations=3", "run.sync=false", "run.inflight=1",
+    config = load_config(SMOKE, [*FAST, "run.iterations=3", "run.sync=false",
                                  "selfplay.solver_depth=0"])
     trainer = make_trainer(config, tmp_path / "run")
     trainer.fit()
