@@ -69,6 +69,19 @@ WINDOW_FEATURES = True
 (agents.network.WindowFeatures); policies saved without them still load."""
 EVAL_POSITIONS = True
 """Evaluations measure optimal-move accuracy on the solver-labelled position sets."""
+MISTAKE_OPPONENTS = ("heuristic",)
+"""Agent specs the networks play in the mistake hunt's greedy games."""
+MISTAKE_NODE_LIMIT = 300_000
+"""Solver node budget per position when walking a lost game back to its losing move."""
+MISTAKE_CANDIDATES = 10
+"""Where listing every winning move exceeds the budget, the hunt tries this many of the
+network's favourite moves and keeps the first proven to win."""
+MISTAKE_CAPACITY = 4096
+"""Mistake positions kept per role (oldest dropped first)."""
+MISTAKE_FRACTION = 0.1
+"""Share of each training batch drawn from the role's mistake positions."""
+MISTAKE_MIN_ROWS = 32
+"""Mistake positions a role needs before they join its batches."""
 
 RETIRED_KEYS: dict[str, Any] = {
     "selfplay.temperature": SELFPLAY_TEMPERATURE,
@@ -93,6 +106,14 @@ RETIRED_KEYS: dict[str, Any] = {
     "mcts.max_considered": GUMBEL_CONSIDERED,
     "network.window_features": WINDOW_FEATURES,
     "eval.positions": EVAL_POSITIONS,
+    "mistakes.opponents": list(MISTAKE_OPPONENTS),
+    "mistakes.roles": ["order", "chaos"],
+    "mistakes.node_limit": MISTAKE_NODE_LIMIT,
+    "mistakes.workers": 1,
+    "mistakes.candidates": MISTAKE_CANDIDATES,
+    "mistakes.capacity": MISTAKE_CAPACITY,
+    "mistakes.fraction": MISTAKE_FRACTION,
+    "mistakes.min_rows": MISTAKE_MIN_ROWS,
 }
 """Former config keys that are now fixed, with the value each is fixed at."""
 
@@ -361,60 +382,28 @@ class ReplayConfig:
 @dataclass
 class MistakesConfig:
     """Learning from lost games (alphazero; ``orderchaos.arena.mistakes``): at intervals each network
-    plays greedy games against fixed opponents, the solver finds the move that lost each
+    plays greedy games against the heuristic agent, the solver finds the move that lost each
     lost game, and those positions, with the proven winning moves as targets, are mixed
-    into training batches."""
+    into training batches (a tenth of each; the fixed settings are the ``MISTAKE_*``
+    constants above)."""
 
     games: int = _field(
-        0, "greedy games per role and opponent in each round (0: off)", min=0
+        0, "greedy games per role against the heuristic agent in each round (0: off)", min=0
     )
     interval: int = _field(4, "iterations between rounds", min=1)
-    opponents: list[str] = _field(
-        ["heuristic"], "agent specs the networks play in these games (see orderchaos.agents.registry)",
-        agent_specs=True,
-    )
-    roles: list[str] = _field(
-        ["order", "chaos"], "whose lost games are searched", choices=["order", "chaos"]
-    )
-    node_limit: int = _field(
-        300000,
-        "solver node budget per position when walking a lost game back to its losing move",
-        min=1,
-    )
-    workers: int = _field(
-        1,
-        "solver worker processes walking the lost games back (1: in the process that hunts); "
-        "the mistakes found are the same for any number",
-        min=1,
-        max=1024,
-    )
-    candidates: int = _field(
-        10,
-        "where listing every winning move exceeds the budget, try this many of the "
-        "network's favourite moves and keep the first proven to win",
-        min=0,
-        max=72,
-    )
     rollouts: int = _field(
         0,
         "where the solver places no losing move (most lost Chaos games: lost in theory from "
         "early on), look for a practical one: the latest position where another of the "
-        "network's `candidates` favourite moves wins this many greedy play-outs of this many "
+        "network's 10 favourite moves wins this many greedy play-outs of this many "
         "against the same opponent (0: off)",
         min=0,
     )
-    capacity: int = _field(4096, "mistake positions kept per role (oldest dropped first)", min=1, max=10_000_000)
-    fraction: float = _field(
-        0.1, "share of each training batch drawn from the role's mistake positions", min=0, max=1
-    )
-    min_rows: int = _field(
-        32, "mistake positions a role needs before they join its batches", min=1
-    )
     positions: list[str] = _field(
         [],
-        "solver-labelled positions files (`orderchaos positions --make`) whose positions, for "
-        "the sides to move in `roles`, join the mistake positions when the run starts (uniform "
-        "policy over the winning moves, value +1); they need no hunt (`games` may be 0)",
+        "solver-labelled positions files (`orderchaos positions --make`) whose positions join "
+        "the mistake positions of the side to move when the run starts (uniform policy over "
+        "the winning moves, value +1; at most 4096 per side); they need no hunt (`games` may be 0)",
     )
 
 

@@ -52,7 +52,7 @@ from orderchaos.agents.network_agent import NetworkEvaluator
 from orderchaos.envs.encoding import OBS_SHAPE
 from orderchaos.envs.rules import ACTIONS, AGENTS, State
 from orderchaos.ray_setup import CONNECT_TIMEOUT_S, RayBackendError, connect_ray, shutdown_ray  # noqa: F401 (re-exported)
-from orderchaos.train.alphazero import AlphaZeroTrainer, TrainingRows, mistake_hunt_rows
+from orderchaos.train.alphazero import AlphaZeroTrainer, MistakeSettings, TrainingRows, mistake_hunt_rows
 from orderchaos.train.selfplay import SelfPlayGame, play_training_games
 from orderchaos.train.config import TrainConfig, config_from_dict, config_to_dict
 from orderchaos.train.config_schema import COMPILED_INFERENCE, RAY_INFLIGHT
@@ -169,11 +169,11 @@ class SelfPlayActor:
         )
         return {**pack_games(logs, imitated), "version": version, "seconds": seconds, "pid": os.getpid()}
 
-    def hunt(self, weights: dict, version: int, seed: int) -> tuple[dict, dict[str, float]]:
+    def hunt(self, weights: dict, version: int, seed: int, settings: MistakeSettings) -> tuple[dict, dict[str, float]]:
         """One :func:`mistake_hunt_rows` with the weights of iteration ``version``."""
         self._use(weights, version)
         started = time.perf_counter()
-        rows, metrics = mistake_hunt_rows(self.evaluator, self.config.mistakes, np.random.default_rng(seed))
+        rows, metrics = mistake_hunt_rows(self.evaluator, self.config.mistakes, np.random.default_rng(seed), settings)
         metrics["charts/mistake_seconds"] = time.perf_counter() - started
         return rows, metrics
 
@@ -373,7 +373,7 @@ class RayAlphaZeroTrainer(AlphaZeroTrainer):
         if self.hunter is None:
             self.hunter = ray.remote(SelfPlayActor).options(**self._actor_options()).remote(config_to_dict(self.config))
         seed = int(self.rng.integers(2**31))
-        self._hunt = self.hunter.hunt.remote(self._publish(), self.iteration, seed)
+        self._hunt = self.hunter.hunt.remote(self._publish(), self.iteration, seed, self.mistake_settings)
         return metrics
 
     def _collect_hunt(self, block: bool) -> dict[str, float]:
