@@ -420,7 +420,11 @@ class EvalConfig:
     positions_limit: int = _field(
         0, "use only the first N labelled positions of each set (0: all)", min=0
     )
-    enabled: bool = _field(True, "run evaluations at all")
+    enabled: bool = _field(
+        True,
+        "false: no evaluation at all, not even at the end (fit() then returns no scalars); for "
+        "runs that time or test the training alone",
+    )
     exploit_interval: int = _field(
         0, "iterations between exact exploitability walks of the Order network (K=0, from the empty board; 0: never)",
         min=0,

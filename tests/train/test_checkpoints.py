@@ -44,6 +44,13 @@ def test_seeded_runs_are_reproducible(tmp_path: Path, algorithm: str) -> None:
     assert any(not torch.equal(a["order"][k], c["order"][k]) for k in a["order"])
 
 
+def test_a_run_evaluates_at_its_end_unless_evaluation_is_switched_off(tmp_path: Path) -> None:
+    on = make_trainer(load_config(SMOKE, ["run.iterations=1"]), tmp_path / "on").fit()
+    off = make_trainer(load_config(SMOKE, ["run.iterations=1", "eval.enabled=false"]), tmp_path / "off").fit()
+    assert "eval/order_vs_random_winrate" in on and "eval/accuracy_all" in on
+    assert off == {}
+
+
 def test_self_play_runs_the_networks_compiled(tmp_path: Path) -> None:
     trainer = make_trainer(load_config(SMOKE, ["eval.enabled=false"]), tmp_path / "compiled")
     try:
