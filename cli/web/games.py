@@ -23,7 +23,7 @@ from orderchaos.cli.web.errors import Busy, TimedOut, WebError
 from orderchaos.cli.web.lobby import Lobby
 from orderchaos.cli.web.clocks import TimeControl
 from orderchaos.cli.web.services import Services, agent_move
-from orderchaos.cli.web.store import StoredGame, token_hash
+from orderchaos.cli.web.store import REASONS, StoredGame, token_hash
 from orderchaos.envs.rules import AGENTS, CHAOS, ORDER, State
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -165,9 +165,15 @@ class LiveGame:
         """Whether the game has ended, on the board or off it (resigned, aborted)."""
         return self.reason is not None
 
+    @property
+    def ended_off_board(self) -> bool:
+        """Whether the game was resigned, lost on time or aborted: no undo brings it back."""
+        return self.reason in REASONS[2:]
+
     def can_undo(self, seat: str | None) -> bool:
-        """Undo is for a person playing an agent, once they have moved."""
-        if seat is None or self.specs.get(other(seat)) is None:
+        """Undo is for a person playing an agent, once they have moved, and not once the game
+        ended off the board (resigned, lost on time)."""
+        if seat is None or self.specs.get(other(seat)) is None or self.ended_off_board:
             return False
         probe = State()
         for action in self.actions:
@@ -184,7 +190,10 @@ class LiveGame:
 
     # -- moves ------------------------------------------------------------------------------
     async def move(self, client: Client, action: int) -> None:
-        """A person's move from ``client``: only the seat to move may play."""
+        """A person's move from ``client``: only the seat to move may play, and not once its
+        time has run out (even before the sweeper has looked)."""
+        if await self.flag():
+            raise WebError("the game is over", "game_over")
         async with self.lock:
             if client.seat is None:
                 raise WebError("you are watching this game: only its two players can move", "watching")
@@ -297,6 +306,8 @@ class LiveGame:
     async def undo(self, client: Client) -> None:
         """Take back the person's last move (and the agent's replies after it)."""
         seat = client.seat
+        if self.ended_off_board:
+            raise WebError("the game is over", "game_over")
         if not self.can_undo(seat):
             raise WebError("nothing to undo: undo is for your own moves against an agent", "no_undo")
         if self.task is not None:
@@ -306,7 +317,10 @@ class LiveGame:
             for action in self.actions:
                 states.append(states[-1].apply(action))
             keep = max(p for p in range(len(self.actions)) if states[p].to_play == seat)
-            self.services.store.take_back(self.id, keep)
+            if self.clock is not None:  # every move but the first earned its mover the increment
+                rewarded = [states[p].to_play for p in range(max(1, keep), len(self.actions))]
+                self.clock.take_back(self.state.to_play, rewarded, self.services.store.clock(), started=keep > 0)
+            self.services.store.take_back(self.id, keep, self.clock)
             self.actions = self.actions[:keep]
             self.state = states[keep]
             self.winner = self.reason = None

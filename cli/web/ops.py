@@ -8,6 +8,7 @@ Each app has its own :class:`prometheus_client.CollectorRegistry`, so two apps i
     orderchaos_games_open                games some tab has open
     orderchaos_moves_total               moves people sent that were committed
     orderchaos_moves_refused_total{kind} moves refused, by error code (not_your_turn, occupied, ...)
+    orderchaos_address_refused_total{kind} requests refused by a per-address limit, by error code
     orderchaos_agent_moves_queued        searches (agent moves, hints, analyses) waiting for a slot
     orderchaos_agent_moves_running       searches running
     orderchaos_move_round_trip_seconds   a person's move from its arrival until every tab was told
@@ -58,6 +59,9 @@ class Metrics:
         self.moves = Counter("orderchaos_moves", "moves people sent that were committed", registry=self.registry)
         self.refused = Counter("orderchaos_moves_refused", "moves refused, by error code", ["kind"],
                                registry=self.registry)
+        self.address_refused = Counter(
+            "orderchaos_address_refused", "requests refused by a per-address limit, by error code", ["kind"],
+            registry=self.registry)
         Gauge("orderchaos_agent_moves_queued", "searches (agent moves, hints, analyses) waiting for a slot",
               registry=self.registry).set_function(searches_queued)
         Gauge("orderchaos_agent_moves_running", "searches (agent moves, hints, analyses) running",

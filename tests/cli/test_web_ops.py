@@ -147,7 +147,7 @@ def test_settle_heap_freezes_what_startup_built_and_makes_full_collections_rarer
 
 def test_game_events_are_logged_with_the_client_address(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="orderchaos.web")
-    with TestClient(create_app(None, FAST), client=("203.0.113.9", 5000)) as client:
+    with TestClient(create_app(None, FAST), client=("127.0.0.9", 5000)) as client:
         with client.websocket_connect("/ws") as ws:
             next_message(ws, "hello")
             ws.send_json({"type": "new_game", "side": "order", "opponent": "random"})
@@ -157,9 +157,9 @@ def test_game_events_are_logged_with_the_client_address(caplog: pytest.LogCaptur
             ws.send_json({"type": "state"})
             next_message(ws, "state")
     lines = [r.getMessage() for r in caplog.records]
-    assert f"client=203.0.113.9 game={game} new_game" in lines
-    assert f"client=203.0.113.9 game={game} move" in lines
-    assert "client=203.0.113.9 websocket /ws" in lines
+    assert f"client=127.0.0.9 game={game} new_game" in lines
+    assert f"client=127.0.0.9 game={game} move" in lines
+    assert "client=127.0.0.9 websocket /ws" in lines
 
 
 
