@@ -358,11 +358,13 @@ def _ms(value: float | None) -> str:
 
 def run(quick: bool = False) -> dict[str, Any]:
     """``orderchaos bench web``: 500 clients (200 friend games, 100 against heuristic, the
-    agents on worker processes), or a few with ``quick``; first as people play (games starting
+    agents on worker processes), or a few with ``quick`` (thinking and ramp a twentieth as
+    long); first as people play (games starting
     over :data:`PACED_RAMP` seconds, players thinking :data:`PACED_THINK` seconds a move on
     average), then every game at once with moves sent without thinking (the server's capacity)."""
     friend, agent = (2, 2) if quick else (200, 100)
-    paced = load_test(friend, agent, think=PACED_THINK, ramp=PACED_RAMP)
+    paced = load_test(friend, agent, think=PACED_THINK / 20 if quick else PACED_THINK,
+                      ramp=PACED_RAMP / 20 if quick else PACED_RAMP)
     print(report(paced))
     flat_out = load_test(friend, agent)
     print(report(flat_out))
