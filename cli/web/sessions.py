@@ -117,8 +117,12 @@ class Play:
         if token is not None:
             joined["token"] = token
         await self.send(joined)
-        if self.hub.lobby.seekers.pop(self, None) is not None:
-            await self.show_lobby()  # a tab that goes into a game stops waiting to be paired
+        # a tab that goes into a game stops waiting to be paired and withdraws its challenges
+        was_waiting = self.hub.lobby.seeking_for(self) is not None
+        if self.hub.lobby.gone(self):
+            await self._tell_lobby()
+        elif was_waiting:
+            await self.show_lobby()
         await game.broadcast()
 
     def _time_control(self, msg: dict[str, Any]) -> TimeControl | None:

@@ -231,3 +231,17 @@ def test_a_tab_waiting_to_be_paired_that_starts_another_game_stops_waiting() -> 
         third.send_json({"type": "play_anyone", "time_control": "none"})
         assert receive(later, "joined")["game"] == receive(third, "joined")["game"] != friend_game
         assert receive(waiting, "lobby")["seeking"] is None  # and its page was told
+
+
+def test_a_tab_that_goes_into_a_game_withdraws_its_open_challenges() -> None:
+    with Site() as site:
+        creator, viewer = site.connect(), site.connect()
+        viewer.send_json({"type": "lobby"})
+        receive(viewer, "lobby")
+        creator.send_json({"type": "challenge", "side": "order", "time_control": "3+2"})
+        assert len(receive(viewer, "lobby")["challenges"]) == 1
+        creator.send_json({"type": "new_game", "side": "order", "opponent": "random"})
+        receive(creator, "state")  # the game's first view comes after the lobby was told
+        viewer.send_json({"type": "lobby"})
+        # else accepting it would pull the creator out of the game it is playing
+        assert receive(viewer, "lobby")["challenges"] == []
