@@ -23,11 +23,23 @@ import torch
 
 from orderchaos.agents.network import masked_log_softmax
 from orderchaos.agents.network_agent import NetworkEvaluator, NeuralAgent
-from orderchaos.agents.solver_pool import SolverPool
 from orderchaos.envs.rules import AGENTS, State
 from orderchaos.arena.mistakes import collect_mistakes, labelled_rows, mistake_rows, ranked_moves
 from orderchaos.train.replay_buffer import ReplayBuffer
-from orderchaos.train.config_schema import AUGMENT, MISTAKE_OPENINGS, SOLVER_POLICY, VALUE_WEIGHT, WARMUP_OPENINGS
+from orderchaos.train.config_schema import (
+    AUGMENT,
+    COMPILED_INFERENCE,
+    MISTAKE_CANDIDATES,
+    MISTAKE_CAPACITY,
+    MISTAKE_FRACTION,
+    MISTAKE_MIN_ROWS,
+    MISTAKE_NODE_LIMIT,
+    MISTAKE_OPENINGS,
+    MISTAKE_OPPONENTS,
+    SOLVER_POLICY,
+    VALUE_WEIGHT,
+    WARMUP_OPENINGS,
+)
 from orderchaos.train.selfplay import (
     SelfPlayGame,
     play_heuristic_games,
@@ -38,42 +50,51 @@ from orderchaos.train.solver_targets import PendingTargets, SolverTargets, Solve
 from orderchaos.train.trainer import Trainer
 
 
+@dataclass(frozen=True)
+class MistakeSettings:
+    """The fixed settings of the mistake hunt and of the mistake positions' share of the
+    training batches (the ``MISTAKE_*`` constants of :mod:`orderchaos.train.config_schema`;
+    the ``mistakes`` config section says how many games and how often). One object, so that
+    the Ray backend hands the same settings to its hunter actor, and tests can shrink the
+    solver budget of a short run."""
+
+    opponents: tuple[str, ...] = MISTAKE_OPPONENTS
+    node_limit: int = MISTAKE_NODE_LIMIT
+    candidates: int = MISTAKE_CANDIDATES
+    capacity: int = MISTAKE_CAPACITY
+    fraction: float = MISTAKE_FRACTION
+    min_rows: int = MISTAKE_MIN_ROWS
+
+
 def mistake_hunt_rows(
-    evaluator: NetworkEvaluator, config: Any, rng: np.random.Generator
+    evaluator: NetworkEvaluator, config: Any, rng: np.random.Generator, settings: MistakeSettings = MistakeSettings()
 ) -> tuple[dict[str, tuple[np.ndarray, ...]], dict[str, float]]:
     """One hunt of the ``mistakes`` section (``config`` a MistakesConfig) with the networks of
-    ``evaluator``: each configured role plays greedy games against the opponents, and the
-    losing move of each lost game that the solver (or, with ``rollouts``, play-outs) can
-    place becomes a row. Returns the rows per role (``mistake_rows`` arrays; roles that
-    found none are left out) and the hunt's metrics. The local trainer runs it in the
-    learner; the Ray backend on an actor. The lost games are walked by ``workers`` solver
-    processes started for the hunt (one: in this process)."""
-    cfg = config
+    ``evaluator``: each role plays greedy games against the opponents, and the losing move
+    of each lost game that the solver (or, with ``rollouts``, play-outs) can place becomes a
+    row. Returns the rows per role (``mistake_rows`` arrays; roles that found none are left
+    out) and the hunt's metrics. The local trainer runs it in the learner; the Ray backend
+    on an actor."""
     learner = NeuralAgent(evaluator, sims=0, temp=0.0, name="learner")
 
     def preferences(state: State) -> list[int]:
         priors, _ = evaluator.evaluate([state])
-        return ranked_moves(priors[0], cfg.candidates)
+        return ranked_moves(priors[0], settings.candidates)
 
     rows: dict[str, tuple[np.ndarray, ...]] = {}
     metrics: dict[str, float] = {}
-    with SolverPool("inline" if cfg.workers == 1 else "processes", cfg.workers) as pool:
-        hunts = [
-            (role, collect_mistakes(
-                learner,
-                role,
-                cfg.opponents,
-                cfg.games,
-                int(rng.integers(2**31)),
-                openings=MISTAKE_OPENINGS,
-                node_limit=cfg.node_limit,
-                preferences=preferences,
-                rollouts=cfg.rollouts,
-                pool=pool,
-            ))
-            for role in cfg.roles
-        ]
-    for role, hunt in hunts:
+    for role in AGENTS:
+        hunt = collect_mistakes(
+            learner,
+            role,
+            settings.opponents,
+            config.games,
+            int(rng.integers(2**31)),
+            openings=MISTAKE_OPENINGS,
+            node_limit=settings.node_limit,
+            preferences=preferences,
+            rollouts=config.rollouts,
+        )
         if hunt.mistakes:
             rows[role] = tuple(mistake_rows(hunt.mistakes))
         metrics[f"{role}/mistakes/lost_rate"] = hunt.lost / hunt.games
@@ -132,16 +153,17 @@ class AlphaZeroTrainer(Trainer):
     """PUCT self-play + replay + policy/value regression, one network per role."""
 
     algorithm = "alphazero"
+    mistake_settings = MistakeSettings()
 
     def __init__(self, config: Any, run_dir: Any) -> None:
         super().__init__(config, run_dir)
         self.replay = {role: ReplayBuffer(config.replay.capacity) for role in AGENTS}
-        self.mistakes = {role: ReplayBuffer(config.mistakes.capacity) for role in AGENTS}
+        self.mistakes = {role: ReplayBuffer(self.mistake_settings.capacity) for role in AGENTS}
         self.load_labelled_positions(config.mistakes.positions)
         self.evaluator = NetworkEvaluator(
             self.nets,
             device=self.device,
-            compiled=config.run.compiled_inference,
+            compiled=COMPILED_INFERENCE,
             precision=config.run.inference_precision,
         )
         self.solver = SolverWorker(config.selfplay.solver_workers)
@@ -151,10 +173,10 @@ class AlphaZeroTrainer(Trainer):
 
     def load_labelled_positions(self, paths: list[str]) -> None:
         """Add the positions of ``mistakes.positions`` files to the mistake positions of the
-        side to move (for the sides in ``mistakes.roles``). A resumed run's checkpoint then
-        replaces the buffers with what they held when it was saved. Raises ValueError for a
-        file that cannot be read and for more positions of a side than ``mistakes.capacity``
-        holds (the buffer would drop the first ones without a word)."""
+        side to move. A resumed run's checkpoint then replaces the buffers with what they
+        held when it was saved. Raises ValueError for a file that cannot be read and for more
+        positions of a side than the mistake positions hold (the buffer would drop the first
+        ones without a word)."""
         from orderchaos.arena.positions import PositionsFileError, load_positions
 
         positions = []
@@ -163,12 +185,12 @@ class AlphaZeroTrainer(Trainer):
                 positions += load_positions(path)
             except PositionsFileError as exc:
                 raise ValueError(f"mistakes.positions: {exc}") from None
-        capacity = self.config.mistakes.capacity
-        for role, role_rows in labelled_rows(positions, self.config.mistakes.roles).items():
+        capacity = self.mistake_settings.capacity
+        for role, role_rows in labelled_rows(positions, AGENTS).items():
             if len(role_rows[-1]) > capacity:
                 raise ValueError(
                     f"mistakes.positions: {len(role_rows[-1])} positions with {role} to move do not "
-                    f"fit mistakes.capacity={capacity}; raise mistakes.capacity to at least that"
+                    f"fit the {capacity} mistake positions a side keeps; give at most {capacity}"
                 )
             self.mistakes[role].add(*role_rows)
 
@@ -282,21 +304,21 @@ class AlphaZeroTrainer(Trainer):
             self.replay[role].add(rows.planes[mine], rows.masks[mine], rows.policies[mine], rows.values[mine])
 
     def hunt_mistakes(self) -> dict[str, float]:
-        """One round of ``mistakes``: each configured role's network plays greedy games
+        """One round of ``mistakes``: each role's network plays greedy games
         against the opponents, and the losing move of each lost game that the solver (or,
         with ``mistakes.rollouts``, play-outs) can place joins that role's mistake positions
         (``orderchaos.arena.mistakes``)."""
         started = time.perf_counter()
         for net in self.nets.values():
             net.eval()
-        rows, metrics = mistake_hunt_rows(self.evaluator, self.config.mistakes, self.rng)
+        rows, metrics = mistake_hunt_rows(self.evaluator, self.config.mistakes, self.rng, self.mistake_settings)
         return {**self.add_mistakes(rows, metrics), "charts/mistake_seconds": time.perf_counter() - started}
 
     def add_mistakes(self, rows: dict[str, tuple[np.ndarray, ...]], metrics: dict[str, float]) -> dict[str, float]:
         """Add a :func:`mistake_hunt_rows` result's rows to the mistake positions; its metrics, with how
         many each role keeps."""
         out = dict(metrics)
-        for role in self.config.mistakes.roles:
+        for role in AGENTS:
             if role in rows:
                 self.mistakes[role].add(*rows[role])
             out[f"{role}/mistakes/kept"] = float(len(self.mistakes[role]))
@@ -324,8 +346,9 @@ class AlphaZeroTrainer(Trainer):
         if len(buffer) < cfg.replay.min_positions or updates == 0:
             return {}
         from_mistakes = 0
-        if len(mistakes) >= cfg.mistakes.min_rows:
-            from_mistakes = min(cfg.optim.batch_size - 1, int(round(cfg.mistakes.fraction * cfg.optim.batch_size)))
+        settings = self.mistake_settings
+        if len(mistakes) >= settings.min_rows:
+            from_mistakes = min(cfg.optim.batch_size - 1, int(round(settings.fraction * cfg.optim.batch_size)))
         net, opt = self.nets[role], self.optimizers[role]
         net.train()
         totals = np.zeros(3)

@@ -55,6 +55,33 @@ PPO_GAMMA = 1.0
 """PPO discount over the learner's own moves."""
 PPO_LATEST_FRACTION = 0.5
 """PPO: probability of facing the current opposing network instead of a pool snapshot."""
+COMPILED_INFERENCE = True
+"""Self-play runs the networks compiled for inference on CPU (agents.network.InferenceForward):
+the same outputs as the torch modules to float rounding, 1.35x the self-play games/s of the
+shipped config in a measured run."""
+RAY_INFLIGHT = 2
+"""Ray backend with ``run.sync`` false: game batches queued per actor (the cap on unread
+batches is ``run.actors`` times this, so memory stays bounded)."""
+GUMBEL_CONSIDERED = 16
+"""With ``mcts.gumbel``: root moves considered (Gumbel-Top-k) by the self-play search."""
+WINDOW_FEATURES = True
+"""The trained networks also see the per-cell counts of live five-cell windows
+(agents.network.WindowFeatures); policies saved without them still load."""
+EVAL_POSITIONS = True
+"""Evaluations measure optimal-move accuracy on the solver-labelled position sets."""
+MISTAKE_OPPONENTS = ("heuristic",)
+"""Agent specs the networks play in the mistake hunt's greedy games."""
+MISTAKE_NODE_LIMIT = 300_000
+"""Solver node budget per position when walking a lost game back to its losing move."""
+MISTAKE_CANDIDATES = 10
+"""Where listing every winning move exceeds the budget, the hunt tries this many of the
+network's favourite moves and keeps the first proven to win."""
+MISTAKE_CAPACITY = 4096
+"""Mistake positions kept per role (oldest dropped first)."""
+MISTAKE_FRACTION = 0.1
+"""Share of each training batch drawn from the role's mistake positions."""
+MISTAKE_MIN_ROWS = 32
+"""Mistake positions a role needs before they join its batches."""
 
 RETIRED_KEYS: dict[str, Any] = {
     "selfplay.temperature": SELFPLAY_TEMPERATURE,
@@ -74,6 +101,19 @@ RETIRED_KEYS: dict[str, Any] = {
     "ppo.gae_lambda": PPO_GAE_LAMBDA,
     "ppo.gamma": PPO_GAMMA,
     "ppo.latest_fraction": PPO_LATEST_FRACTION,
+    "run.compiled_inference": COMPILED_INFERENCE,
+    "run.inflight": RAY_INFLIGHT,
+    "mcts.max_considered": GUMBEL_CONSIDERED,
+    "network.window_features": WINDOW_FEATURES,
+    "eval.positions": EVAL_POSITIONS,
+    "mistakes.opponents": list(MISTAKE_OPPONENTS),
+    "mistakes.roles": ["order", "chaos"],
+    "mistakes.node_limit": MISTAKE_NODE_LIMIT,
+    "mistakes.workers": 1,
+    "mistakes.candidates": MISTAKE_CANDIDATES,
+    "mistakes.capacity": MISTAKE_CAPACITY,
+    "mistakes.fraction": MISTAKE_FRACTION,
+    "mistakes.min_rows": MISTAKE_MIN_ROWS,
 }
 """Former config keys that are now fixed, with the value each is fixed at."""
 
@@ -105,14 +145,6 @@ class RunConfig:
     )
     keep_checkpoints: int = _field(2, "how many checkpoint directories to keep on disk", min=1, max=1000)
     threads: int = _field(0, "torch CPU threads (0: leave torch's default)", min=0, max=1024)
-    compiled_inference: bool = _field(
-        True,
-        "self-play runs the networks compiled for inference on CPU (agents.network."
-        "InferenceForward: 1.35x the self-play games/s in a measured run of the shipped "
-        "config, between none and 1.6x in benchmarks); false runs the torch "
-        "modules (the plain forward pass): the same outputs to float rounding, so "
-        "statistically the same run, but not the same games",
-    )
     inference_precision: str = _field(
         "float32",
         "the precision self-play evaluates the networks in: 'bfloat16' gave 1.05-1.54x the "
@@ -146,14 +178,8 @@ class RunConfig:
         True,
         "backend ray: the learner waits for each iteration's games, all played with its "
         "latest weights, so a run with fixed `actors` is reproducible from its seed; false: "
-        "actors keep playing (with weights up to `inflight` iterations old) while the "
-        "learner trains: faster, not reproducible",
-    )
-    inflight: int = _field(
-        2,
-        "backend ray, sync false: game batches queued per actor (the cap on unread batches "
-        "is actors x this, so memory stays bounded)",
-        min=1,
+        "each actor keeps 2 game batches queued (weights up to 2 iterations old) and plays on "
+        "while the learner trains: faster, not reproducible",
     )
     object_store_mb: int = _field(
         512, "backend ray: object store size of a local Ray instance, MiB", min=80
@@ -167,12 +193,6 @@ class NetworkConfig:
     channels: int = _field(32, "convolution channels of the residual trunk", min=1, max=4096)
     blocks: int = _field(4, "residual blocks in the trunk", min=0, max=256)
     value_hidden: int = _field(64, "hidden units of the value head", min=1, max=65536)
-    window_features: bool = _field(
-        True,
-        "also feed the trunk fixed per-cell counts of the live five-cell windows through each "
-        "cell by how many identical stones they hold (orderchaos.agents.network.WindowFeatures); false "
-        "gives the plain network of policies trained before this option",
-    )
     init_from: str = _field(
         "",
         "start both networks from this policy: a policy directory, a run directory (its latest "
@@ -304,13 +324,10 @@ class MCTSConfig:
     simulations: int = _field(64, "simulations per move", min=1, max=1_000_000)
     gumbel: bool = _field(
         False,
-        "Gumbel root search (orderchaos.agents.gumbel): sample max_considered root moves "
+        "Gumbel root search (orderchaos.agents.gumbel): sample 16 root moves "
         "without replacement, share the simulations among them by sequential halving, and "
         "train on the completed-Q improved policy; moves are the search's Gumbel-sampled "
         "choice (no Dirichlet noise, no temperature)",
-    )
-    max_considered: int = _field(
-        16, "with gumbel: root moves considered (Gumbel-Top-k)", min=1, max=72
     )
     evaluation_cache: bool = _field(
         False,
@@ -365,60 +382,28 @@ class ReplayConfig:
 @dataclass
 class MistakesConfig:
     """Learning from lost games (alphazero; ``orderchaos.arena.mistakes``): at intervals each network
-    plays greedy games against fixed opponents, the solver finds the move that lost each
+    plays greedy games against the heuristic agent, the solver finds the move that lost each
     lost game, and those positions, with the proven winning moves as targets, are mixed
-    into training batches."""
+    into training batches (a tenth of each; the fixed settings are the ``MISTAKE_*``
+    constants above)."""
 
     games: int = _field(
-        0, "greedy games per role and opponent in each round (0: off)", min=0
+        0, "greedy games per role against the heuristic agent in each round (0: off)", min=0
     )
     interval: int = _field(4, "iterations between rounds", min=1)
-    opponents: list[str] = _field(
-        ["heuristic"], "agent specs the networks play in these games (see orderchaos.agents.registry)",
-        agent_specs=True,
-    )
-    roles: list[str] = _field(
-        ["order", "chaos"], "whose lost games are searched", choices=["order", "chaos"]
-    )
-    node_limit: int = _field(
-        300000,
-        "solver node budget per position when walking a lost game back to its losing move",
-        min=1,
-    )
-    workers: int = _field(
-        1,
-        "solver worker processes walking the lost games back (1: in the process that hunts); "
-        "the mistakes found are the same for any number",
-        min=1,
-        max=1024,
-    )
-    candidates: int = _field(
-        10,
-        "where listing every winning move exceeds the budget, try this many of the "
-        "network's favourite moves and keep the first proven to win",
-        min=0,
-        max=72,
-    )
     rollouts: int = _field(
         0,
         "where the solver places no losing move (most lost Chaos games: lost in theory from "
         "early on), look for a practical one: the latest position where another of the "
-        "network's `candidates` favourite moves wins this many greedy play-outs of this many "
+        "network's 10 favourite moves wins this many greedy play-outs of this many "
         "against the same opponent (0: off)",
         min=0,
     )
-    capacity: int = _field(4096, "mistake positions kept per role (oldest dropped first)", min=1, max=10_000_000)
-    fraction: float = _field(
-        0.1, "share of each training batch drawn from the role's mistake positions", min=0, max=1
-    )
-    min_rows: int = _field(
-        32, "mistake positions a role needs before they join its batches", min=1
-    )
     positions: list[str] = _field(
         [],
-        "solver-labelled positions files (`orderchaos positions --make`) whose positions, for "
-        "the sides to move in `roles`, join the mistake positions when the run starts (uniform "
-        "policy over the winning moves, value +1); they need no hunt (`games` may be 0)",
+        "solver-labelled positions files (`orderchaos positions --make`) whose positions join "
+        "the mistake positions of the side to move when the run starts (uniform policy over "
+        "the winning moves, value +1; at most 4096 per side); they need no hunt (`games` may be 0)",
     )
 
 
@@ -432,11 +417,14 @@ class EvalConfig:
         ["random", "heuristic"], "agent specs to play in both seats (see orderchaos.agents.registry)",
         agent_specs=True,
     )
-    positions: bool = _field(True, "measure optimal-move accuracy on the solver-labelled set")
     positions_limit: int = _field(
-        0, "use only the first N labelled positions (0: all)", min=0
+        0, "use only the first N labelled positions of each set (0: all)", min=0
     )
-    enabled: bool = _field(True, "run evaluations at all")
+    enabled: bool = _field(
+        True,
+        "false: no evaluation at all, not even at the end (fit() then returns no scalars); for "
+        "runs that time or test the training alone",
+    )
     exploit_interval: int = _field(
         0, "iterations between exact exploitability walks of the Order network (K=0, from the empty board; 0: never)",
         min=0,

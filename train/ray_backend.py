@@ -16,13 +16,13 @@ Layout (after muzero-general's actors, with its memory kept bounded):
   the learner's training, and its rows join the learner one iteration later (or at the next
 checkpoint, which waits for them).
 * **Bounded memory**: a local instance gets an object store of ``run.object_store_mb``;
-  at most ``run.actors x run.inflight`` game batches (and as many weight objects) are
+  at most ``run.actors x RAY_INFLIGHT`` (2) game batches (and as many weight objects) are
   unread at any time, whatever the number of actors.
 
 ``run.sync: true`` (the default): the learner waits for each iteration's games, all played
 with its newest weights from seeds drawn from the run's generator, so a run with a fixed
 ``run.actors`` is reproducible from its seed (a lost batch, of course, breaks that).
-``run.sync: false``: actors keep ``run.inflight`` batches queued and go on playing while
+``run.sync: false``: actors keep ``RAY_INFLIGHT`` (2) batches queued and go on playing while
 the learner trains; each iteration takes the first ``run.actors`` batches that finish
 (played with weights up to a few iterations old: ``charts/weights_lag``). Faster, not
 reproducible.
@@ -52,9 +52,10 @@ from orderchaos.agents.network_agent import NetworkEvaluator
 from orderchaos.envs.encoding import OBS_SHAPE
 from orderchaos.envs.rules import ACTIONS, AGENTS, State
 from orderchaos.ray_setup import CONNECT_TIMEOUT_S, RayBackendError, connect_ray, shutdown_ray  # noqa: F401 (re-exported)
-from orderchaos.train.alphazero import AlphaZeroTrainer, TrainingRows, mistake_hunt_rows
+from orderchaos.train.alphazero import AlphaZeroTrainer, MistakeSettings, TrainingRows, mistake_hunt_rows
 from orderchaos.train.selfplay import SelfPlayGame, play_training_games
 from orderchaos.train.config import TrainConfig, config_from_dict, config_to_dict
+from orderchaos.train.config_schema import COMPILED_INFERENCE, RAY_INFLIGHT
 from orderchaos.train.solver_targets import SolverWorker
 from orderchaos.train.trainer import build_network
 
@@ -143,7 +144,7 @@ class SelfPlayActor:
         self.config: TrainConfig = config_from_dict(config)
         self.nets = {role: build_network(self.config.network) for role in AGENTS}
         self.evaluator = NetworkEvaluator(
-            self.nets, compiled=self.config.run.compiled_inference, precision=self.config.run.inference_precision
+            self.nets, compiled=COMPILED_INFERENCE, precision=self.config.run.inference_precision
         )
         self.version = -1
 
@@ -168,11 +169,11 @@ class SelfPlayActor:
         )
         return {**pack_games(logs, imitated), "version": version, "seconds": seconds, "pid": os.getpid()}
 
-    def hunt(self, weights: dict, version: int, seed: int) -> tuple[dict, dict[str, float]]:
+    def hunt(self, weights: dict, version: int, seed: int, settings: MistakeSettings) -> tuple[dict, dict[str, float]]:
         """One :func:`mistake_hunt_rows` with the weights of iteration ``version``."""
         self._use(weights, version)
         started = time.perf_counter()
-        rows, metrics = mistake_hunt_rows(self.evaluator, self.config.mistakes, np.random.default_rng(seed))
+        rows, metrics = mistake_hunt_rows(self.evaluator, self.config.mistakes, np.random.default_rng(seed), settings)
         metrics["charts/mistake_seconds"] = time.perf_counter() - started
         return rows, metrics
 
@@ -315,8 +316,8 @@ class RayAlphaZeroTrainer(AlphaZeroTrainer):
         shares = list(zip(_share(cfg.selfplay.games, len(self.actors)), _share(cfg.selfplay.imitation_games, len(self.actors))))
         busy = [k for k, (g, i) in enumerate(shares) if g or i]
         queued = {k: sum(1 for _, j in self._inflight if j == k) for k in busy}
-        for k in busy:  # top up: at most run.inflight batches per actor, ever
-            for _ in range(cfg.run.inflight - queued[k]):
+        for k in busy:  # top up: at most RAY_INFLIGHT batches per actor, ever
+            for _ in range(RAY_INFLIGHT - queued[k]):
                 self._inflight.append((self._submit(k, *shares[k]), k))
         records: list[dict[str, Any]] = []
         for _ in range(len(busy)):  # one iteration's worth: as many batches as actors
@@ -372,7 +373,7 @@ class RayAlphaZeroTrainer(AlphaZeroTrainer):
         if self.hunter is None:
             self.hunter = ray.remote(SelfPlayActor).options(**self._actor_options()).remote(config_to_dict(self.config))
         seed = int(self.rng.integers(2**31))
-        self._hunt = self.hunter.hunt.remote(self._publish(), self.iteration, seed)
+        self._hunt = self.hunter.hunt.remote(self._publish(), self.iteration, seed, self.mistake_settings)
         return metrics
 
     def _collect_hunt(self, block: bool) -> dict[str, float]:

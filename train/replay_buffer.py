@@ -98,7 +98,7 @@ class ReplayBuffer:
         if state["capacity"] != self.capacity:
             raise ValueError(
                 f"buffer capacity changed from {state['capacity']} to {self.capacity}; "
-                f"resume with the run's own replay.capacity and mistakes.capacity"
+                f"resume with the run's own replay.capacity"
             )
         n = len(state["values"])
         self.planes[:n] = state["planes"]

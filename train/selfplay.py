@@ -27,6 +27,7 @@ from orderchaos.train.config_schema import (
     C_PUCT,
     DIRICHLET_ALPHA,
     DIRICHLET_FRACTION,
+    GUMBEL_CONSIDERED,
     SELFPLAY_TEMPERATURE,
     WARMUP_OPENINGS,
 )
@@ -331,7 +332,7 @@ def play_training_games(
         rng=rng,
         opponents=opponents,
         on_policy=range(int(round(cfg.selfplay.on_policy_fraction * len(opponents)))),
-        gumbel_considered=cfg.mcts.max_considered if cfg.mcts.gumbel else 0,
+        gumbel_considered=GUMBEL_CONSIDERED if cfg.mcts.gumbel else 0,
         end=(
             solver_ender(cfg.selfplay.solver_end_depth, cfg.selfplay.solver_node_limit)
             if cfg.selfplay.solver_end_depth

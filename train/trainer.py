@@ -33,7 +33,7 @@ from orderchaos.agents.policy_files import (
 from orderchaos.envs.rules import AGENTS
 from orderchaos.files import check_output_dir
 from orderchaos.train.config import NetworkConfig, TrainConfig, config_to_dict, save_config
-from orderchaos.train.config_schema import EVAL_OPENINGS
+from orderchaos.train.config_schema import EVAL_OPENINGS, WINDOW_FEATURES
 from orderchaos.train.run_logger import RunLogger
 
 CONFIG_FILE = "config.yaml"
@@ -75,31 +75,30 @@ def evaluate_policies(
         as_chaos = play_match(spec, agent, cfg.games, seed=seed + 2 * k + 1, openings=EVAL_OPENINGS)
         out[f"eval/order_vs_{name}_winrate"] = as_order.order_win_rate
         out[f"eval/chaos_vs_{name}_winrate"] = 1.0 - as_chaos.order_win_rate
-    if cfg.positions:
-        sets = {}
-        for name, path in SHIPPED_SETS.items():
-            if Path(path).is_file():
-                sets[name] = path
-            else:
-                warnings.warn(f"positions accuracy on {name} skipped: {path} is missing", stacklevel=2)
-        results = stage_accuracies(agent, sets, seed=seed, limit=cfg.positions_limit) if sets else {}
-        for name, result in results.items():
-            out[f"eval/accuracy_{name}"] = result.accuracy
-            for side, stats in result.by_side.items():
-                if stats["positions"]:
-                    out[f"eval/accuracy_{name}_{side}"] = float(stats["accuracy"])
-        if results:
-            out["eval/accuracy_all"] = pooled_accuracy(list(results.values())).accuracy
-        # The older tag name of the 12-18 set's figure, so that older runs' curves go on.
-        for suffix in ("", "_order", "_chaos"):
-            if f"eval/accuracy_12_18{suffix}" in out:
-                out[f"eval/positions_accuracy{suffix}"] = out[f"eval/accuracy_12_18{suffix}"]
+    sets = {}
+    for name, path in SHIPPED_SETS.items():
+        if Path(path).is_file():
+            sets[name] = path
+        else:
+            warnings.warn(f"positions accuracy on {name} skipped: {path} is missing", stacklevel=2)
+    results = stage_accuracies(agent, sets, seed=seed, limit=cfg.positions_limit) if sets else {}
+    for name, result in results.items():
+        out[f"eval/accuracy_{name}"] = result.accuracy
+        for side, stats in result.by_side.items():
+            if stats["positions"]:
+                out[f"eval/accuracy_{name}_{side}"] = float(stats["accuracy"])
+    if results:
+        out["eval/accuracy_all"] = pooled_accuracy(list(results.values())).accuracy
+    # The older tag name of the 12-18 set's figure, so that older runs' curves go on.
+    for suffix in ("", "_order", "_chaos"):
+        if f"eval/accuracy_12_18{suffix}" in out:
+            out[f"eval/positions_accuracy{suffix}"] = out[f"eval/accuracy_12_18{suffix}"]
     return out
 
 
 def build_network(net_cfg: NetworkConfig) -> PolicyValueNet:
     """A freshly initialised policy-value network of the configured shape."""
-    return PolicyValueNet(net_cfg.channels, net_cfg.blocks, net_cfg.value_hidden, net_cfg.window_features)
+    return PolicyValueNet(net_cfg.channels, net_cfg.blocks, net_cfg.value_hidden, WINDOW_FEATURES)
 
 
 class Trainer:

@@ -5,7 +5,7 @@
 prints a markdown table (one row per run and evaluation step, one column per tag) and, with
 --out, draws one PNG with a panel per tag and a line per run. Tags are names or shell-style
 patterns; the default, eval/accuracy_*_chaos, is the Chaos network's optimal-move accuracy
-at each stage of the game (logged by runs with eval.positions).
+at each stage of the game (logged by every evaluation of a run).
 """
 
 from __future__ import annotations

@@ -90,6 +90,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="new games one client address may ask for in any minute, when public-facing (default 20)",
     )
     parser.add_argument(
+        "--searches-per-minute", type=int, default=30, metavar="N",
+        help="puzzle and lesson moves (each judged by the solver) one client address may send in any "
+        "minute, when public-facing (default 30)",
+    )
+    parser.add_argument(
         "--backup", metavar="FILE",
         help="copy the game store (--db) into the new file FILE, consistently even while a server "
         "runs on it, then exit",
@@ -112,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         print(f"orderchaos serve: --port must be 1..65535, got {args.port}", file=sys.stderr)
         return 2
-    for name in ("max_connections", "workers", "max_connections_per_address", "games_per_minute"):
+    for name in ("max_connections", "workers", "max_connections_per_address", "games_per_minute",
+                 "searches_per_minute"):
         value = getattr(args, name)
         if value is not None and value < 1:
             print(f"orderchaos serve: --{name.replace('_', '-')} must be at least 1, got {value}", file=sys.stderr)
@@ -198,7 +204,8 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(
         args.games_dir, limits, warm_up=True, db=store, allowed_hosts=allowed_hosts(public, args.host),
         public=public, trusted_proxies=trusted,
-        quotas=AddressLimits(args.max_connections_per_address, args.games_per_minute) if facing else None,
+        quotas=AddressLimits(args.max_connections_per_address, args.games_per_minute, args.searches_per_minute)
+        if facing else None,
         workers=workers,
     )
     shown_host = f"[{args.host}]" if ":" in args.host else args.host

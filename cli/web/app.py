@@ -42,6 +42,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from orderchaos.agents.worker_pool import WorkerPool
 from orderchaos.arena.game_files import game_line
+from orderchaos.cli.web import learn, puzzles
 from orderchaos.cli.web.errors import Busy, WebError
 from orderchaos.cli.web.games import Hub, valid_id
 from orderchaos.cli.web.learn import learn_routes
@@ -50,7 +51,7 @@ from orderchaos.cli.web.ops import Metrics, RequestLog, health_route, metrics_ro
 from orderchaos.cli.web.protocol import RateLimit, decode
 from orderchaos.cli.web.proxy import ClientAddress, IPNetwork, PublicURL, origin_allowed, request_client
 from orderchaos.cli.web.puzzles import PuzzleRoom
-from orderchaos.cli.web.quotas import GAME_CREATING, AddressLimits
+from orderchaos.cli.web.quotas import GAME_CREATING, AddressLimits, SearchRequests
 from orderchaos.cli.web.services import Limits, Services
 from orderchaos.cli.web.sessions import Connection
 from orderchaos.cli.web.store import GameStore
@@ -71,6 +72,8 @@ SECURITY_HEADERS = [
     (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
 ]
 log = logging.getLogger("orderchaos.web")
+SEARCH_PATHS = (puzzles.MOVE_PATH, learn.MOVE_PATH)
+"""The HTTP routes each of whose requests sets the solver to work: limited per client address."""
 GAME_EVENTS = GAME_CREATING | {"open", "move", "undo", "leave"}
 """Messages after which a game event is logged (with the game and the client's address)."""
 
@@ -181,9 +184,9 @@ def create_app(
     that requests may be addressed to. ``public`` is the address people use (the origin
     WebSockets may come from, and the base of the links the page shows); the client's address
     is read from forwarded headers only when the peer is in ``trusted_proxies``; ``quotas``
-    limits each client address (None: no such limits). ``workers`` run the agents' moves,
-    hints and analyses (None: threads of this process); the app closes them when it stops,
-    and with ``warm_up`` starts them at once.
+    limits each client address (None: no such limits), its refusals counted in the app's
+    metrics. ``workers`` run the agents' moves, hints and analyses (None: threads of this
+    process); the app closes them when it stops, and with ``warm_up`` starts them at once.
     """
     store = db if isinstance(db, GameStore) else GameStore(db)
     services = Services(limits or Limits(), Path(games_dir) if games_dir is not None else None, store)
@@ -194,6 +197,8 @@ def create_app(
     services.observe_wait = metrics.queue_wait.observe
     Gauge("orderchaos_workers_ready", "workers warm and able to take a search (0 without workers)",
           registry=metrics.registry).set_function(lambda: workers.ready if workers is not None else 0)
+    if quotas is not None:
+        quotas.refused = lambda code: metrics.address_refused.labels(kind=code).inc()
     site = Site(services, hub, metrics, quotas, public)
     info = build_info()
     template = (STATIC_DIR / "index.html").read_text()
@@ -255,7 +260,9 @@ def create_app(
             threading.Thread(target=services.warm_up, name="orderchaos-web: warm-up", daemon=True).start()
         store.resume_clocks()  # the time the server was down is not charged to anyone
         hub.start_sweeper()  # games run out of time with no tab open too
+        metrics.watch_gc()
         yield
+        metrics.unwatch_gc()
         if hub.sweeper is not None:
             hub.sweeper.cancel()
         for game in list(hub.games.values()):
@@ -266,6 +273,8 @@ def create_app(
                   Middleware(SecurityHeaders)]
     if allowed_hosts:
         middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
+    if quotas is not None:  # innermost: after the client's address is known and the host accepted
+        middleware.append(Middleware(SearchRequests, quotas=quotas, paths=SEARCH_PATHS))
     app = Starlette(
         routes=[
             Route("/", index),

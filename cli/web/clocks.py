@@ -90,6 +90,17 @@ class GameClock:
         flag = self.flag_at(to_move)
         return flag is not None and now >= flag
 
+    def take_back(self, to_move: str, rewarded: list[str], now: float, *, started: bool) -> None:
+        """An undo at ``now``: time spent stays spent (``to_move`` is charged up to ``now``),
+        the increment each taken-back move earned goes with it (``rewarded``: their movers,
+        one entry per move), and the clock of the side now to move runs from ``now``, unless
+        the undo went back to before the first move (``started`` False), where no clock runs
+        yet."""
+        self.stop(to_move, now)
+        for mover in rewarded:
+            self.remaining[mover] = max(0.0, self.remaining[mover] - self.control.increment)
+        self.turn_started = now if started else None
+
     def stop(self, to_move: str, now: float) -> None:
         """Charge the side on move up to ``now`` and stop the clock (the game ended, or the
         server pauses: time while it is down is not charged)."""

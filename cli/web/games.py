@@ -23,7 +23,7 @@ from orderchaos.cli.web.errors import Busy, TimedOut, WebError
 from orderchaos.cli.web.lobby import Lobby
 from orderchaos.cli.web.clocks import TimeControl
 from orderchaos.cli.web.services import Services, agent_move
-from orderchaos.cli.web.store import StoredGame, token_hash
+from orderchaos.cli.web.store import REASONS, StoredGame, token_hash
 from orderchaos.envs.rules import AGENTS, CHAOS, ORDER, State
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -111,16 +111,26 @@ class LiveGame:
         return seat, token
 
     # -- views ------------------------------------------------------------------------------
-    def view(self, client: Client) -> dict[str, Any]:
-        """The ``state`` message for one tab (its seat decides what it may do)."""
+    def view(self, client: Client, board: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The ``state`` message for one tab (its seat decides what it may do). ``board`` is
+        :meth:`shared_view` when the caller already made it for another tab."""
         seat = client.seat
+        return {
+            **(board if board is not None else self.shared_view()),
+            "seat": seat,
+            "can_undo": self.can_undo(seat) and not (self.task is not None),
+            "invite": self.invite if seat is not None and self.free_seat() is not None else None,
+            "can_resign": seat is not None and not self.over,
+        }
+
+    def shared_view(self) -> dict[str, Any]:
+        """The part of the ``state`` message that every tab of the game gets alike."""
         here = {role: any(c.seat == role for c in self.clients) for role in AGENTS}
         agent_turn = not self.over and self.specs.get(self.state.to_play) is not None
         return {
             "type": "state",
             "mode": "play",
             "game": self.id,
-            "seat": seat,
             "players": {
                 role: {"agent": self.labels.get(role) if self.specs.get(role) else None,
                        "taken": self.tokens.get(role) is not None or self.specs.get(role) is not None,
@@ -132,13 +142,10 @@ class LiveGame:
             "moves": move_list(self.actions),
             "thinking": agent_turn and self.task is not None,
             "vs_agent": any(self.specs.get(r) for r in AGENTS),
-            "can_undo": self.can_undo(seat) and not (self.task is not None),
-            "invite": self.invite if seat is not None and self.free_seat() is not None else None,
             "rematch": self.rematch,
             "error": self.error,
             "winner": self.winner,
             "reason": self.reason,
-            "can_resign": seat is not None and not self.over,
             "clock": self.clock_view(),
         }
 
@@ -158,9 +165,15 @@ class LiveGame:
         """Whether the game has ended, on the board or off it (resigned, aborted)."""
         return self.reason is not None
 
+    @property
+    def ended_off_board(self) -> bool:
+        """Whether the game was resigned, lost on time or aborted: no undo brings it back."""
+        return self.reason in REASONS[2:]
+
     def can_undo(self, seat: str | None) -> bool:
-        """Undo is for a person playing an agent, once they have moved."""
-        if seat is None or self.specs.get(other(seat)) is None:
+        """Undo is for a person playing an agent, once they have moved, and not once the game
+        ended off the board (resigned, lost on time)."""
+        if seat is None or self.specs.get(other(seat)) is None or self.ended_off_board:
             return False
         probe = State()
         for action in self.actions:
@@ -170,13 +183,17 @@ class LiveGame:
         return False
 
     async def broadcast(self) -> None:
-        """Send every tab its view."""
+        """Send every tab its view (the board's part made once for all of them)."""
+        board = self.shared_view()
         for client in list(self.clients):
-            await client.send(self.view(client))
+            await client.send(self.view(client, board))
 
     # -- moves ------------------------------------------------------------------------------
     async def move(self, client: Client, action: int) -> None:
-        """A person's move from ``client``: only the seat to move may play."""
+        """A person's move from ``client``: only the seat to move may play, and not once its
+        time has run out (even before the sweeper has looked)."""
+        if await self.flag():
+            raise WebError("the game is over", "game_over")
         async with self.lock:
             if client.seat is None:
                 raise WebError("you are watching this game: only its two players can move", "watching")
@@ -289,6 +306,8 @@ class LiveGame:
     async def undo(self, client: Client) -> None:
         """Take back the person's last move (and the agent's replies after it)."""
         seat = client.seat
+        if self.ended_off_board:
+            raise WebError("the game is over", "game_over")
         if not self.can_undo(seat):
             raise WebError("nothing to undo: undo is for your own moves against an agent", "no_undo")
         if self.task is not None:
@@ -298,7 +317,10 @@ class LiveGame:
             for action in self.actions:
                 states.append(states[-1].apply(action))
             keep = max(p for p in range(len(self.actions)) if states[p].to_play == seat)
-            self.services.store.take_back(self.id, keep)
+            if self.clock is not None:  # every move but the first earned its mover the increment
+                rewarded = [states[p].to_play for p in range(max(1, keep), len(self.actions))]
+                self.clock.take_back(self.state.to_play, rewarded, self.services.store.clock(), started=keep > 0)
+            self.services.store.take_back(self.id, keep, self.clock)
             self.actions = self.actions[:keep]
             self.state = states[keep]
             self.winner = self.reason = None

@@ -9,7 +9,8 @@
 
 A request that cannot be carried out is answered with status 400 and the page's ``error``
 message (``code`` ``lesson`` for a bad step, move list, move or seed; ``bad_message`` for a
-body that is not a JSON object), or the caps' own errors (``busy``, ``timeout``). The lesson
+body that is not a JSON object), or the caps' own errors (``busy``, ``timeout``); past the
+per-address limit on such requests, status 429 (:class:`.quotas.SearchRequests`). The lesson
 keeps no state on the server: the page sends the moves each time.
 """
 
@@ -26,6 +27,8 @@ from starlette.routing import Route
 from orderchaos.cli.web.errors import WebError
 from orderchaos.cli.web.services import Services
 
+MOVE_PATH = "/api/learn/move"
+"""The route that sets the solver to work (limited per client address, :mod:`.quotas`)."""
 MAX_BODY_BYTES = 4096
 """Largest request body: a step, 36 moves and a seed fit many times over."""
 TURN_TIMEOUT = 30.0
@@ -79,4 +82,4 @@ def learn_routes(services: Services) -> list[Route]:
             return _error(exc)
         return JSONResponse(answer, headers={"Cache-Control": "no-store"})
 
-    return [Route("/api/learn", steps), Route("/api/learn/move", move, methods=["POST"])]
+    return [Route("/api/learn", steps), Route(MOVE_PATH, move, methods=["POST"])]

@@ -34,6 +34,11 @@ from typing import Any
 from orderchaos.cli.web.clocks import NO_CLOCK, PRESETS
 
 HOST = "127.0.0.1"
+PACED_THINK = 1.0
+"""Mean seconds a scripted player thinks in ``bench web``'s paced run: faster than people play
+even a 1+0 game, so the figure errs towards more load."""
+PACED_RAMP = 5.0
+"""Seconds over which ``bench web``'s paced run starts its games."""
 
 
 @dataclass
@@ -57,11 +62,16 @@ def _action(move: str) -> int:
     return 2 * _cell(name) + "XO".index(symbol)
 
 
-async def _player(url: str, log: GameLog, rng: random.Random, *, first: dict[str, Any],
-                  ready: asyncio.Future | None = None, invite_for: asyncio.Future | None = None) -> None:
-    """One scripted player: open or create a game, then move whenever it is its turn."""
+async def _player(url: str, log: GameLog, rng: random.Random, *, first: dict[str, Any], think: float = 0.0,
+                  pace: random.Random | None = None, arrive: float = 0.0, ready: asyncio.Future | None = None,
+                  invite_for: asyncio.Future | None = None) -> None:
+    """One scripted player: after ``arrive`` seconds, open or create a game, then move whenever
+    it is its turn (a move drawn from its seeded ``rng``), after thinking a time drawn uniformly
+    from 0 to ``2 * think`` seconds (from ``pace``, a generator of its own, so that thinking
+    does not change the moves)."""
     from websockets.asyncio.client import connect
 
+    await asyncio.sleep(arrive)
     async with connect(url, max_size=2**22) as ws:
         await ws.recv()  # hello
         if invite_for is not None:
@@ -94,12 +104,14 @@ async def _player(url: str, log: GameLog, rng: random.Random, *, first: dict[str
             empty = [c for c in range(36) if not msg["board"][c]]
             cell, symbol = rng.choice(empty), rng.choice("XO")
             log.actions[len(moves)] = 2 * cell + "XO".index(symbol)
+            if think and pace is not None:
+                await asyncio.sleep(pace.uniform(0.0, 2.0 * think))
             sent_at[len(moves)] = time.perf_counter()
             await ws.send(json.dumps({"type": "move", "cell": cell, "symbol": symbol}))
 
 
 async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int,
-                       time_control: str) -> tuple[list[GameLog], float]:
+                       time_control: str, think: float, ramp: float) -> tuple[list[GameLog], float]:
     logs: list[GameLog] = []
     tasks = []
     loop = asyncio.get_running_loop()
@@ -110,15 +122,18 @@ async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int,
         side = "order" if g % 2 == 0 else "chaos"
         tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g), first={"type": "play_friend", "side": side,
                                                                                        "time_control": time_control},
-                             ready=invite))
-        tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g + 1), first={}, invite_for=invite))
+                             think=think, pace=random.Random(f"think {seed} friend {g} first"),
+                             arrive=ramp * g / friend_games, ready=invite))
+        tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g + 1), first={}, think=think,
+                             pace=random.Random(f"think {seed} friend {g} second"), invite_for=invite))
     for g in range(agent_games):
         log = GameLog("agent")
         logs.append(log)
         side = "order" if g % 2 == 0 else "chaos"
         tasks.append(_player(url, log, random.Random(seed * 104729 + g),
                              first={"type": "new_game", "side": side, "opponent": "heuristic",
-                                    "time_control": time_control}))
+                                    "time_control": time_control}, think=think,
+                             pace=random.Random(f"think {seed} agent {g}"), arrive=ramp * g / agent_games))
     start = time.perf_counter()
     await asyncio.gather(*tasks)
     return logs, time.perf_counter() - start
@@ -152,6 +167,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def peak_memory_mb(pid: int) -> float:
+    """The peak resident memory of process ``pid`` so far in MB (Linux /proc; 0 without it)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    return next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmHWM:")), 0.0)
+
+
 def child_pids(pid: int) -> list[int]:
     """The child processes of ``pid`` (its worker processes), from /proc."""
     found: list[int] = []
@@ -177,9 +201,10 @@ def scrape(port: int) -> dict[str, float]:
     return values
 
 
-def wait_quantile(metrics: dict[str, float], q: float) -> float | None:
-    """The upper bound of the queue-wait bucket that holds quantile ``q`` (None: no waits)."""
-    prefix = "orderchaos_agent_queue_wait_seconds_bucket{le=\""
+def bucket_quantile(metrics: dict[str, float], histogram: str, q: float) -> float | None:
+    """The upper bound of the bucket of Prometheus histogram ``histogram`` that holds quantile
+    ``q`` (None: nothing observed)."""
+    prefix = histogram + "_bucket{le=\""
     buckets = sorted((float("inf") if k[len(prefix):-2] == "+Inf" else float(k[len(prefix):-2]), v)
                      for k, v in metrics.items() if k.startswith(prefix))
     total = buckets[-1][1] if buckets else 0
@@ -217,7 +242,8 @@ def check_store(db: Path, logs: list[GameLog], time_control: str = NO_CLOCK) -> 
 
 
 def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | None = None,
-              workers: int | None = None, agents: str = "processes", time_control: str = "5+3") -> dict[str, Any]:
+              workers: int | None = None, agents: str = "processes", time_control: str = "5+3",
+              think: float = 0.0, ramp: float = 0.0) -> dict[str, Any]:
     """Run the load test (see the module docstring) and return its figures."""
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="orderchaos-load-") as tmp:
@@ -241,9 +267,12 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
             before = scrape(port)
             cpu_before = cpu_seconds(server.pid)
             workers_before = {p: cpu_seconds(p) for p in child_pids(server.pid)}
+            clients_before = time.process_time()
             logs, seconds = asyncio.run(
-                _run_clients(f"ws://{HOST}:{port}/ws", friend_games, agent_games, seed, time_control))
+                _run_clients(f"ws://{HOST}:{port}/ws", friend_games, agent_games, seed, time_control, think, ramp))
+            clients_cpu = time.process_time() - clients_before
             server_cpu = cpu_seconds(server.pid) - cpu_before
+            server_memory = peak_memory_mb(server.pid)
             worker_cpu = sum(cpu_seconds(p) - workers_before.get(p, 0.0) for p in child_pids(server.pid))
             after = scrape(port)
         finally:
@@ -261,13 +290,24 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
     return {
         "clients": 2 * friend_games + agent_games,
         "time_control": time_control,
+        "think_s": think,
+        "ramp_s": ramp,
         "agents": agents,
         "server_cpu_s": server_cpu,
         "server_cpu_share": server_cpu / seconds,
+        "server_peak_memory_mb": server_memory,
         "worker_cpu_s": worker_cpu,
+        "clients_cpu_s": clients_cpu,
+        "clients_cpu_share": clients_cpu / seconds,
         "agent_searches": int(waits),
         "queue_wait_mean_ms": 1000 * grew("orderchaos_agent_queue_wait_seconds_sum") / waits if waits else None,
-        "queue_wait_p99_bucket_s": wait_quantile(after, 0.99),
+        "queue_wait_p99_bucket_s": bucket_quantile(after, "orderchaos_agent_queue_wait_seconds", 0.99),
+        "server_move_p50_bucket_s": bucket_quantile(after, "orderchaos_move_round_trip_seconds", 0.5),
+        "server_move_p99_bucket_s": bucket_quantile(after, "orderchaos_move_round_trip_seconds", 0.99),
+        "gc_pauses": {generation: int(grew(f'orderchaos_gc_pause_seconds_count{{generation="{generation}"}}'))
+                      for generation in "012"},
+        "gc_full_pause_mean_ms": (1000 * grew('orderchaos_gc_pause_seconds_sum{generation="2"}')
+                                  / max(grew('orderchaos_gc_pause_seconds_count{generation="2"}'), 1)),
         "store_statement_s": grew("orderchaos_store_statement_seconds"),
         "store_commit_s": grew("orderchaos_store_commit_seconds"),
         "friend_games": friend_games,
@@ -287,15 +327,25 @@ def report(result: dict[str, Any]) -> str:
     """The figures as a few lines of text."""
     return (
         f"{result['clients']} clients: {result['friend_games']} games between two players, "
-        f"{result['agent_games']} against heuristic, all at once, clock {result['time_control']}\n"
+        f"{result['agent_games']} against heuristic, "
+        f"{'all at once' if not result['ramp_s'] else 'started evenly over %g s' % result['ramp_s']}, "
+        f"clock {result['time_control']}, "
+        f"{'moving at once' if not result['think_s'] else 'thinking %g s a move on average' % result['think_s']}\n"
         f"  {result['moves']} moves ({result['person_moves']} by the scripted players) in {result['seconds']:.1f} s: "
         f"{result['moves_per_s']:.0f} moves/s\n"
-        f"  move round trip: p50 {result['round_trip_p50_ms']:.1f} ms, p99 {result['round_trip_p99_ms']:.1f} ms\n"
+        f"  move round trip: p50 {result['round_trip_p50_ms']:.1f} ms, p99 {result['round_trip_p99_ms']:.1f} ms "
+        f"(in the server, from arrival until every tab was told: p50 at most {result['server_move_p50_bucket_s']} s, "
+        f"p99 at most {result['server_move_p99_bucket_s']} s)\n"
         f"  agent queue ({result['agents']}): {result['agent_searches']} searches, mean wait "
         f"{_ms(result['queue_wait_mean_ms'])}, p99 at most {result['queue_wait_p99_bucket_s']} s\n"
-        f"  server process CPU {result['server_cpu_s']:.1f} s ({100 * result['server_cpu_share']:.0f}% of one core), "
-        f"worker processes {result['worker_cpu_s']:.1f} s\n"
-        f"  SQLite: {result['store_statement_s']:.2f} s in statements, {result['store_commit_s']:.2f} s of it "
+        f"  server process CPU {result['server_cpu_s']:.1f} s ({100 * result['server_cpu_share']:.0f}% of one core, "
+        f"peak memory {result['server_peak_memory_mb']:.0f} MB), "
+        f"worker processes {result['worker_cpu_s']:.1f} s, "
+        f"the clients' process {result['clients_cpu_s']:.1f} s ({100 * result['clients_cpu_share']:.0f}% of one core)\n"
+        f"  garbage collections in the server: {result['gc_pauses']['0']}, {result['gc_pauses']['1']} and "
+        f"{result['gc_pauses']['2']} of generations 0, 1 and 2 (full), a full one {result['gc_full_pause_mean_ms']:.1f} ms "
+        f"on average\n"
+        f"  SQLite: {result['store_statement_s']:.2f} s in statements and {result['store_commit_s']:.2f} s "
         f"committing ({100 * result['store_commit_s'] / max(result['server_cpu_s'], 1e-9):.1f}% of the server's CPU time, "
         f"{100 * result['store_commit_s'] / result['seconds']:.1f}% of the wall time)\n"
         f"  store check: {'every game matches the moves played' if not result['store_problems'] else result['store_problems'][:5]}"
@@ -308,10 +358,17 @@ def _ms(value: float | None) -> str:
 
 def run(quick: bool = False) -> dict[str, Any]:
     """``orderchaos bench web``: 500 clients (200 friend games, 100 against heuristic, the
-    agents on worker processes), or a few with ``quick``."""
-    result = load_test(2, 2) if quick else load_test(200, 100)
-    print(report(result))
-    return result
+    agents on worker processes), or a few with ``quick`` (thinking and ramp a twentieth as
+    long); first as people play (games starting
+    over :data:`PACED_RAMP` seconds, players thinking :data:`PACED_THINK` seconds a move on
+    average), then every game at once with moves sent without thinking (the server's capacity)."""
+    friend, agent = (2, 2) if quick else (200, 100)
+    paced = load_test(friend, agent, think=PACED_THINK / 20 if quick else PACED_THINK,
+                      ramp=PACED_RAMP / 20 if quick else PACED_RAMP)
+    print(report(paced))
+    flat_out = load_test(friend, agent)
+    print(report(flat_out))
+    return {"paced": paced, "flat_out": flat_out}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -325,13 +382,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="the server's --agents (default processes)")
     parser.add_argument("--time-control", default="5+3", choices=[*PRESETS, NO_CLOCK],
                         help="every game's clock (default 5+3; none: no clock)")
+    parser.add_argument("--think", type=float, default=0.0, metavar="SECONDS",
+                        help="mean think time of a scripted player before each move, drawn uniformly from 0 to "
+                             "twice this (default 0: move at once, the server's saturation)")
+    parser.add_argument("--ramp", type=float, default=0.0, metavar="SECONDS",
+                        help="start the games evenly over this many seconds (default 0: all at once)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     if args.friend_games < 0 or args.agent_games < 0 or args.friend_games + args.agent_games == 0:
         print("orderchaos.cli.web.load: --friend-games and --agent-games must be at least 0, and not both 0", file=sys.stderr)
         return 2
     result = load_test(args.friend_games, args.agent_games, seed=args.seed, workers=args.workers, agents=args.agents,
-                       time_control=args.time_control)
+                       time_control=args.time_control, think=args.think, ramp=args.ramp)
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0 if not result["store_problems"] else 1
 

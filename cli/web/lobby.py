@@ -64,7 +64,8 @@ class Lobby:
         del self.challenges[challenge.id]
 
     def gone(self, owner: Hashable) -> bool:
-        """Drop everything of a tab that closed; True when a challenge went with it."""
+        """Drop everything of a tab that closed or went into a game; True when a challenge
+        went with it."""
         self.seekers.pop(owner, None)
         mine = [i for i, c in self.challenges.items() if c.owner == owner]
         for challenge_id in mine:

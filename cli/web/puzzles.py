@@ -8,7 +8,8 @@ The attempt itself is stateless on the server: the page sends the moves played s
 :func:`orderchaos.arena.puzzles.attempt_step` checks them all again.
 
 Routes (JSON in and out; every error is ``{"error": text, "code": code}`` with status 400,
-404 or 503, never a traceback):
+404 or 503, or 429 past the per-address limit on moves (:class:`.quotas.SearchRequests`, with
+``args``), never a traceback):
 
 - ``GET /puzzles/next?player=ID[&skip=PUZZLE]``: a puzzle the player has not attempted whose
   rating is among the nearest to theirs (a random one of the :data:`NEAREST` nearest).
@@ -46,6 +47,8 @@ NEAREST = 12
 MOVE_TIME = 20.0
 """Seconds the solver may take to judge one move."""
 MAX_MOVES = 36
+MOVE_PATH = "/puzzles/move"
+"""The route that sets the solver to work (limited per client address, :mod:`.quotas`)."""
 
 
 def _error(message: str, code: str, status: int = 400) -> JSONResponse:
@@ -140,7 +143,7 @@ class PuzzleRoom:
             Route("/puzzles/next", self._next, methods=["GET"]),
             Route("/puzzles/daily", self._daily, methods=["GET"]),
             Route("/puzzles/player", self._player, methods=["GET"]),
-            Route("/puzzles/move", self._move, methods=["POST"]),
+            Route(MOVE_PATH, self._move, methods=["POST"]),
         ]
 
     async def _next(self, request: Request) -> Response:

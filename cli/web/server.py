@@ -17,6 +17,8 @@ from types import FrameType
 import uvicorn
 from starlette.applications import Starlette
 
+from orderchaos.cli.web.ops import settle_heap
+
 log = logging.getLogger("orderchaos.web")
 GRACE_SECONDS = 5
 """Seconds the open connections get to close after the tabs were told."""
@@ -34,6 +36,7 @@ class DrainingServer(uvicorn.Server):
     async def startup(self, sockets: list | None = None) -> None:  # noqa: D102 - uvicorn's hook
         self.loop = asyncio.get_running_loop()
         await super().startup(sockets)
+        settle_heap()  # only in a real server: a test process would keep its garbage forever
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         """SIGTERM: drain (and do not re-raise it after, so the process exits 0); other

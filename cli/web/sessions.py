@@ -117,6 +117,12 @@ class Play:
         if token is not None:
             joined["token"] = token
         await self.send(joined)
+        # a tab that goes into a game stops waiting to be paired and withdraws its challenges
+        was_waiting = self.hub.lobby.seeking_for(self) is not None
+        if self.hub.lobby.gone(self):
+            await self._tell_lobby()
+        elif was_waiting:
+            await self.show_lobby()
         await game.broadcast()
 
     def _time_control(self, msg: dict[str, Any]) -> TimeControl | None:
@@ -317,6 +323,8 @@ async def _pair(first: Play, second: Play, first_seat: str, control: TimeControl
     game, first_token, second_token = await first.hub.create_seated(first_seat, control)
     await first._join(game, first_seat, first_token)
     await second._join(game, AGENTS[1 - AGENTS.index(first_seat)], second_token)
+    for tab in (first, second):  # the lobby took them out of the queue: their pages stop waiting
+        await tab.show_lobby()
 
 
 class WatchGame:

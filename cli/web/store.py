@@ -346,12 +346,18 @@ class GameStore:
                 "UPDATE games SET turn_started=? WHERE reason IS NULL AND turn_started IS NOT NULL", (now,))
         return cursor.rowcount
 
-    def take_back(self, game_id: str, plies: int) -> None:
-        """Remove every move from ply ``plies`` on (an undo)."""
+    def take_back(self, game_id: str, plies: int, clock: GameClock | None = None) -> None:
+        """Remove every move from ply ``plies`` on (an undo), with the clocks after it; back to
+        no move at all, the minute to make a first move counts from now."""
+        now = self.clock()
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("DELETE FROM moves WHERE game=? AND ply>=?", (game_id, plies))
-            self.db.execute("UPDATE games SET updated=?, winner=NULL, reason=NULL WHERE id=?", (self.clock(), game_id))
+            self.db.execute("UPDATE games SET updated=?, winner=NULL, reason=NULL WHERE id=?", (now, game_id))
+            if plies == 0:
+                self.db.execute("UPDATE games SET seated=? WHERE id=? AND seated IS NOT NULL", (now, game_id))
+            if clock is not None:
+                self._write_clock(game_id, clock)
 
     def claim_seat(self, game_id: str, role: str, token: str) -> None:
         """Give the free seat ``role`` to the holder of ``token`` (hashed), spend the invite,

@@ -129,7 +129,7 @@ def test_numbers_out_of_bounds_are_refused_in_one_line(
     "override, needle",
     [
         ("eval.opponents=bogus", "eval.opponents[0]: unknown agent 'bogus'"),
-        ("mistakes.opponents=[heuristic, bogus]", "mistakes.opponents[1]: unknown agent 'bogus'"),
+        ("eval.opponents=[heuristic, bogus]", "eval.opponents[1]: unknown agent 'bogus'"),
         ("eval.opponents=[mcts:sims=lots]", "eval.opponents[0]"),
     ],
 )
@@ -139,6 +139,13 @@ def test_agent_specs_in_a_config_are_checked_before_training(
     run_dir = tmp_path / "run"
     assert main(["train", SMOKE, override, "--run-dir", str(run_dir)]) == 2
     one_line_error(capsys, needle)
+    assert not run_dir.exists()
+
+
+def test_a_retired_config_key_is_refused_before_training(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = tmp_path / "run"
+    assert main(["train", SMOKE, "mistakes.opponents=[random]", "--run-dir", str(run_dir)]) == 2
+    one_line_error(capsys, "config key 'mistakes.opponents' was removed: it is fixed at ['heuristic'], got ['random']")
     assert not run_dir.exists()
 
 

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -1102,3 +1102,141 @@ def test_an_agent_out_of_budget_on_the_clock_still_moves_in_time(tmp_path: Path,
             view = receive(ws, "state", "play")
         assert view.get("error") is None
         assert len(view["moves"]) == 2
+
+
+# -- undo on the clock: time spent stays spent, the increments of the moves taken back go with
+# them, and the clock of the side to move runs from the undo (time is a clock the test moves)
+
+
+@contextmanager
+def site_on_a_hand_clock(tmp_path: Path, now: dict[str, float]) -> Iterator[tuple[TestClient, GameStore]]:
+    """An app on ``tmp_path``'s store, whose time is ``now["t"]``: its client and store."""
+    store = GameStore(tmp_path / "games.sqlite3", clock=lambda: now["t"])
+    with TestClient(create_app(None, FAST, db=store)) as client, ExitStack() as stack:
+        client.sockets = stack  # type: ignore[attr-defined]
+        yield client, store
+
+
+def clocked_agent_game(client: TestClient, control: str) -> tuple[Any, dict]:
+    """Order against ``random:seed=3`` (which answers at once) on ``control``: the socket and
+    the first view."""
+    ws = connect(client)
+    ws.send_json({"type": "new_game", "side": "order", "opponent": "random:seed=3", "time_control": control})
+    game = receive(ws, "joined")["game"]
+    return ws, {"game": game, **until_turn(ws, "order")}
+
+
+def play_first_empty(ws: Any, view: dict) -> dict:
+    """X on the first empty cell, and the view once the agent has answered (or the game ended)."""
+    count = len(view["moves"]) + 2
+    ws.send_json({"type": "move", "cell": first_empty(view), "symbol": "X"})
+    view = until_turn(ws, "order")
+    while view["winner"] is None and len(view["moves"]) < count:
+        view = until_turn(ws, "order")
+    return view
+
+
+def test_an_undo_keeps_time_spent_takes_back_increments_and_restarts_the_movers_clock(tmp_path: Path) -> None:
+    now = {"t": 1000.0}
+    with site_on_a_hand_clock(tmp_path, now) as (client, store):
+        ws, view = clocked_agent_game(client, "3+2")
+        game = view["game"]
+        view = play_first_empty(ws, view)  # not charged; Chaos answers at once: 180 + 2
+        now["t"] += 10
+        view = play_first_empty(ws, view)  # Order thought 10 s: 180 - 10 + 2; Chaos 184
+        assert view["clock"]["left"] == {"order": 172.0, "chaos": 184.0}
+        now["t"] += 5
+        ws.send_json({"type": "undo"})
+        view = receive(ws, "state", "play")
+        assert len(view["moves"]) == 2 and view["clock"]["running"] == "order"
+        # the 5 s since Chaos's answer stay spent, and both increments of the two moves go
+        assert view["clock"]["left"] == {"order": 165.0, "chaos": 182.0}
+        now["t"] += 3
+        ws.send_json({"type": "state"})
+        assert receive(ws, "state", "play")["clock"]["left"] == {"order": 162.0, "chaos": 182.0}
+        stored = store.load(game)
+        assert stored is not None and stored.clock is not None and len(stored.actions) == 2
+        assert stored.clock.remaining == {"order": 165.0, "chaos": 182.0} and stored.clock.turn_started == 1015.0
+    now["t"] += 3600  # a restart: Order's clock runs on from what the undo stored
+    with site_on_a_hand_clock(tmp_path, now) as (second, _):
+        watcher = connect(second)
+        watcher.send_json({"type": "open", "game": game})
+        receive(watcher, "joined")
+        view = receive(watcher, "state", "play")
+        assert len(view["moves"]) == 2 and view["clock"]["running"] == "order"
+        assert view["clock"]["left"] == {"order": 165.0, "chaos": 182.0}
+
+
+def test_undo_cannot_bring_back_a_game_lost_on_time(tmp_path: Path) -> None:
+    now = {"t": 1000.0}
+    with site_on_a_hand_clock(tmp_path, now) as (client, store):
+        ws, view = clocked_agent_game(client, "1+0")
+        view = play_first_empty(ws, view)
+        assert view["can_undo"]
+        now["t"] += 61  # Order's minute runs out
+        while view["reason"] is None:
+            view = receive(ws, "state", "play")
+        assert (view["winner"], view["reason"], view["can_undo"]) == ("chaos", "time", False)
+        ws.send_json({"type": "undo"})
+        assert error_of(ws)["code"] == "game_over"
+        stored = store.load(view["game"])
+        assert stored is not None and (stored.reason, len(stored.actions)) == ("time", 2)
+
+
+def test_undo_of_the_winning_move_restarts_the_clock_without_its_increment(tmp_path: Path) -> None:
+    now = {"t": 1000.0}
+    with site_on_a_hand_clock(tmp_path, now) as (client, store):
+        ws, view = clocked_agent_game(client, "3+2")
+        while view["winner"] is None:  # each of Order's moves but the first takes 1 s
+            view = play_first_empty(ws, view)
+            now["t"] += 1
+        assert [m["move"] for m in view["moves"]] == RANDOM_SEED_3_GAME and view["clock"]["running"] is None
+        # Order's 15 charged moves: 15 s spent, 15 increments; Chaos answered each at once
+        assert view["clock"]["left"] == {"order": 180.0 - 15 + 30, "chaos": 180.0 + 30}
+        now["t"] += 100  # a while after the end: nobody's clock runs
+        ws.send_json({"type": "undo"})
+        view = receive(ws, "state", "play")
+        assert view["winner"] is None and len(view["moves"]) == 30
+        assert view["clock"] == {"control": "3+2", "left": {"order": 193.0, "chaos": 210.0}, "running": "order"}
+        now["t"] += 4
+        ws.send_json({"type": "state"})
+        assert receive(ws, "state", "play")["clock"]["left"]["order"] == 189.0
+
+
+def test_undo_back_to_the_empty_board_is_a_fresh_start_for_the_clock_and_the_abort_rule(tmp_path: Path) -> None:
+    now = {"t": 1000.0}
+    with site_on_a_hand_clock(tmp_path, now) as (client, store):
+        ws, view = clocked_agent_game(client, "1+0")
+        now["t"] += 50
+        view = play_first_empty(ws, view)  # the first move is not charged; Chaos's answer is
+        now["t"] += 20
+        ws.send_json({"type": "undo"})
+        view = receive(ws, "state", "play")
+        # Order's 20 s stay spent; as in a new game, no clock runs before the first move
+        assert view["moves"] == [] and view["clock"]["left"] == {"order": 40.0, "chaos": 60.0}
+        assert view["clock"]["running"] is None
+        now["t"] += web_games.ABORT_AFTER - 1  # the minute to make a first move counts from the undo
+        client.portal.call(client.app.state.hub.sweep)  # type: ignore[attr-defined]
+        ws.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        view = until_turn(ws, "order")
+        assert view["reason"] is None and len(view["moves"]) == 2
+        assert view["clock"]["left"] == {"order": 40.0, "chaos": 60.0}
+
+
+def test_a_move_after_the_flag_fell_loses_on_time_even_before_the_server_looks(tmp_path: Path) -> None:
+    now = {"t": 1000.0}
+    with site_on_a_hand_clock(tmp_path, now) as (client, store):
+        client.portal.call(lambda: client.app.state.hub.sweeper.cancel())  # type: ignore[attr-defined]
+        order, chaos, game = clocked_pair(client, "1+0")
+        order.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        receive(chaos, "state", "play")
+        now["t"] += 60  # Chaos's minute is gone, and no sweep has seen it
+        chaos.send_json({"type": "move", "cell": 1, "symbol": "O"})
+        for ws in (chaos, order):
+            view = receive(ws, "state", "play")
+            while view["reason"] is None and len(view["moves"]) < 2:  # views from before the move
+                view = receive(ws, "state", "play")
+            assert (view["winner"], view["reason"], len(view["moves"])) == ("order", "time", 1)
+        assert error_of(chaos)["code"] == "game_over"
+    stored = store.load(game)
+    assert stored is not None and (stored.reason, stored.actions) == ("time", [0])

@@ -15,6 +15,8 @@ import re
 import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from orderchaos.arena.game_files import save_games  # noqa: E402
 from orderchaos.arena.matches import play_game  # noqa: E402
 from orderchaos.arena.puzzles import load_puzzles, parse_move  # noqa: E402
 from orderchaos.cli.web.app import create_app  # noqa: E402
+from orderchaos.cli.web.quotas import AddressLimits  # noqa: E402
 from orderchaos.cli.web.services import Limits  # noqa: E402
 from orderchaos.envs.rules import cell_name, parse_board  # noqa: E402
 
@@ -59,8 +62,8 @@ class Server:
     """uvicorn serving the app on one loopback port; :meth:`restart` stops it and starts a
     new app on the same port and database, as a restarted ``orderchaos serve`` would."""
 
-    def __init__(self, games: Path, db: Path) -> None:
-        self.games, self.db = games, db
+    def __init__(self, games: Path, db: Path, quotas: AddressLimits | None = None) -> None:
+        self.games, self.db, self.quotas = games, db, quotas
         probe = socket.socket()
         probe.bind(("127.0.0.1", 0))
         self.port = probe.getsockname()[1]
@@ -72,7 +75,7 @@ class Server:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", self.port))
-        self.uv = uvicorn.Server(uvicorn.Config(create_app(self.games, LIMITS, db=self.db), log_level="warning",
+        self.uv = uvicorn.Server(uvicorn.Config(create_app(self.games, LIMITS, db=self.db, quotas=self.quotas), log_level="warning",
                                                 lifespan="off"))
         self.thread = threading.Thread(target=self.uv.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
@@ -468,6 +471,50 @@ def test_two_browsers_meet_through_the_lobby_and_play(browser: Browser, server: 
     taker_ctx.close()
 
 
+def ask_to_play_anyone(tab: Page, time_control: str) -> None:
+    """Press "Play anyone" at ``time_control``."""
+    tab.select_option("select[name=time_control]", time_control)
+    tab.click("button[data-action=play-anyone]")
+
+
+def test_play_anyone_pairs_two_browsers_on_the_same_time_control(browser: Browser, server: Server) -> None:
+    """Two tabs asking for 3+2 land in one game on opposite sides and see each other's move; a
+    tab that asked for 5+3 in between is left waiting, and is paired with the next 5+3."""
+    tabs = [new_tab(browser, server.url) for _ in range(4)]
+    first, other_clock, second, other_clock_too = (tab for _, tab in tabs)
+    # each waits on the server's answer before the next asks, so the server sees them in this order
+    for tab, time_control in ((first, "3+2"), (other_clock, "5+3")):
+        ask_to_play_anyone(tab, time_control)
+        expect(tab.get_by_test_id("lobby-seeking")).to_be_visible()
+    ask_to_play_anyone(second, "3+2")
+    seated = re.compile(r"^(Your move|Your friend's move) \(Order\)")
+    for tab in (first, second):
+        expect(tab.get_by_test_id("status")).to_have_text(seated)
+        expect(tab).to_have_url(re.compile(r"/g/[A-Za-z0-9_-]{16,64}$"))
+        expect(tab.get_by_test_id("clock-order")).to_have_text("Order: 3:00 left")
+        expect(tab.get_by_test_id("lobby-seeking")).to_be_hidden()
+    assert first.url == second.url  # one game
+    statuses = {tab: tab.get_by_test_id("status").text_content() or "" for tab in (first, second)}
+    movers = [tab for tab, text in statuses.items() if text.startswith("Your move (Order)")]
+    assert len(movers) == 1, statuses  # opposite sides: exactly one of them plays Order
+    order = movers[0]
+    chaos = second if order is first else first
+    order.click("button[data-symbol=O]")
+    order.click("[data-cell='14']")
+    expect(chaos.locator("[data-testid=play-moves] li")).to_have_count(1)
+    expect(chaos.get_by_test_id("status")).to_have_text(re.compile(r"^Your move \(Chaos\)"))
+    expect(chaos.locator("[data-cell='14']")).to_have_text("O")
+    # the 5+3 tab was not paired with either: it still waits, and the next 5+3 meets it
+    expect(other_clock.get_by_test_id("lobby-seeking")).to_be_visible()
+    ask_to_play_anyone(other_clock_too, "5+3")
+    for tab in (other_clock, other_clock_too):
+        expect(tab.get_by_test_id("clock-order")).to_have_text("Order: 5:00 left")
+        expect(tab).to_have_url(re.compile(r"/g/[A-Za-z0-9_-]{16,64}$"))
+    assert other_clock.url == other_clock_too.url != first.url
+    for context, _ in tabs:
+        context.close()
+
+
 @pytest.mark.parametrize("lang", ["en", "sv", "nb", "de"])
 def test_no_tab_scrolls_sideways_on_a_narrow_phone_in_any_language(browser: Browser, server: Server, lang: str) -> None:
     """At 360 px, in each language and each mode, nothing is wider than the screen (long
@@ -691,6 +738,35 @@ def shown_puzzle(tab: Page, previous: str | None = None):
 def rating(tab: Page) -> int:
     text = tab.get_by_test_id("puzzle-rating").inner_text()
     return int(re.search(r"(\d+)$", text).group(1))
+
+
+def test_a_puzzle_move_past_the_address_limit_is_refused_in_the_readers_language(
+    browser: Browser, tmp_path: Path
+) -> None:
+    now = {"t": 1000.0}
+    limited = Server(None, tmp_path / "games.sqlite3",  # type: ignore[arg-type]
+                     AddressLimits(searches_per_minute=1, clock=lambda: now["t"]))
+    try:
+        spend = urllib.request.Request(limited.url + "puzzles/move", data=b'{"player": "?"}',
+                                       headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError, match="400"):  # the minute's one request, from 127.0.0.1
+            urllib.request.urlopen(spend, timeout=30)
+        context, tab = new_tab(browser, limited.url, locale="sv-SE")
+        tab.click("button[data-mode=puzzles]")
+        prompt = tab.get_by_test_id("puzzle-prompt")
+        expect(prompt).to_have_attribute("data-puzzle", re.compile("^p"))
+        shown = SOLUTIONS[prompt.get_attribute("data-puzzle")]
+        wrong = next(a for a in parse_board(shown.board).legal_actions() if a != parse_move(shown.solution[0]))
+        tab.click(f".tools button[data-symbol={'XO'[wrong & 1]}]")
+        tab.click(f"[data-cell='{wrong >> 1}']")
+        expect(tab.get_by_test_id("status")).to_have_text(
+            "Fel: för många drag i problem och lektioner från din adress (högst 1 i minuten): försök igen om 60 s")
+        now["t"] += 60  # the minute is over: the same move is judged
+        tab.click(f"[data-cell='{wrong >> 1}']")
+        expect(tab.get_by_test_id("puzzle-result")).to_be_visible(timeout=TIMEOUT_MS)
+        context.close()
+    finally:
+        limited.stop()
 
 
 def test_solve_one_fail_one_and_the_rating_survives_a_reload(browser: Browser, server: Server) -> None:

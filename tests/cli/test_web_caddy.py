@@ -140,7 +140,7 @@ def raw_request(source: str, port: int, path: str, headers: dict[str, str], tls:
 
 
 def test_a_forged_forwarded_header_changes_nothing_and_the_proxys_does(site: Site) -> None:
-    forged = {"X-Forwarded-For": "203.0.113.66"}
+    forged = {"X-Forwarded-For": "127.0.0.66"}
     # straight to the server, around the proxy: its own address counts
     assert raw_request(FORGING_ADDRESS, site.backend, "/healthz?direct", forged).endswith("200 OK")
     # through Caddy, which replaces the forged header with the peer it saw
@@ -148,7 +148,7 @@ def test_a_forged_forwarded_header_changes_nothing_and_the_proxys_does(site: Sit
     log = site.log()
     assert f"client={FORGING_ADDRESS} GET /healthz 200" in log
     assert f"client={CLIENT_ADDRESS} GET /healthz 200" in log
-    assert "203.0.113.66" not in log
+    assert "127.0.0.66" not in log
 
 
 def test_new_games_are_limited_by_the_real_address_whatever_header_is_forged(site: Site) -> None:
@@ -159,7 +159,7 @@ def test_new_games_are_limited_by_the_real_address_whatever_header_is_forged(sit
         direct = socket.create_connection(("127.0.0.1", site.backend), timeout=10, source_address=(FORGING_ADDRESS, 0))
         # a new made-up client address each time: were it believed, no limit would ever apply
         with connect(f"ws://localhost:{site.backend}/ws", sock=direct,
-                     additional_headers={"X-Forwarded-For": f"198.51.100.{attempt + 1}"}) as ws:
+                     additional_headers={"X-Forwarded-For": f"127.0.0.{100 + attempt}"}) as ws:
             assert json.loads(ws.recv(timeout=30))["type"] == "hello"
             ws.send(json.dumps({"type": "play_friend", "side": "order"}))
             answers.append(json.loads(ws.recv(timeout=30)))

@@ -61,7 +61,8 @@ def test_the_scan_finds_the_keys_it_should() -> None:
     keys = keys_the_page_uses()
     for expected in ("rules.title", "status.your_move", "status.waiting_friend", "result.won", "error.not_your_turn",
                      "error.busy", "error.occupied", "study.first", "error.offline", "learn.leaves",
-                     "learn.try_again", "learn.centre_task", "nav.learn", "error.lesson"):
+                     "learn.try_again", "learn.centre_task", "nav.learn", "error.lesson",
+                     "error.address_searches"):
         assert expected in keys
 
 

@@ -22,6 +22,14 @@ def test_a_small_load_test_plays_every_game_to_the_end_and_the_store_matches() -
     assert 0 < result["round_trip_p50_ms"] <= result["round_trip_p99_ms"]
 
 
+def test_thinking_and_arriving_over_a_ramp_change_when_moves_are_sent_not_which_moves() -> None:
+    result = load_test(2, 2, seed=1, think=0.005, ramp=0.02)
+    assert result["store_problems"] == [] and result["server_errors"] == []
+    assert (result["moves"], result["person_moves"]) == (101, 79)  # the same games as without thinking
+    assert (result["think_s"], result["ramp_s"]) == (0.005, 0.02)
+    assert set(result["gc_pauses"]) == {"0", "1", "2"} and result["server_peak_memory_mb"] > 0
+
+
 def test_the_store_check_finds_a_game_that_differs(tmp_path) -> None:
     db = tmp_path / "games.sqlite3"
     store = GameStore(db)

@@ -182,15 +182,66 @@ def test_at_most_three_open_challenges_per_client_address() -> None:
         assert receive(tabs[0], "error", error_ok=True)["code"] == "time_control"
 
 
+def wait_to_be_paired(ws: Any, time_control: str) -> None:
+    """Ask to play anyone at ``time_control``; the tab is told it waits."""
+    ws.send_json({"type": "play_anyone", "time_control": time_control})
+    assert receive(ws, "lobby")["seeking"] == time_control
+
+
 def test_play_anyone_pairs_two_tabs_asking_for_the_same_time_control() -> None:
     with Site() as site:
         first, other_clock, second = site.connect(), site.connect(), site.connect()
-        first.send_json({"type": "play_anyone", "time_control": "1+0"})
-        assert receive(first, "lobby")["seeking"] == "1+0"
-        other_clock.send_json({"type": "play_anyone", "time_control": "5+3"})
-        assert receive(other_clock, "lobby")["seeking"] == "5+3"
+        wait_to_be_paired(first, "1+0")
+        wait_to_be_paired(other_clock, "5+3")
         second.send_json({"type": "play_anyone", "time_control": "1+0"})
         one, two = receive(first, "joined"), receive(second, "joined")
         assert one["game"] == two["game"] and {one["seat"], two["seat"]} == {"order", "chaos"}
         other_clock.send_json({"type": "cancel"})
         assert receive(other_clock, "lobby")["seeking"] is None
+
+
+def until_moves(ws: Any, count: int) -> list[dict]:
+    """The messages up to the first position with ``count`` moves, that one included."""
+    seen = []
+    for _ in range(200):
+        seen.append(ws.receive_json())
+        if seen[-1]["type"] == "state" and len(seen[-1]["moves"]) == count:
+            return seen
+    raise AssertionError(f"no position with {count} moves came")
+
+
+def test_a_paired_tab_is_told_it_no_longer_waits() -> None:
+    with Site() as site:
+        first, second = site.connect(), site.connect()
+        wait_to_be_paired(first, "3+2")
+        second.send_json({"type": "play_anyone", "time_control": "3+2"})
+        seats = {receive(first, "joined")["seat"]: first, receive(second, "joined")["seat"]: second}
+        seats["order"].send_json({"type": "move", "cell": 0, "symbol": "X"})
+        told = [msg for msg in until_moves(first, 1) if msg["type"] == "lobby"]
+        assert [msg["seeking"] for msg in told] == [None]  # else its page keeps saying "waiting"
+
+
+def test_a_tab_waiting_to_be_paired_that_starts_another_game_stops_waiting() -> None:
+    with Site() as site:
+        waiting, later, third = site.connect(), site.connect(), site.connect()
+        wait_to_be_paired(waiting, "none")
+        waiting.send_json({"type": "play_friend", "side": "order"})
+        friend_game = receive(waiting, "joined")["game"]
+        wait_to_be_paired(later, "none")  # waits: the first tab left the queue
+        third.send_json({"type": "play_anyone", "time_control": "none"})
+        assert receive(later, "joined")["game"] == receive(third, "joined")["game"] != friend_game
+        assert receive(waiting, "lobby")["seeking"] is None  # and its page was told
+
+
+def test_a_tab_that_goes_into_a_game_withdraws_its_open_challenges() -> None:
+    with Site() as site:
+        creator, viewer = site.connect(), site.connect()
+        viewer.send_json({"type": "lobby"})
+        receive(viewer, "lobby")
+        creator.send_json({"type": "challenge", "side": "order", "time_control": "3+2"})
+        assert len(receive(viewer, "lobby")["challenges"]) == 1
+        creator.send_json({"type": "new_game", "side": "order", "opponent": "random"})
+        receive(creator, "state")  # the game's first view comes after the lobby was told
+        viewer.send_json({"type": "lobby"})
+        # else accepting it would pull the creator out of the game it is playing
+        assert receive(viewer, "lobby")["challenges"] == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import faulthandler
+import gc
 import json
 import logging
 import os
@@ -116,9 +117,37 @@ def test_queued_and_running_searches_are_counted() -> None:
     assert services.queued == 0
 
 
+def test_garbage_collections_are_timed_while_the_app_runs_and_not_after() -> None:
+    def full_collections(client_or_metrics: TestClient | Metrics) -> float:
+        text = (client_or_metrics.get("/metrics").text if isinstance(client_or_metrics, TestClient)
+                else client_or_metrics.text().decode())
+        return samples(text).get('orderchaos_gc_pause_seconds_count{generation="2"}', 0.0)
+
+    app = create_app(None, FAST)
+    with TestClient(app) as client:
+        before = full_collections(client)
+        gc.collect()
+        gc.collect()
+        assert full_collections(client) == before + 2
+        metrics = app.state.site.metrics
+    gc.collect()  # the app has stopped: its metrics no longer watch the collector
+    assert full_collections(metrics) == before + 2
+    assert all(getattr(callback, "__self__", None) is not metrics for callback in gc.callbacks)
+
+
+def test_settle_heap_freezes_what_startup_built_and_makes_full_collections_rarer() -> None:
+    # in a process of its own: freezing would keep this test process's garbage forever
+    probe = ("import gc; from orderchaos.cli.web.ops import settle_heap, FULL_COLLECTION_EVERY; "
+             "before = gc.get_threshold(); settle_heap(); "
+             "print(gc.get_freeze_count() > 1000, gc.get_threshold() == before[:2] + (FULL_COLLECTION_EVERY,), "
+             "FULL_COLLECTION_EVERY > before[2])")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "True", "True"], done.stderr
+
+
 def test_game_events_are_logged_with_the_client_address(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="orderchaos.web")
-    with TestClient(create_app(None, FAST), client=("203.0.113.9", 5000)) as client:
+    with TestClient(create_app(None, FAST), client=("127.0.0.9", 5000)) as client:
         with client.websocket_connect("/ws") as ws:
             next_message(ws, "hello")
             ws.send_json({"type": "new_game", "side": "order", "opponent": "random"})
@@ -128,9 +157,9 @@ def test_game_events_are_logged_with_the_client_address(caplog: pytest.LogCaptur
             ws.send_json({"type": "state"})
             next_message(ws, "state")
     lines = [r.getMessage() for r in caplog.records]
-    assert f"client=203.0.113.9 game={game} new_game" in lines
-    assert f"client=203.0.113.9 game={game} move" in lines
-    assert "client=203.0.113.9 websocket /ws" in lines
+    assert f"client=127.0.0.9 game={game} new_game" in lines
+    assert f"client=127.0.0.9 game={game} move" in lines
+    assert "client=127.0.0.9 websocket /ws" in lines
 
 
 

@@ -44,14 +44,19 @@ def test_seeded_runs_are_reproducible(tmp_path: Path, algorithm: str) -> None:
     assert any(not torch.equal(a["order"][k], c["order"][k]) for k in a["order"])
 
 
-def test_self_play_runs_compiled_unless_switched_off(tmp_path: Path) -> None:
-    default = make_trainer(load_config(SMOKE, ["eval.enabled=false"]), tmp_path / "compiled")
-    module = make_trainer(load_config(SMOKE, ["eval.enabled=false", "run.compiled_inference=false"]), tmp_path / "m")
+def test_a_run_evaluates_at_its_end_unless_evaluation_is_switched_off(tmp_path: Path) -> None:
+    on = make_trainer(load_config(SMOKE, ["run.iterations=1"]), tmp_path / "on").fit()
+    off = make_trainer(load_config(SMOKE, ["run.iterations=1", "eval.enabled=false"]), tmp_path / "off").fit()
+    assert "eval/order_vs_random_winrate" in on and "eval/accuracy_all" in on
+    assert off == {}
+
+
+def test_self_play_runs_the_networks_compiled(tmp_path: Path) -> None:
+    trainer = make_trainer(load_config(SMOKE, ["eval.enabled=false"]), tmp_path / "compiled")
     try:
-        assert default.evaluator.compiled and not module.evaluator.compiled
+        assert trainer.evaluator.compiled
     finally:
-        default.close()
-        module.close()
+        trainer.close()
 
 
 def test_init_from_starts_both_networks_from_a_policy_and_refuses_a_mismatch(tmp_path: Path, capsys) -> None:
@@ -109,7 +114,7 @@ def test_resume_after_sigkill_loses_at_most_one_interval(tmp_path: Path) -> None
     interval = 2
     run_dir = tmp_path / "killed"
     cmd = [sys.executable, "-m", "orderchaos", "train", SMOKE, "run.iterations=200",
-           f"run.checkpoint_interval={interval}", "eval.interval=1", "eval.positions=false",
+           f"run.checkpoint_interval={interval}", "eval.interval=1",
            "--run-dir", str(run_dir)]
     # PYTHONPATH keeps what the caller set (a planted-bug sitecustomize, for instance).
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),

@@ -105,7 +105,10 @@ def test_unknown_key_is_named_with_a_close_match(override: str, key: str, hint: 
 
 @pytest.mark.parametrize("override", ["ppo.clip=0.3", "selfplay.temperature=0.5", "replay.augment=false",
                                       "eval.openings=2.5", "selfplay.solver_policy=1",
-                                      "mcts.c_puct=2", "run.dashboard=true"])
+                                      "mcts.c_puct=2", "run.dashboard=true", "run.compiled_inference=false",
+                                      "run.inflight=1", "mcts.max_considered=8", "network.window_features=false",
+                                      "eval.positions=false", "mistakes.roles=[chaos]", "mistakes.opponents=[random]",
+                                      "mistakes.fraction=0.05", "mistakes.workers=2", "mistakes.capacity=100"])
 def test_a_retired_key_asking_for_another_value_is_refused_in_one_line(override: str) -> None:
     key = override.split("=")[0]
     with pytest.raises(ConfigError) as err:
@@ -121,7 +124,11 @@ def test_a_retired_key_at_its_fixed_value_loads_as_if_absent() -> None:
            "optim.value_weight=1.0", "replay.augment=true", "eval.openings=2", "ppo.clip=0.2",
            "ppo.entropy_coef=0.01", "ppo.value_coef=0.5", "ppo.gae_lambda=0.95", "ppo.gamma=1",
            "ppo.latest_fraction=0.5", "mcts.c_puct=1.5", "mcts.dirichlet_alpha=0.3",
-           "mcts.dirichlet_fraction=0.25", "mistakes.openings=2", "run.dashboard=false"]
+           "mcts.dirichlet_fraction=0.25", "mistakes.openings=2", "run.dashboard=false",
+           "run.compiled_inference=true", "run.inflight=2", "mcts.max_considered=16", "network.window_features=true",
+           "eval.positions=true", "mistakes.opponents=[heuristic]", "mistakes.roles=[order, chaos]",
+           "mistakes.node_limit=300000", "mistakes.workers=1", "mistakes.candidates=10", "mistakes.capacity=4096",
+           "mistakes.fraction=0.1", "mistakes.min_rows=32"]
     assert {o.split("=")[0] for o in old} == set(RETIRED_KEYS)
     assert load_config(None, old) == load_config(None, [])
 

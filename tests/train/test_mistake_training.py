@@ -12,30 +12,27 @@ from orderchaos.agents.policy_files import latest_checkpoint, load_checkpoint
 from orderchaos.agents.registry import make
 from orderchaos.arena.mistakes import collect_mistakes, mistake_rows
 from orderchaos.envs.rules import CHAOS, ORDER
+from orderchaos.train.alphazero import AlphaZeroTrainer, MistakeSettings
 from orderchaos.train.config import load_config
 from orderchaos.train.factory import make_trainer
 
 from helpers import REPO, SMOKE
 
+# The hunt of a smoke run: against random play, with a small solver budget, its rows
+# joining the batches at once (the recipe's settings take seconds per lost game).
+SMALL_HUNT = MistakeSettings(opponents=("random",), node_limit=20000, candidates=3, fraction=0.25, min_rows=1)
+
+
+@pytest.fixture
+def small_hunt(monkeypatch) -> None:
+    monkeypatch.setattr(AlphaZeroTrainer, "mistake_settings", SMALL_HUNT)
+
 
 def mistake_config(tmp_path: Path, *extra: str):
-    return load_config(
-        SMOKE,
-        [
-            "mistakes.games=6",
-            "mistakes.interval=1",
-            "mistakes.opponents=[random]",
-            "mistakes.node_limit=20000",
-            "mistakes.min_rows=1",
-            "mistakes.fraction=0.25",
-            "mistakes.rollouts=1",
-            "mistakes.candidates=3",
-            *extra,
-        ],
-    )
+    return load_config(SMOKE, ["mistakes.games=6", "mistakes.interval=1", "mistakes.rollouts=1", *extra])
 
 
-def test_training_rounds_collect_mistakes_and_a_resume_keeps_them(tmp_path: Path) -> None:
+def test_training_rounds_collect_mistakes_and_a_resume_keeps_them(tmp_path: Path, small_hunt) -> None:
     config = mistake_config(tmp_path)
     trainer = make_trainer(config, tmp_path / "run")
     try:
@@ -55,7 +52,7 @@ def test_training_rounds_collect_mistakes_and_a_resume_keeps_them(tmp_path: Path
         again.close()
 
 
-def test_batches_draw_the_configured_share_from_mistakes(tmp_path: Path) -> None:
+def test_batches_draw_the_configured_share_from_mistakes(tmp_path: Path, small_hunt) -> None:
     config = mistake_config(tmp_path, "optim.batch_size=32", "selfplay.warmup_games=0")
     trainer = make_trainer(config, tmp_path / "run")
     try:
@@ -72,7 +69,7 @@ def test_batches_draw_the_configured_share_from_mistakes(tmp_path: Path) -> None
     assert drawn == [8, 8, 8] and np.isfinite(metrics["order/losses/policy"])
 
 
-def test_the_finetune_config_trains_from_the_shipped_weights_with_mistakes(tmp_path: Path) -> None:
+def test_the_finetune_config_trains_from_the_shipped_weights_with_mistakes(tmp_path: Path, monkeypatch) -> None:
     config = load_config(
         REPO / "configs" / "alphazero_finetune.yaml",
         [
@@ -87,10 +84,10 @@ def test_the_finetune_config_trains_from_the_shipped_weights_with_mistakes(tmp_p
             "optim.updates_per_iteration=1",
             "replay.min_positions=1",
             "mistakes.games=2",
-            "mistakes.node_limit=2000",
             "eval.enabled=false",
         ],
     )
+    monkeypatch.setattr(AlphaZeroTrainer, "mistake_settings", MistakeSettings(node_limit=2000))
     trainer = make_trainer(config, tmp_path / "run")
     try:
         metrics = trainer.train_iteration()
@@ -100,40 +97,6 @@ def test_the_finetune_config_trains_from_the_shipped_weights_with_mistakes(tmp_p
     assert {f"{role}/mistakes/{key}" for role in (ORDER, CHAOS) for key in ("found", "practical", "kept")} <= set(metrics)
     assert metrics["chaos/mistakes/kept"] == metrics["chaos/mistakes/found"] >= metrics["chaos/mistakes/practical"]
     assert np.isfinite(metrics["order/losses/policy"])
-
-
-def test_the_hunt_finds_the_same_rows_on_any_number_of_solver_workers(tmp_path: Path, monkeypatch) -> None:
-    """mistakes.workers: the lost games are walked by that many solver processes, and the
-    rows and metrics are those of one worker in the training process."""
-    import dataclasses
-
-    from orderchaos.agents.solver_pool import SolverPool
-    from orderchaos.train import alphazero
-
-    started: list[tuple[str, int]] = []
-
-    class Recorded(SolverPool):
-        def __init__(self, kind: str = "inline", workers: int = 1, **kwargs) -> None:
-            started.append((kind, workers))
-            super().__init__(kind, workers, **kwargs)
-
-    monkeypatch.setattr(alphazero, "SolverPool", Recorded)
-    config = mistake_config(tmp_path, "mistakes.opponents=[random, heuristic]")
-    trainer = make_trainer(config, tmp_path / "run")
-    try:
-        hunts = [
-            alphazero.mistake_hunt_rows(trainer.evaluator, dataclasses.replace(config.mistakes, workers=w),
-                                        np.random.default_rng(5))
-            for w in (1, 2)
-        ]
-    finally:
-        trainer.close()
-    assert started == [("inline", 1), ("processes", 2)]
-    (rows_one, metrics_one), (rows_two, metrics_two) = hunts
-    assert metrics_one == metrics_two and sum(metrics_one[f"{r}/mistakes/found"] for r in (ORDER, CHAOS)) > 0
-    assert rows_one.keys() == rows_two.keys()
-    for role in rows_one:
-        assert all(np.array_equal(a, b) for a, b in zip(rows_one[role], rows_two[role]))
 
 
 def labelled_file(tmp_path: Path) -> tuple[Path, list, list]:
@@ -148,27 +111,28 @@ def labelled_file(tmp_path: Path) -> tuple[Path, list, list]:
 
 def test_labelled_positions_files_join_the_mistake_positions_of_the_side_to_move(tmp_path: Path) -> None:
     """``mistakes.positions``: each file's positions join the buffer of the side to move
-    (only the sides in ``mistakes.roles``) with a uniform policy over the winning moves and
-    value +1, and a resume keeps the buffer as saved instead of adding them twice."""
+    with a uniform policy over the winning moves and value +1, and a resume keeps the
+    buffers as saved instead of adding them twice."""
     path, shipped, chaos = labelled_file(tmp_path)
+    order = [p for p in shipped if p.state.to_play == ORDER]
     assert 0 < len(chaos) < len(shipped)
-    config = load_config(SMOKE, [f"mistakes.positions=[{path}]", "mistakes.roles=[chaos]",
-                                 "run.iterations=1"])
+    config = load_config(SMOKE, [f"mistakes.positions=[{path}]", "run.iterations=1"])
     trainer = make_trainer(config, tmp_path / "run")
     try:
-        assert len(trainer.mistakes[ORDER]) == 0 and len(trainer.mistakes[CHAOS]) == len(chaos)
-        buf = trainer.mistakes[CHAOS]
-        for row, position in enumerate(chaos):
-            expected = np.zeros(72, np.float32)
-            expected[position.good_actions] = 1 / len(position.good_actions)
-            assert np.array_equal(buf.policies[row], expected)
-            assert buf.values[row] == 1.0
+        for role, positions in ((ORDER, order), (CHAOS, chaos)):
+            buf = trainer.mistakes[role]
+            assert len(buf) == len(positions)
+            for row, position in enumerate(positions):
+                expected = np.zeros(72, np.float32)
+                expected[position.good_actions] = 1 / len(position.good_actions)
+                assert np.array_equal(buf.policies[row], expected)
+                assert buf.values[row] == 1.0
         trainer.fit()
     finally:
         trainer.close()
     again = make_trainer(config, tmp_path / "run", resume=True)
     try:
-        assert len(again.mistakes[CHAOS]) == len(chaos) and len(again.mistakes[ORDER]) == 0
+        assert len(again.mistakes[CHAOS]) == len(chaos) and len(again.mistakes[ORDER]) == len(order)
     finally:
         again.close()
 
@@ -190,18 +154,19 @@ def test_a_bad_positions_file_is_refused_before_the_run_starts(tmp_path: Path) -
     assert not (tmp_path / "run").exists()
 
 
-def test_more_labelled_positions_than_the_buffer_holds_are_refused(tmp_path: Path) -> None:
-    path, _, chaos_positions = labelled_file(tmp_path)
-    chaos = len(chaos_positions)
-    config = load_config(SMOKE, [f"mistakes.positions=[{path}]", "mistakes.roles=[chaos]",
-                                 f"mistakes.capacity={chaos - 1}"])
-    with pytest.raises(ValueError, match=f"mistakes.positions: {chaos} positions with chaos to move "
-                       f"do not fit mistakes.capacity={chaos - 1}; raise mistakes.capacity"):
+def test_more_labelled_positions_than_the_buffer_holds_are_refused(tmp_path: Path, monkeypatch) -> None:
+    path, shipped, _ = labelled_file(tmp_path)
+    counts = {role: sum(p.state.to_play == role for p in shipped) for role in (ORDER, CHAOS)}
+    role = max(counts, key=counts.get)  # the side whose buffer overflows first
+    most = counts[role]
+    config = load_config(SMOKE, [f"mistakes.positions=[{path}]"])
+    monkeypatch.setattr(AlphaZeroTrainer, "mistake_settings", MistakeSettings(capacity=most - 1))
+    with pytest.raises(ValueError, match=f"mistakes.positions: {most} positions with {role} to move "
+                       f"do not fit the {most - 1} mistake positions a side keeps; give at most {most - 1}"):
         make_trainer(config, tmp_path / "run")
-    config = load_config(SMOKE, [f"mistakes.positions=[{path}]", "mistakes.roles=[chaos]",
-                                 f"mistakes.capacity={chaos}"])
+    monkeypatch.setattr(AlphaZeroTrainer, "mistake_settings", MistakeSettings(capacity=most))
     trainer = make_trainer(config, tmp_path / "run")
     try:
-        assert len(trainer.mistakes[CHAOS]) == chaos
+        assert {r: len(buf) for r, buf in trainer.mistakes.items()} == counts
     finally:
         trainer.close()

@@ -23,6 +23,7 @@ import pytest
 import torch
 from helpers import REPO, SMOKE, run_weights
 from orderchaos.cli.main import main
+from orderchaos.train.alphazero import AlphaZeroTrainer, MistakeSettings
 from orderchaos.train.config import load_config
 from orderchaos.train.factory import make_trainer
 
@@ -67,11 +68,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_sync_runs_are_reproducible_and_resume(local_ray, tmp_path: Path) -> None:
+def test_sync_runs_are_reproducible_and_resume(local_ray, tmp_path: Path, monkeypatch) -> None:
     """Three iterations straight, and two plus a resumed third, give the same weights and
     metrics: sync mode is reproducible from the seed, checkpoints and resume work."""
-    hunt = ["mistakes.games=2", "mistakes.interval=2", "mistakes.opponents=[random]", "mistakes.node_limit=5000",
-            "mistakes.min_rows=1", "mistakes.roles=[order]"]  # on its actor, rows joining at the checkpoint
+    hunt = ["mistakes.games=2", "mistakes.interval=2"]  # on its actor, rows joining at the checkpoint
+    monkeypatch.setattr(AlphaZeroTrainer, "mistake_settings",
+                        MistakeSettings(opponents=("random",), node_limit=5000, min_rows=1))
     straight = tmp_path / "straight"
     make_trainer(load_config(SMOKE, [*FAST, *hunt, "run.iterations=3"]), straight).fit()
     halves = tmp_path / "halves"
@@ -126,7 +128,7 @@ def test_a_killed_actor_is_replaced_and_the_run_finishes(local_ray, tmp_path: Pa
 
 
 def test_async_mode_plays_ahead_with_older_weights(local_ray, tmp_path: Path) -> None:
-    config = load_config(SMOKE, [*FAST, "run.iterations=3", "run.sync=false", "run.inflight=1",
+    config = load_config(SMOKE, [*FAST, "run.iterations=3", "run.sync=false",
                                  "selfplay.solver_depth=0"])
     trainer = make_trainer(config, tmp_path / "run")
     trainer.fit()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from orderchaos.agents.policy_files import latest_checkpoint, load_checkpoint
+from orderchaos.train.alphazero import AlphaZeroTrainer, MistakeSettings
 from orderchaos.train.config import load_config
 from orderchaos.train.factory import make_trainer
 
@@ -22,13 +23,14 @@ TINY_WORK = [
     "selfplay.games=2", "selfplay.warmup_games=2", "selfplay.warmup_updates=1", "selfplay.imitation_games=1",
     "selfplay.solver_process=false", "selfplay.solver_node_limit=2000", "mcts.simulations=4",
     "optim.batch_size=16", "optim.updates_per_iteration=1", "replay.min_positions=1", "eval.enabled=false",
-    "mistakes.games=1", "mistakes.node_limit=2000", "ppo.games=2", "ppo.minibatch=16", "ppo.epochs=1",
+    "mistakes.games=1", "ppo.games=2", "ppo.minibatch=16", "ppo.epochs=1",
 ]
 """What each config keeps of its own: everything but the size of the work."""
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
-def test_every_shipped_config_trains_an_iteration(path: Path, tmp_path: Path) -> None:
+def test_every_shipped_config_trains_an_iteration(path: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(AlphaZeroTrainer, "mistake_settings", MistakeSettings(node_limit=2000))
     shipped = load_config(path)
     narrow = [] if shipped.network.init_from else ["network.channels=8", "network.blocks=1"]
     config = load_config(path, [*TINY_WORK, *narrow])

@@ -51,7 +51,7 @@ async function puzzleRequest(path, body = null) {
   } catch (error) {
     return { error: { code: "internal" } };
   }
-  return answer.ok ? { data } : { error: { code: data.code || "internal" } };
+  return answer.ok ? { data } : { error: { code: data.code || "internal", args: data.args } };
 }
 
 async function loadPuzzle(which) {
