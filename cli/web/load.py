@@ -2,16 +2,19 @@
 ``python -m orderchaos.cli.web.load --friend-games N --agent-games M``).
 
 Starts ``orderchaos serve`` as its own process on 127.0.0.1 (a free port, a fresh SQLite
-file), waits until its workers are warm, then runs every game at once, each player a WebSocket client in this process:
-``friend_games`` games between two scripted players (the second opens the first one's
-invite link) and ``agent_games`` games of one scripted player against ``heuristic``. The
-scripted players write seeded random legal moves. It reports moves per second and the
-median and 99th percentile of a move's round trip (sent until the mover's view with the
-move came back), the agent queue's wait and the share of the server's time in the store's
-SQLite statements and commits (both from the server's ``/metrics``), and the CPU seconds of
-the server process and of its worker processes (from ``/proc``); then it stops the server
-and checks that every game in the database holds exactly the moves that were played, and
-that every game ended. Only loopback addresses are ever contacted.
+file), waits until its workers are warm, then runs the games, each player a WebSocket client
+in this process: ``friend_games`` games between two scripted players (the second opens the
+first one's invite link) and ``agent_games`` games of one scripted player against
+``heuristic``, all at once or started evenly over ``ramp`` seconds. The scripted players
+write seeded random legal moves, each after thinking ``think`` seconds on average (0: at
+once). It reports moves per second and the median and 99th percentile of a move's round trip
+(sent until the mover's view with the move came back) beside the server's own share of it,
+the agent queue's wait, the server's garbage collections and the seconds of its SQLite
+statements and commits (from the server's ``/metrics``), the CPU seconds of the server
+process, of its worker processes and of the clients, and the server's peak memory (from
+``/proc``); then it stops the server and checks that every game in the database holds exactly
+the moves that were played, and that every game ended. Only loopback addresses are ever
+contacted.
 """
 
 from __future__ import annotations
