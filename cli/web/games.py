@@ -379,7 +379,6 @@ class Hub:
         """Run :meth:`sweep` every :data:`SWEEP_SECONDS` from now on (once per hub)."""
         if self.sweeper is None or self.sweeper.done():
             self.sweeper = asyncio.create_task(self._sweep_forever())
-        self.pending: set[asyncio.Task] = set()  # views sent after a player left
 
     def _new_id(self) -> str:
         return secrets.token_urlsafe(ID_BYTES)

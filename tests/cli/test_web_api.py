@@ -4,6 +4,7 @@ caps, cancellation of abandoned work, the store across a restart, watch and stud
 
 from __future__ import annotations
 
+import asyncio
 import faulthandler
 import json
 import re
@@ -1240,3 +1241,19 @@ def test_a_move_after_the_flag_fell_loses_on_time_even_before_the_server_looks(t
         assert error_of(chaos)["code"] == "game_over"
     stored = store.load(game)
     assert stored is not None and (stored.reason, stored.actions) == ("time", [0])
+
+
+def test_a_tab_opening_a_game_keeps_the_hubs_pending_tasks() -> None:
+    """The tasks that tell tabs something after one left are held in ``Hub.pending`` so that
+    they are not collected half done; opening a game (which starts the sweeper) keeps them."""
+    async def opened_with_a_task_pending() -> bool:
+        hub = web_games.Hub(Services(FAST, store=GameStore(":memory:")))
+        task = asyncio.create_task(asyncio.sleep(0))
+        hub.pending.add(task)
+        hub.start_sweeper()
+        kept = task in hub.pending
+        hub.sweeper.cancel()
+        await task
+        return kept
+
+    assert asyncio.run(opened_with_a_task_pending())
