@@ -274,6 +274,16 @@ class _Prover:
             raise Unproven
         return r
 
+    def fastest_wins(self, state: State, actions: list[int]) -> tuple[list[int], int]:
+        """Of Order's winning ``actions`` in ``state``, those after which Order forces a five
+        soonest, and that number of plies (the move itself counted)."""
+        children = {a: state.apply(a) for a in actions}
+        for plies in range(1, state.num_empty + 1):
+            quick = [a for a, child in children.items() if self.order_wins_within(child, plies - 1)]
+            if quick:
+                return quick, plies
+        raise ValueError("none of the moves wins")
+
     def forced_plies(self, state: State, action: int) -> int:
         """The plies to Order's five after Order's ``action`` with best defence, the action counted."""
         child = state.apply(action)
@@ -779,10 +789,7 @@ def _winning_line(prover: _Prover, state: State, kind: str) -> list[int]:
     Chaos's keeping moves against Order's most dangerous replies."""
     _, keeping = prover.winner_and_keeping(state)
     if kind == ORDER_WINS:
-        fastest = prover.solver.fastest_wins(state, keeping, state.num_empty, node_limit=prover.node_limit)
-        if fastest is None:
-            raise Unproven
-        moves, plies = fastest
+        moves, plies = prover.fastest_wins(state, keeping)
         return _order_line(prover, state, moves[0], plies)
     return _chaos_line(prover, state, keeping[0])
 

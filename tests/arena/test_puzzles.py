@@ -198,6 +198,7 @@ def test_attempt_follows_the_solution_and_catches_a_wrong_move(mined) -> None:
 
     _, out = mined
     solver = Solver()
+    later_losses = 0
     for puzzle in load_puzzles(out):
         assert start_rating(puzzle, solver) == puzzle.rating  # what select --rerate gives
         line = [parse_move(m) for m in puzzle.solution]
@@ -232,6 +233,15 @@ def test_attempt_follows_the_solution_and_catches_a_wrong_move(mined) -> None:
             other = next(a for a in after.legal_actions() if a != line[1] and a >> 1 != line[2] >> 1)
             with pytest.raises(AttemptError, match="is not the reply"):
                 attempt_step(puzzle, [line[0], other, line[2]], solver)
+        if puzzle.kind == ORDER_WINS and len(line) >= 3:  # a later move that throws the win away
+            mid = state.apply(line[0]).apply(line[1])
+            losing = next((a for a in mid.legal_actions() if solver.solve(mid.apply(a)).winner != "order"), None)
+            if losing is not None:
+                step = attempt_step(puzzle, [line[0], line[1], losing], solver)
+                assert not step.kept and step.line[0] == step.best
+                assert solver.solve(mid.apply(step.best)).winner == "order"  # the page shows a move that wins
+                later_losses += 1
+    assert later_losses  # the mined puzzles hold such a case
 
 
 def test_select_holds_the_easy_kinds_to_their_share_and_spreads_over_ratings() -> None:
