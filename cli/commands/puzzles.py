@@ -101,6 +101,7 @@ def _generate(args: argparse.Namespace) -> int:
                 "per_game": args.per_game, "empties": list(empties), "node_limit": node_limit}
     resume: tuple[int, list[Puzzle]] = (0, [])
     kept_lines: list[str] = []
+    saved: dict = {}
     if partial.exists() and progress_file.exists():
         try:
             saved = json.loads(progress_file.read_text())
@@ -109,7 +110,7 @@ def _generate(args: argparse.Namespace) -> int:
         if saved.get("settings") == settings:
             kept_lines = partial.read_text().splitlines()[: saved["lines"]]
     partial.write_text("".join(line + "\n" for line in kept_lines))
-    if kept_lines:
+    if saved.get("settings") == settings:  # games done count even when they gave no puzzle
         resume = (saved["games"], load_puzzles(partial))
         print(f"resuming after {resume[0]} games ({len(resume[1])} puzzles) from {partial}", file=sys.stderr)
     lines = [len(kept_lines)]

@@ -296,6 +296,36 @@ def test_an_interrupted_generate_resumes_to_the_same_file(mined, tmp_path, monke
     assert calls["n"] - 10**6 > total  # the resumed run proved fewer positions than a fresh one
 
 
+def test_generate_resumes_after_games_that_gave_no_puzzle(mined, tmp_path, monkeypatch, capsys) -> None:
+    import orderchaos.arena.puzzles as puzzles_module
+    from orderchaos.cli.main import main
+
+    games, _ = mined
+    real = puzzles_module.prove_puzzle
+    calls = {"n": 0}
+
+    def interrupted(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 12:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    out = tmp_path / "resumed.jsonl"
+    argv = ["puzzles", "generate", "--games", str(games), "--out", str(out), "--empties", EMPTIES]
+    monkeypatch.setattr(puzzles_module, "prove_puzzle", interrupted)
+    assert main(argv) == 130
+    progress = Path(f"{out}.progress")
+    saved = json.loads(progress.read_text())
+    assert saved["games"] > 0
+    # as if those games had given no puzzle: nothing kept, but the games are done
+    progress.write_text(json.dumps({**saved, "lines": 0}))
+    Path(f"{out}.partial").write_text("")
+    calls["n"] = 10**6
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert f"resuming after {saved['games']} games (0 puzzles)" in capsys.readouterr().err
+
+
 def test_export_writes_the_contract(tmp_path) -> None:
     from orderchaos.cli.main import main
 
