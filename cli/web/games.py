@@ -350,7 +350,7 @@ class Hub:
         :data:`ABORT_AFTER` seconds of both seats being taken, and end every game whose side
         to move has run out of time as lost on time."""
         store = self.services.store
-        for game_id in store.clocks_running():
+        for game_id in store.clocks_out(store.clock()):
             live = self.games.get(game_id)
             if live is not None:
                 await live.flag()

@@ -331,10 +331,13 @@ class GameStore:
             "SELECT id FROM games WHERE reason IS NULL AND seated <= ?"
             " AND NOT EXISTS (SELECT 1 FROM moves WHERE game=games.id) ORDER BY seated", (before,))]
 
-    def clocks_running(self) -> list[str]:
-        """Unfinished games whose clock runs (a side to move may run out of time)."""
+    def clocks_out(self, now: float) -> list[str]:
+        """Unfinished games whose side to move (Order after an even number of moves) has run
+        out of time at ``now``: asked of SQLite, so that a sweep loads no other game."""
         return [i for (i,) in self.db.execute(
-            "SELECT id FROM games WHERE reason IS NULL AND turn_started IS NOT NULL ORDER BY turn_started")]
+            "SELECT id FROM games AS g WHERE reason IS NULL AND turn_started IS NOT NULL AND turn_started"
+            " + CASE (SELECT COUNT(*) FROM moves WHERE game = g.id) % 2 WHEN 0 THEN order_left ELSE chaos_left END"
+            " <= ? ORDER BY turn_started", (now,))]
 
     def resume_clocks(self) -> int:
         """Restart every running clock of an unfinished game from now (the server starts:

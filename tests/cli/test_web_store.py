@@ -159,3 +159,23 @@ def test_a_version_2_file_gains_the_puzzle_tables(tmp_path: Path) -> None:
     assert again.attempted_puzzles("someone") == {"p1"} and again.puzzle_ratings() == {"p1": 1400.0}
     row = again.db.execute("SELECT attempts, solved FROM puzzle_players WHERE id='someone'").fetchone()
     assert row == (1, 1)
+
+
+def test_clocks_out_names_exactly_the_games_whose_side_to_move_ran_out(tmp_path: Path) -> None:
+    now = FakeClock()
+    store = GameStore(tmp_path / "games.sqlite3", clock=now)
+    control = parse_time_control("1+0")
+    for game_id, plies in (("even", 2), ("odd", 1)):
+        person_game(store, game_id, control)
+        clock = store.load(game_id).clock
+        for ply in range(plies):
+            clock.after_move("order" if ply % 2 == 0 else "chaos", now())
+            store.add_move(game_id, ply, 2 * ply, None, clock)
+            now.now += 50.0
+    # "even" (two moves, Order to move: 60 s from 1050; Chaos, not on move, has 10 s left)
+    # runs out at 1110; "odd" (one move, Chaos to move: 60 s from 1100) at 1160
+    person_game(store, "unstarted", control)  # no clock runs before the first move
+    assert store.clocks_out(1110.0 - 1e-6) == [] and store.clocks_out(1110.0) == ["even"]
+    assert store.clocks_out(1160.0) == ["even", "odd"]  # the earlier started clock first
+    store.finish("even", "chaos", "time")
+    assert store.clocks_out(1160.0) == ["odd"]
