@@ -5,7 +5,7 @@ This module stays light: it imports ray only inside :func:`import_ray` and
 :func:`connect_ray`, so importing it (and the modules that use it) loads no ray.
 
 * No address: a local Ray instance sized to this machine, listening on 127.0.0.1 only, with
-  an object store of ``object_store_mb`` MiB and no dashboard process unless asked for. A
+  an object store of ``object_store_mb`` MiB and no dashboard process. A
   watchdog process ends every process of that instance when this one ends, however it ends
   (SIGKILL included), and SIGTERM keeps the handler it had before Ray was started (Python's
   default: exit status 143, as with the local backend).
@@ -66,14 +66,13 @@ def connect_ray(
     address: str | None,
     *,
     object_store_mb: int,
-    dashboard: bool = False,
     setting: str = "the Ray address",
     purpose: str = "the Ray backend",
 ) -> bool:
     """Make sure this process is connected to Ray: a local instance (``address`` None; its
-    object store capped at ``object_store_mb`` MiB, the dashboard on loopback when asked
-    for), the cluster on this machine (``auto``) or the head node at ``HOST:PORT``. True
-    when this call started or joined Ray (the caller shuts it down at the end); False when
+    object store capped at ``object_store_mb`` MiB, no dashboard), the cluster on this
+    machine (``auto``) or the head node at ``HOST:PORT``. True when this call started or
+    joined Ray (the caller shuts it down at the end); False when
     the process was connected already, in which case the connection is used as it is and
     left open. ``setting`` names the address's option in messages, ``purpose`` what needs
     ray. Raises :class:`RayBackendError` with one line on failure, after at most
@@ -99,10 +98,10 @@ def connect_ray(
     quiet = {"logging_level": logging.WARNING, "log_to_driver": True}
     try:
         if address is None:
-            with _local_instance_settings(ray, dashboard):
+            with _local_instance_settings(ray):
                 ray.init(
                     object_store_memory=object_store_mb * 2**20,
-                    include_dashboard=dashboard,
+                    include_dashboard=False,
                     _node_ip_address="127.0.0.1",
                     **quiet,
                 )
@@ -217,9 +216,9 @@ def _start_watchdog(owner: str) -> None:
 
 
 @contextlib.contextmanager
-def _local_instance_settings(ray: Any, dashboard: bool) -> Iterator[None]:
+def _local_instance_settings(ray: Any) -> Iterator[None]:
     """While a local instance starts: every Ray server on loopback only, no dashboard
-    process unless asked for, the owner mark in the environment its processes inherit, and
+    process, the owner mark in the environment its processes inherit, and
     the SIGTERM handler this process had before restored afterwards.
 
     Ray resolves ``127.0.0.1`` to the machine's address unless it thinks clusters are off
@@ -238,7 +237,7 @@ def _local_instance_settings(ray: Any, dashboard: bool) -> Iterator[None]:
     os.environ[OWNER_VARIABLE] = owner
     os.environ[_LOOPBACK_VARIABLE] = "0"
     ray_constants.ENABLE_RAY_CLUSTER = False
-    if not dashboard and saved_api is not None:
+    if saved_api is not None:
         node.Node.start_api_server = _no_api_server
     try:
         yield
@@ -271,7 +270,7 @@ def shutdown_ray() -> None:
 
 
 def _no_api_server(self: Any, **_: Any) -> None:
-    """Stands in for Ray's ``Node.start_api_server`` when no dashboard is wanted."""
+    """Stands in for Ray's ``Node.start_api_server``: no dashboard process."""
     self._webui_url = None
 
 
