@@ -274,11 +274,12 @@ def test_select_holds_the_easy_kinds_to_their_share_and_spreads_over_ratings() -
     assert select_puzzles(pool, 200, seed=1) == chosen and select_puzzles(pool, 200, seed=2) != chosen
 
 
-def test_an_interrupted_generate_resumes_to_the_same_file(mined, tmp_path, monkeypatch, capsys) -> None:
+def _generate_interrupted(games: Path, out: Path, monkeypatch) -> tuple[list[str], dict[str, int]]:
+    """``puzzles generate`` into ``out``, stopped by Ctrl-C at its 12th proof; the command and
+    the count of proofs asked (proving goes on as usual once the count is set past 12)."""
     import orderchaos.arena.puzzles as puzzles_module
     from orderchaos.cli.main import main
 
-    games, whole = mined
     real = puzzles_module.prove_puzzle
     calls = {"n": 0}
 
@@ -288,10 +289,18 @@ def test_an_interrupted_generate_resumes_to_the_same_file(mined, tmp_path, monke
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    out = tmp_path / "resumed.jsonl"
     argv = ["puzzles", "generate", "--games", str(games), "--out", str(out), "--empties", EMPTIES]
     monkeypatch.setattr(puzzles_module, "prove_puzzle", interrupted)
     assert main(argv) == 130  # Ctrl-C
+    return argv, calls
+
+
+def test_an_interrupted_generate_resumes_to_the_same_file(mined, tmp_path, monkeypatch, capsys) -> None:
+    from orderchaos.cli.main import main
+
+    games, whole = mined
+    out = tmp_path / "resumed.jsonl"
+    argv, calls = _generate_interrupted(games, out, monkeypatch)
     assert not out.exists() and Path(f"{out}.progress").exists()
     first_calls = calls["n"]
     capsys.readouterr()
@@ -307,23 +316,11 @@ def test_an_interrupted_generate_resumes_to_the_same_file(mined, tmp_path, monke
 
 
 def test_generate_resumes_after_games_that_gave_no_puzzle(mined, tmp_path, monkeypatch, capsys) -> None:
-    import orderchaos.arena.puzzles as puzzles_module
     from orderchaos.cli.main import main
 
     games, _ = mined
-    real = puzzles_module.prove_puzzle
-    calls = {"n": 0}
-
-    def interrupted(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 12:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
     out = tmp_path / "resumed.jsonl"
-    argv = ["puzzles", "generate", "--games", str(games), "--out", str(out), "--empties", EMPTIES]
-    monkeypatch.setattr(puzzles_module, "prove_puzzle", interrupted)
-    assert main(argv) == 130
+    argv, calls = _generate_interrupted(games, out, monkeypatch)
     progress = Path(f"{out}.progress")
     saved = json.loads(progress.read_text())
     assert saved["games"] > 0
