@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "positions": "score optimal-move accuracy on a solver-labelled set, or make one",
     "curves": "learning curves of training runs from their TensorBoard events, as a table and a plot",
     "exploit": "every Chaos line against a deterministic Order player: its exact refutations",
+    "repair": "fine-tune an Order network until exploit finds no refutation in a class",
     "mistakes": "find the moves that lost an agent's games, with the solver",
     "prove": "prove the empty board (or any board) into a resumable proof book; status, verify",
     "puzzles": "mine solver-proven puzzles from games, check a puzzle set, export the shipped one",

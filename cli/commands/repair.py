@@ -1,0 +1,94 @@
+"""Train an Order network's refutations away: fine-tune it until ``exploit`` finds none.
+
+Walks every Chaos line against the Order network of ``--agent`` (``pretrained``, or a policy
+or run folder) with at most ``--border-moves K`` border moves while the centre is open; at
+the last position of each refutation that the central-pairing strategy covers, and in the
+whole subtree below it, the network is given the strategy-keeping move it ranks highest, while
+positions sampled from its walk keep their move, policy and value. The fine-tuned network is
+walked again, round after round, until no refutation is left; then the policy (the Chaos
+network unchanged) is written to ``--out``. ``--work-dir DIR`` keeps the walks, targets and
+networks, and the same command resumes a stopped repair. Prints each round's figures, then
+writes the policy and ``--report FILE``. Exit status 0 when repaired, 1 when refutations are
+left after ``--rounds``, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from orderchaos.cli import options
+from orderchaos.cli.commands.exploit import border_moves, check_work_dir
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments of ``repair``."""
+    parser.add_argument("--agent", required=True, metavar="SPEC",
+                        help="the policy to repair: pretrained, or a policy or run folder (its network, greedy)")
+    parser.add_argument("--border-moves", type=border_moves, default=1, metavar="K",
+                        help="border cells Chaos may play while a central cell is empty: 0..20 or all (default 1)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="where the repaired policy goes (a new or empty folder)")
+    parser.add_argument("--work-dir", required=True, metavar="DIR",
+                        help="keeps the walks, targets and networks; the same command resumes from it")
+    parser.add_argument("--start", metavar="BOARD", help="start position, 36 characters of X, O and . (default: empty board)")
+    parser.add_argument("--rounds", type=options.int_in(1, 100), default=4, metavar="N",
+                        help="fine-tune and walk again at most N times (default 4)")
+    parser.add_argument("--anchors", type=options.int_in(1, 50_000_000), default=500_000, metavar="N",
+                        help="positions of the original walk whose moves are kept (default 500000)")
+    parser.add_argument("--seed", type=options.SEED, default=0, help="seeds the anchors and the batches (default 0)")
+    parser.add_argument("--workers", type=options.int_in(1, 64), default=1, metavar="N",
+                        help="processes for the whole-class walks (default 1)")
+    parser.add_argument("--report", metavar="FILE", help="write the report as JSON")
+    parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check the inputs, repair, print the figures, then write the report."""
+    from pathlib import Path
+
+    from orderchaos.agents.policy_files import CheckpointError, read_meta
+    from orderchaos.arena.exploit import WorkDirError
+    from orderchaos.envs.rules import BoardStringError, State, check_reachable, parse_board
+    from orderchaos.files import OutputPathError, check_output_dir, check_output_file
+    from orderchaos.train.repair import RepairSettings, policy_spec_dir, repair, write_report
+
+    try:
+        start = check_reachable(parse_board(args.start)) if args.start is not None else State()
+        if start.is_terminal:
+            raise ValueError(f"--start {args.start}: the game is already over there")
+        read_meta(policy_spec_dir(args.agent))
+        out = Path(args.out)
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise ValueError(f"--out {args.out}: not a new or empty folder; give one for the repaired policy")
+        check_output_dir(out, "repaired policy")
+        if args.report:
+            check_output_file(args.report, "report")
+        check_work_dir(args.work_dir)
+    except (BoardStringError, CheckpointError, OutputPathError, ValueError) as exc:
+        print(f"orderchaos repair: {exc}", file=sys.stderr)
+        return 2
+    settings = RepairSettings(anchors=args.anchors, seed=args.seed, rounds=args.rounds)
+    log = (lambda line: None) if args.json else (lambda line: print(line, flush=True))
+    with options.stop_on_signals():
+        try:
+            report = repair(args.agent, out, args.work_dir, args.border_moves, settings, args.workers, start, log)
+        except WorkDirError as exc:
+            print(f"orderchaos repair: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as stopped:
+            return options.stopped_line("repair", stopped, f"the last finished step; the same command resumes from {args.work_dir}")
+    if args.json:
+        print(json.dumps(report.as_json()), flush=True)
+    elif report.repaired:
+        print(f"repaired in {len(report.rounds)} rounds: no refutation left; policy written to {out}")
+    elif not report.original_refutations:
+        print("the original network has no refutation in this class: nothing to repair")
+    else:
+        print(f"refutations left after {len(report.rounds)} rounds: {report.rounds[-1].refutations:,}; "
+              f"the same command with more --rounds goes on")
+    if args.report:
+        _, status = options.save_finished("repair", args.report, lambda p: write_report(report, p), "report")
+        if status:
+            return status
+    return 0 if report.repaired or not report.original_refutations else 1

@@ -1,0 +1,181 @@
+"""``orderchaos.train.repair``: the repair point of a refutation line, the repaired player's
+subtree, and a whole repair of the shipped network where it is known to lose, checked by
+walking the result again with ``exploit``."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from orderchaos.agents import strategy
+from orderchaos.agents.network_agent import NetworkEvaluator
+from orderchaos.agents.policy_files import load_policy_dir, pretrained_dir, read_meta
+from orderchaos.arena.exploit import exploit, order_priors
+from orderchaos.cli.main import main
+from orderchaos.envs.rules import State, parse_cell
+from orderchaos.train.repair import (
+    RepairReport, RepairSettings, best_keeping_move, fine_tune, greedy_moves, repair, repair_point, sample_anchors,
+    subtree_targets,
+)
+
+# The shipped network's second family of K=1 refutations: after b2 O and the first eleven
+# moves Chaos plays the border cell f4 O, and the network's e3 X loses; a4 X (the
+# strategy's partner answer) and 39 other moves win.
+MISTAKE = State.from_string(".......OOX....XX...XXX.O..XOO.......")
+LINE_TO_MISTAKE = ["b2 O", "d2 X", "e5 O", "c5 X", "d3 X", "d5 O", "c4 X", "d4 X", "c3 X", "c2 O", "b4 X", "f4 O"]
+SMALL_SETTINGS = RepairSettings(anchors=5000, anchor_batch=256, target_batch=64, check_every=20, max_steps=60, rounds=2,
+                                lines=20)
+
+
+def parse_action(name: str) -> int:
+    cell, symbol = name.split()
+    return 2 * parse_cell(cell) + (symbol == "O")
+
+
+def same_order_weights(a: Path, b: Path) -> bool:
+    """The Order networks of two policy folders hold equal tensors (the files' metadata
+    order may differ)."""
+    first, second = load_policy_dir(a)[0]["order"].state_dict(), load_policy_dir(b)[0]["order"].state_dict()
+    return first.keys() == second.keys() and all(np.array_equal(first[k].numpy(), second[k].numpy()) for k in first)
+
+
+def board_after(moves: list[str]) -> State:
+    state = State()
+    for name in moves:
+        state = state.apply(parse_action(name))
+    return state
+
+
+def test_the_repair_point_is_the_last_covered_order_position_and_counts_border_moves() -> None:
+    evaluator = NetworkEvaluator(load_policy_dir(pretrained_dir())[0])
+    walk = exploit("pretrained", MISTAKE, 0, max_lines=3)
+    assert walk.refutation_count == 610
+    for line in walk.refutations:
+        state, used = repair_point(line, MISTAKE)
+        assert state == MISTAKE and used == 0
+    # From the empty board the line reaches it with one border move used; the empty board and
+    # the Order positions before it are covered too, so the repair point is the last of them.
+    prefix = [parse_action(m) for m in LINE_TO_MISTAKE]
+    assert board_after(LINE_TO_MISTAKE) == MISTAKE
+    state, used = repair_point(prefix + walk.refutations[0])
+    assert state == MISTAKE and used == 1
+    priors = order_priors(evaluator, np.array([MISTAKE.x], np.uint64), np.array([MISTAKE.o], np.uint64))[0]
+    given = best_keeping_move(MISTAKE, priors)
+    assert strategy.keeps_win(MISTAKE, given)
+    assert int(np.argmax(priors)) == parse_action("e3 X") and not strategy.keeps_win(MISTAKE, parse_action("e3 X"))
+
+
+def test_the_subtree_overrides_only_the_repair_point_and_wins_everywhere(tmp_path: Path) -> None:
+    nets = load_policy_dir(pretrained_dir())[0]
+    evaluator = NetworkEvaluator(nets)
+    x, o, moves = subtree_targets(evaluator, MISTAKE, 0, tmp_path / "subtree")
+    assert (x[0], o[0]) == (MISTAKE.x, MISTAKE.o)
+    network = greedy_moves(nets["order"], x, o)
+    changed = np.flatnonzero(network != moves)
+    assert changed.tolist() == [0]  # below the repaired move the network's own moves win
+    overridden = {(int(a), int(b)): int(m) for a, b, m in zip(x, o, moves)}
+
+    def repaired(xs: np.ndarray, os_: np.ndarray) -> np.ndarray:
+        return np.array([overridden[(int(a), int(b))] for a, b in zip(xs, os_)], dtype=np.int64)
+
+    assert exploit(repaired, MISTAKE, 0, max_lines=0).refutation_count == 0
+
+
+@pytest.fixture(scope="module")
+def repaired(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RepairReport]:
+    """One repair of the shipped network from MISTAKE at K=0, shared by the tests below."""
+    folder = tmp_path_factory.mktemp("repair")
+    return folder, repair("pretrained", folder / "out", folder / "work", 0, SMALL_SETTINGS, start=MISTAKE)
+
+
+def test_repair_closes_every_refutation(repaired: tuple[Path, RepairReport]) -> None:
+    folder, report = repaired
+    assert report.original_refutations == 610 and report.repaired
+    first = report.rounds[0]
+    assert [p["position"] for p in first.repair_points] == [MISTAKE.to_string()]
+    assert first.repair_points[0]["played"] == "e3 X"
+    assert strategy.keeps_win(MISTAKE, parse_action(first.repair_points[0]["given"]))
+    assert first.targets_changed == 1 and report.rounds[-1].refutations == 0
+    assert exploit(str(folder / "out"), MISTAKE, 0, max_lines=0).refutation_count == 0
+    # the Chaos network is the shipped one, and the metadata says where the policy came from
+    repaired_nets, _ = load_policy_dir(folder / "out")
+    shipped, shipped_meta = load_policy_dir(pretrained_dir())
+    for name, tensor in shipped["chaos"].state_dict().items():
+        assert np.array_equal(tensor.numpy(), repaired_nets["chaos"].state_dict()[name].numpy())
+    assert read_meta(folder / "out")["repair"]["from_order_sha256"] == shipped_meta["files"]["order.safetensors"]
+
+
+def test_a_repair_resumes_from_its_work_folder(repaired: tuple[Path, RepairReport]) -> None:
+    folder, report = repaired
+    shutil.rmtree(folder / "work" / "round_1" / "walk_k0")  # as if stopped before the round's walk
+    again = repair("pretrained", folder / "out2", folder / "work", 0, SMALL_SETTINGS, start=MISTAKE)
+    assert again.as_json() | {"rounds": []} == report.as_json() | {"rounds": []}
+    assert [r.refutations for r in again.rounds] == [r.refutations for r in report.rounds]
+    assert same_order_weights(folder / "out2", folder / "out")
+
+
+def test_the_fine_tune_plays_its_targets_and_is_deterministic(tmp_path: Path) -> None:
+    shipped = load_policy_dir(pretrained_dir())[0]["order"]
+    walk = tmp_path / "walk"
+    exploit("pretrained", MISTAKE, 0, max_lines=0, work_dir=walk)
+    anchors = sample_anchors(walk, 300, np.random.default_rng(0))
+    target = (np.array([MISTAKE.x], np.uint64), np.array([MISTAKE.o], np.uint64), np.array([parse_action("a4 X")]))
+    settings = RepairSettings(anchor_batch=64, target_batch=8, check_every=10, max_steps=40)
+    tuned = [copy.deepcopy(shipped) for _ in range(2)]
+    results = [fine_tune(net, shipped, anchors, target, settings) for net in tuned]
+    assert results[0] == results[1]
+    for name, tensor in tuned[0].state_dict().items():
+        assert np.array_equal(tensor.numpy(), tuned[1].state_dict()[name].numpy())
+    assert greedy_moves(tuned[0], target[0], target[1]).tolist() == [parse_action("a4 X")]
+    assert greedy_moves(shipped, target[0], target[1]).tolist() == [parse_action("e3 X")]
+
+
+def test_repair_refuses_an_out_folder_that_holds_files(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not a new or empty folder"):
+        repair("pretrained", tmp_path / "out", tmp_path / "work", 0, SMALL_SETTINGS, start=MISTAKE)
+    assert (tmp_path / "out" / "keep.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--agent", "nowhere/at/all"], "nowhere/at/all"),
+    (["--agent", "pretrained", "--border-moves", "-1"], "--border-moves"),
+    (["--agent", "pretrained", "--rounds", "0"], "--rounds"),
+    (["--agent", "pretrained", "--start", "XXXXX" + "." * 31], "--start"),
+])
+def test_the_command_refuses_bad_input_in_one_line(argv: list[str], message: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["repair", *argv, "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not (tmp_path / "work").exists()
+
+
+def test_the_command_refuses_an_out_folder_that_holds_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("mine")
+    assert main(["repair", "--agent", "pretrained", "--out", str(tmp_path / "out"),
+                 "--work-dir", str(tmp_path / "work")]) == 2
+    assert "--out" in capsys.readouterr().err and (tmp_path / "out" / "keep.txt").read_text() == "mine"
+
+
+def test_the_command_prints_the_rounds_and_writes_the_report(repaired: tuple[Path, RepairReport], tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    folder, report = repaired
+    out_file = tmp_path / "report.json"
+    status = main(["repair", "--agent", "pretrained", "--border-moves", "0", "--start", MISTAKE.to_string(),
+                   "--anchors", "5000", "--rounds", "2", "--out", str(tmp_path / "out"),
+                   "--work-dir", str(folder / "work"), "--report", str(out_file)])
+    printed = capsys.readouterr().out
+    assert status == 0
+    assert "original: K=0: 2,262 positions, 610 refutations" in printed
+    assert f"repaired in {len(report.rounds)} rounds: no refutation left" in printed
+    written = json.loads(out_file.read_text())
+    assert written["repaired"] is True and written["original_refutations"] == 610
+    assert [r["refutations"] for r in written["rounds"]] == [r.refutations for r in report.rounds] == [0]

@@ -1,0 +1,472 @@
+"""Train an Order network's refutations away and keep the rest of its play.
+
+:func:`orderchaos.arena.exploit.exploit` finds every Chaos line, within a class, that beats
+a deterministic Order player. :func:`repair` fine-tunes the Order network of a policy until
+the walk finds none, changing its greedy move only where it must:
+
+1. **Repair points.** On each refutation line, the last Order-to-move position that the
+   central-pairing strategy covers (:func:`orderchaos.agents.strategy.covers`). Every Chaos
+   move from a covered position leads to a covered one, so at that position the player left
+   the strategy's proof with its move and never came back: the line is lost from there.
+2. **Targets.** At a repair point, the move that keeps the strategy's win
+   (:func:`orderchaos.agents.strategy.keeps_win`) which the network ranks highest. Below it,
+   every Order-to-move position of the subtree the class allows, walked with the *repaired
+   player* (:func:`subtree_targets`): the network's own move, overridden only where a walk
+   of the subtree still finds a refutation, at that line's repair point, in the same way. So
+   the repaired player wins the subtree against every Chaos in the class and differs from
+   the network only where the network would lose.
+3. **Anchors.** Positions sampled from the walk of the original player, with the original
+   network's greedy move, policy and value. The fine-tune keeps the greedy move there (a
+   hinge on the margin between it and the runner-up), the policy (KL) and the value (squared
+   error), so that the walk outside the repaired subtrees stays the walk it was.
+4. **Fine-tune** the Order network in eval mode (batch-norm statistics stay as they are) until
+   every target is its greedy move and every anchor keeps its move, or a step limit. Then the
+   whole class is walked again with the new network; refutations left (or new ones) give the
+   next round its repair points. A round that finds none ends the repair.
+
+The work folder keeps each walk and each round's targets and network, so a stopped repair
+resumes where it was (:func:`repair` with the same arguments).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from orderchaos.agents import strategy
+from orderchaos.agents.network import PolicyValueNet
+from orderchaos.agents.network_agent import NetworkEvaluator
+from orderchaos.agents.policy_files import find_policy_dir, load_policy_dir, pretrained_dir, read_meta, save_policy_dir
+from orderchaos.arena.exploit import (
+    CENTRAL,
+    MoveChooser,
+    exploit,
+    order_priors,
+    walked_positions,
+)
+from orderchaos.envs.encoding import bitboard_masks, encode_bitboards
+from orderchaos.envs.rules import ORDER, State
+
+TARGETS_FILE = "targets.npz"
+POLICY_FOLDER = "policy"
+
+
+@dataclass(frozen=True)
+class RepairSettings:
+    """How a repair fine-tunes: ``anchors`` positions sampled from the original walk
+    (``seed`` picks them and the batches), SGD with momentum at ``lr``, batches of ``anchor_batch`` anchors
+    and ``target_batch`` targets, at most ``max_steps`` steps a round, agreement checked every
+    ``check_every`` steps; ``margin``: the logit lead a target's new move must reach (see
+    :func:`required_margins`); ``rounds``: fine-tune and walk at most this many times;
+    ``lines``: refutation lines rebuilt per walk at most (the repair points of the others,
+    when they differ, are found by the next round's walk)."""
+
+    anchors: int = 500_000
+    seed: int = 0
+    lr: float = 1e-3
+    anchor_batch: int = 1536
+    target_batch: int = 512
+    max_steps: int = 4000
+    check_every: int = 100
+    margin: float = 0.1
+    rounds: int = 4
+    lines: int = 100_000
+
+
+@dataclass
+class RoundReport:
+    """One round: the repair points found in the walk before it (as board strings with the
+    move the network played and the one it was given), the targets in all (and how many
+    differed from the network's move), the steps taken, the share of anchors that kept
+    their move, and the walks of the new network (:func:`walk_classes`)."""
+
+    repair_points: list[dict[str, str]] = field(default_factory=list)
+    targets: int = 0
+    targets_changed: int = 0
+    steps: int = 0
+    anchors_kept: float = 0.0
+    walks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def refutations(self) -> int:
+        """Refutations found by the round's last walk."""
+        return self.walks[-1]["refutations"] if self.walks else 0
+
+
+@dataclass
+class RepairReport:
+    """What :func:`repair` did: the original network's walks (every class of
+    :func:`walk_classes`), each round, and whether the last round's walks found no
+    refutation (then ``out`` holds the repaired policy)."""
+
+    border_moves: int | None
+    original_walks: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[RoundReport] = field(default_factory=list)
+    repaired: bool = False
+
+    @property
+    def original_refutations(self) -> int:
+        """Refutations of the original network in the class repaired."""
+        return self.original_walks[-1]["refutations"] if self.original_walks else 0
+
+    def as_json(self) -> dict[str, Any]:
+        """The report as plain JSON types, with the original's and each round's refutations."""
+        out = asdict(self)
+        out["original_refutations"] = self.original_refutations
+        for written, kept in zip(out["rounds"], self.rounds):
+            written["refutations"] = kept.refutations
+        return out
+
+
+def repair_point(line: Sequence[int], start: State = State()) -> tuple[State, int] | None:
+    """The last Order-to-move position of ``line`` (actions from ``start``) that the strategy
+    covers, and the border moves Chaos had played there while the centre was open; None when
+    the line passes no covered Order-to-move position."""
+    state, used, found = start, 0, None
+    for action in line:
+        if state.to_play == ORDER and strategy.covers(state):
+            found = (state, used)
+        centre_open = (state.x | state.o) & CENTRAL != CENTRAL
+        if state.to_play != ORDER and centre_open and not (CENTRAL >> (action >> 1)) & 1:
+            used += 1
+        state = state.apply(action)
+    return found
+
+
+def best_keeping_move(state: State, priors: np.ndarray) -> int:
+    """Of the moves that keep the strategy's win in ``state`` (covered, Order to move), the
+    one ``priors`` ranks highest (the lowest action on ties)."""
+    keeping = strategy.keeping_moves(state)
+    if not keeping:
+        raise ValueError(f"no move keeps the strategy's win in {state.to_string()}")
+    return max(keeping, key=lambda a: (priors[a], -a))
+
+
+def overriding_chooser(evaluator, overrides: dict[tuple[int, int], int]) -> MoveChooser:
+    """The network's greedy move, except on the boards in ``overrides`` ((X, O) -> move)."""
+
+    def choose(x: np.ndarray, o: np.ndarray) -> np.ndarray:
+        moves = np.argmax(order_priors(evaluator, x, o), axis=1).astype(np.int64)
+        if overrides:
+            for i, board in enumerate(zip(x.tolist(), o.tolist())):
+                moves[i] = overrides.get(board, moves[i])
+        return moves
+
+    return choose
+
+
+def subtree_targets(evaluator, point: State, border_moves_left: int | None, work_dir: Path,
+                    max_walks: int = 50) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """X and O bitboards and moves for the repair point ``point`` and every Order-to-move
+    position below it that Chaos can reach with ``border_moves_left`` more border moves while
+    the centre is open, played by the *repaired player*: the network, overridden at ``point``
+    and wherever a walk of the subtree still finds a refutation, each time at the line's
+    repair point (:func:`repair_point`) with the strategy-keeping move the network ranks
+    highest (:func:`best_keeping_move`). A keeping move leads only to covered positions, so
+    each walk's repair points lie deeper than the overrides before them and the walks end;
+    ``max_walks`` bounds them all the same. The walks are kept in ``work_dir``."""
+    priors = order_priors(evaluator, np.array([point.x], np.uint64), np.array([point.o], np.uint64))[0]
+    overrides = {(point.x, point.o): best_keeping_move(point, priors)}
+    choose = overriding_chooser(evaluator, overrides)
+    for attempt in range(max_walks):
+        folder = _fresh(work_dir / f"walk_{attempt}")
+        walk = exploit(choose, point, border_moves_left, max_lines=10**9, work_dir=folder)
+        if not walk.refutation_count:
+            x, o, _ = (np.concatenate(column) for column in zip(*walked_positions(folder)))
+            return x, o, choose(x, o)
+        before = set(overrides)
+        for line in walk.refutations:
+            found = repair_point(line, point)
+            if found is None or (found[0].x, found[0].o) in before:
+                raise RuntimeError(f"a refutation below {point.to_string()} leaves no covered position "
+                                   "to repair; the strategy's proof does not hold there")
+            state = found[0]
+            state_priors = order_priors(evaluator, np.array([state.x], np.uint64), np.array([state.o], np.uint64))[0]
+            overrides[(state.x, state.o)] = best_keeping_move(state, state_priors)
+    raise RuntimeError(f"the subtree below {point.to_string()} still has refutations after {max_walks} walks")
+
+
+def sample_anchors(work_dir: Path, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """About ``count`` Order-to-move positions of the finished walk in ``work_dir``, each
+    level sampled in proportion to its size (levels smaller than their share whole),
+    deduplicated over the border moves used."""
+    levels = list(walked_positions(work_dir))
+    total = sum(x.shape[0] for x, _, _ in levels)
+    xs, os_ = [], []
+    for x, o, _ in levels:
+        take = min(x.shape[0], max(1, round(count * x.shape[0] / max(total, 1))))
+        rows = np.sort(rng.choice(x.shape[0], take, replace=False))
+        xs.append(x[rows])
+        os_.append(o[rows])
+    boards = np.unique(np.stack([np.concatenate(xs), np.concatenate(os_)], axis=1), axis=0)
+    return boards[:, 0].copy(), boards[:, 1].copy()
+
+
+def _encode(x: np.ndarray, o: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    return (torch.from_numpy(encode_bitboards(x, o)).float(),
+            torch.from_numpy(bitboard_masks(x, o)).bool())
+
+
+def _masked_logits(net: PolicyValueNet, planes: torch.Tensor, masks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    logits, value = net(planes)
+    return logits.masked_fill(~masks, -1e9), value
+
+
+def _margins(logits: torch.Tensor, moves: torch.Tensor) -> torch.Tensor:
+    """How far each row's ``moves`` logit leads the best other legal logit (masked logits)."""
+    chosen = logits.gather(1, moves[:, None]).squeeze(1)
+    others = logits.scatter(1, moves[:, None], -1e9).max(1).values
+    return chosen - others
+
+
+def greedy_moves(net: PolicyValueNet, x: np.ndarray, o: np.ndarray) -> np.ndarray:
+    """The Order network's greedy moves for arrays of X and O bitboards (Order to move), as
+    :func:`orderchaos.arena.exploit.network_chooser` plays them."""
+    return np.argmax(order_priors(NetworkEvaluator({"order": net, "chaos": net}), x, o), axis=1)
+
+
+def required_margins(net: PolicyValueNet, x: np.ndarray, o: np.ndarray, moves: np.ndarray,
+                     settings: RepairSettings, batch: int = 8192) -> np.ndarray:
+    """The logit margin each position's move must keep over the runner-up during a fine-tune:
+    a move the network already plays keeps half its present lead (at most half of
+    ``settings.margin``), so that near-ties are held without being pulled apart; any other
+    move must lead by ``settings.margin``."""
+    out = np.empty(x.shape[0], np.float32)
+    with torch.no_grad():
+        for start in range(0, x.shape[0], batch):
+            planes, masks = _encode(x[start:start + batch], o[start:start + batch])
+            logits, _ = _masked_logits(net, planes, masks)
+            wanted = torch.from_numpy(moves[start:start + batch].astype(np.int64))
+            lead = _margins(logits, wanted)
+            played = logits.argmax(1) == wanted
+            out[start:start + batch] = torch.where(played, 0.5 * lead.clamp(max=settings.margin),
+                                                   torch.full_like(lead, settings.margin)).numpy()
+    return out
+
+
+def fine_tune(net: PolicyValueNet, original: PolicyValueNet, anchors: tuple[np.ndarray, np.ndarray],
+              targets: tuple[np.ndarray, np.ndarray, np.ndarray], settings: RepairSettings,
+              log: Callable[[str], None] = lambda line: None) -> tuple[int, float]:
+    """Fine-tune ``net`` in place (eval mode, batch-norm statistics frozen; SGD with momentum,
+    whose steps vanish with the gradients, unlike Adam's) towards the ``targets`` (X, O, move)
+    while keeping ``original``'s greedy move, policy and value on the ``anchors`` (X, O).
+
+    The loss: on anchors, KL from the original policy, squared error to the original value,
+    and a hinge that keeps each greedy move ahead (:func:`required_margins`); on targets, the
+    same hinge, which for a move the network does not play yet asks a lead of
+    ``settings.margin``. A quarter of each batch at most is drawn from the targets not yet
+    played and the anchors whose move was lost at the last check. Stops when every target is
+    ``net``'s greedy move and every anchor keeps its move, or after ``settings.max_steps``
+    steps; raises RuntimeError when a target is still not played then. Returns the steps
+    taken and the share of anchors that kept their move."""
+    ax, ao = anchors
+    tx, to, tmoves = targets
+    anchor_moves = greedy_moves(original, ax, ao)
+    original.eval()
+    net.eval()
+    anchor_need = torch.from_numpy(required_margins(original, ax, ao, anchor_moves, settings))
+    target_need = torch.from_numpy(required_margins(net, tx, to, tmoves, settings))
+    generator = torch.Generator().manual_seed(settings.seed)
+    optimiser = torch.optim.SGD(net.parameters(), lr=settings.lr, momentum=0.9)
+    target_moves = torch.from_numpy(tmoves.astype(np.int64))
+    anchor_moves_t = torch.from_numpy(anchor_moves.astype(np.int64))
+
+    def missed() -> tuple[torch.Tensor, torch.Tensor]:
+        """The targets not played yet and the anchors whose move is lost, as row indices."""
+        return (torch.from_numpy(np.flatnonzero(greedy_moves(net, tx, to) != tmoves)),
+                torch.from_numpy(np.flatnonzero(greedy_moves(net, ax, ao) != anchor_moves)))
+
+    def rows(count: int, batch: int, hard: torch.Tensor) -> torch.Tensor:
+        """A batch of row indices: the hard rows first (a quarter of the batch at most, drawn
+        when there are more), the rest drawn from all rows."""
+        room = batch // 4
+        if hard.numel() > room:
+            hard = hard[torch.randint(hard.numel(), (room,), generator=generator)]
+        return torch.cat([hard, torch.randint(count, (batch - hard.numel(),), generator=generator)])
+
+    step = 0
+    hard_targets, hard_anchors = missed()
+    log(f"  step 0: targets not played {hard_targets.numel():,}, anchors lost {hard_anchors.numel():,}")
+    while step < settings.max_steps and (hard_targets.numel() or hard_anchors.numel()):
+        for _ in range(settings.check_every):
+            a = rows(ax.shape[0], settings.anchor_batch, hard_anchors)
+            t = rows(tx.shape[0], settings.target_batch, hard_targets)
+            a_planes, a_masks = _encode(ax[a.numpy()], ao[a.numpy()])
+            t_planes, t_masks = _encode(tx[t.numpy()], to[t.numpy()])
+            with torch.no_grad():
+                old_logits, old_value = _masked_logits(original, a_planes, a_masks)
+            new_logits, new_value = _masked_logits(net, a_planes, a_masks)
+            keep = (F.kl_div(F.log_softmax(new_logits, 1), F.log_softmax(old_logits, 1),
+                             log_target=True, reduction="batchmean")
+                    + F.relu(anchor_need[a] - _margins(new_logits, anchor_moves_t[a])).mean()
+                    + F.mse_loss(new_value, old_value))
+            fix_logits, _ = _masked_logits(net, t_planes, t_masks)
+            fix = F.relu(target_need[t] - _margins(fix_logits, target_moves[t])).mean()
+            optimiser.zero_grad()
+            (keep + fix).backward()
+            optimiser.step()
+            step += 1
+        hard_targets, hard_anchors = missed()
+        log(f"  step {step}: targets not played {hard_targets.numel():,}, anchors lost {hard_anchors.numel():,}")
+    if hard_targets.numel():
+        raise RuntimeError(f"{hard_targets.numel()} targets are still not the network's move after {step} steps; "
+                           "allow more steps")
+    return step, 1.0 - hard_anchors.numel() / max(1, ax.shape[0])
+
+
+def policy_spec_dir(spec: str) -> Path:
+    """The policy folder of ``pretrained`` or of a policy or run folder."""
+    return pretrained_dir() if spec == "pretrained" else find_policy_dir(spec)
+
+
+def walk_classes(border_moves: int | None) -> list[int | None]:
+    """The classes a repair walks, cheapest first: K=0 (Chaos in the centre while it is
+    open), then ``border_moves`` itself."""
+    return [0] if border_moves == 0 else [0, border_moves]
+
+
+def _walk(spec: str, start: State, folder: Path, border_moves: int | None, workers: int, every_class: bool,
+          max_lines: int, log: Callable[[str], None], label: str) -> tuple[list[dict[str, Any]], list[list[int]]]:
+    """Walk ``spec`` in the classes of :func:`walk_classes`, each in its own folder under
+    ``folder``, stopping at the first with refutations unless ``every_class``; returns one
+    record per walk and the refutation lines of the first class that has them."""
+    records: list[dict[str, Any]] = []
+    lines: list[list[int]] = []
+    for k in walk_classes(border_moves):
+        name = "all" if k is None else k
+        walk = exploit(spec, start, k, max_lines=max_lines, work_dir=folder / f"walk_k{name}", workers=workers)
+        records.append({"border_moves": name, "positions": walk.positions, "refutations": walk.refutation_count,
+                        "seconds": round(walk.seconds, 3)})
+        log(f"{label}: K={name}: {walk.positions:,} positions, {walk.refutation_count:,} refutations, {walk.seconds:.0f} s")
+        if walk.refutation_count and not lines:
+            lines = walk.refutations
+            if not every_class:
+                break
+    return records, lines
+
+
+def repair(spec: str, out: str | Path, work_dir: str | Path, border_moves: int | None = 1,
+           settings: RepairSettings = RepairSettings(), workers: int = 1, start: State = State(),
+           log: Callable[[str], None] = lambda line: None) -> RepairReport:
+    """Repair the Order network of the policy ``spec`` (``pretrained``, or a policy or run
+    folder) against Chaos with at most ``border_moves`` border moves while the centre is
+    open, as the module docstring describes; write the repaired policy (the Chaos network
+    unchanged) to ``out`` when a round's walks find no refutation. Each round walks K=0 first
+    and the class itself only when K=0 is clean (:func:`walk_classes`). ``work_dir`` keeps the
+    walks, targets and networks of each round; the same call resumes a stopped repair.
+    ``workers``: processes for the whole-class walks; ``start``: where the walks start (the
+    empty board; tests start late, where the tree is small). Raises ValueError when ``out``
+    is a file or a folder that is not empty."""
+    work_dir, out = Path(work_dir), Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"{out} is not a new or empty folder; the repaired policy needs one")
+    source = policy_spec_dir(spec)
+    nets, meta = load_policy_dir(source)
+    original = nets["order"]
+    report = RepairReport(border_moves)
+    report.original_walks, lines = _walk(spec, start, work_dir / "original", border_moves, workers, True,
+                                         settings.lines, log, "original")
+    if not lines:
+        return report
+    largest = "all" if border_moves is None else border_moves
+    anchors = sample_anchors(work_dir / "original" / f"walk_k{largest}", settings.anchors,
+                             np.random.default_rng(settings.seed))
+    net = copy.deepcopy(original)
+    targets: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for number in range(1, settings.rounds + 1):
+        folder = work_dir / f"round_{number}"
+        round_report = RoundReport()
+        evaluator = NetworkEvaluator({"order": net, "chaos": nets["chaos"]})
+        points: dict[tuple[int, int], tuple[State, int]] = {}
+        for line in lines:
+            found = repair_point(line, start)
+            if found is not None:
+                points[(found[0].x, found[0].o)] = found
+        priors = order_priors(evaluator, np.array([s.x for s, _ in points.values()], np.uint64),
+                              np.array([s.o for s, _ in points.values()], np.uint64))
+        for (state, used), p in zip(points.values(), priors):
+            round_report.repair_points.append({"position": state.to_string(), "played": _name(int(np.argmax(p))),
+                                               "given": _name(best_keeping_move(state, p))})
+        if (folder / TARGETS_FILE).exists():
+            saved = np.load(folder / TARGETS_FILE)
+            new = (saved["x"], saved["o"], saved["moves"])
+        else:
+            parts = [subtree_targets(evaluator, state, None if border_moves is None else border_moves - used,
+                                     _fresh(folder / f"subtree_{i}"))
+                     for i, (state, used) in enumerate(points.values())]
+            new = tuple(np.concatenate(column) for column in zip(*parts))
+            folder.mkdir(parents=True, exist_ok=True)
+            np.savez(folder / TARGETS_FILE, x=new[0], o=new[1], moves=new[2])
+        targets.append(new)
+        tx, to, tmoves = _distinct_targets(targets)
+        round_report.targets = int(tx.shape[0])
+        round_report.targets_changed = int(np.sum(greedy_moves(net, tx, to) != tmoves))
+        log(f"round {number}: {len(points)} repair points, {tx.shape[0]:,} targets, "
+            f"{round_report.targets_changed:,} of them not the network's move")
+        policy = folder / POLICY_FOLDER
+        if (policy / "meta.json").exists():
+            net = load_policy_dir(policy)[0]["order"]
+            round_report.steps = int(read_meta(policy)["repair"]["steps"])
+            round_report.anchors_kept = float(read_meta(policy)["repair"]["anchors_kept"])
+        else:
+            keep = _not_targets(anchors, tx, to)
+            round_report.steps, round_report.anchors_kept = fine_tune(
+                net, original, keep, (tx, to, tmoves), settings, log)
+            repaired_meta = {k: v for k, v in meta.items() if k not in ("files", "format", "obs_version", "network")}
+            repaired_meta["repair"] = {"from": str(source), "from_order_sha256": meta.get("files", {}).get("order.safetensors"),
+                                       "border_moves": largest, "round": number, "targets": round_report.targets,
+                                       "anchors": int(keep[0].shape[0]), "steps": round_report.steps,
+                                       "anchors_kept": round_report.anchors_kept, "settings": asdict(settings)}
+            save_policy_dir(policy, {"order": net, "chaos": nets["chaos"]}, repaired_meta)
+        round_report.walks, lines = _walk(str(policy), start, folder, border_moves, workers, False,
+                                           settings.lines, log, f"round {number}")
+        report.rounds.append(round_report)
+        if not lines:
+            shutil.copytree(policy, out, dirs_exist_ok=True)
+            report.repaired = True
+            return report
+    return report
+
+
+def _name(action: int) -> str:
+    from orderchaos.envs.rules import action_name
+
+    return action_name(action)
+
+
+def _fresh(folder: Path) -> Path:
+    """An empty ``folder`` (a subtree walk that did not finish is walked again)."""
+    if folder.exists() and not (folder / "manifest.json").exists():
+        shutil.rmtree(folder)
+    return folder
+
+
+def _distinct_targets(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All targets, one per board, the latest round's move where rounds disagree."""
+    x = np.concatenate([p[0] for p in parts[::-1]])
+    o = np.concatenate([p[1] for p in parts[::-1]])
+    moves = np.concatenate([p[2] for p in parts[::-1]])
+    _, first = np.unique(np.stack([x, o], axis=1), axis=0, return_index=True)
+    return x[first], o[first], moves[first]
+
+
+def _not_targets(anchors: tuple[np.ndarray, np.ndarray], tx: np.ndarray, to: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The anchors whose board is not a target."""
+    ax, ao = anchors
+    target_boards = set(zip(tx.tolist(), to.tolist()))
+    keep = np.array([(a, b) not in target_boards for a, b in zip(ax.tolist(), ao.tolist())], dtype=bool)
+    return ax[keep], ao[keep]
+
+
+def write_report(report: RepairReport, path: Path) -> None:
+    """The report as JSON in ``path``."""
+    path.write_text(json.dumps(report.as_json(), indent=2))
