@@ -8,8 +8,9 @@ the walk finds none, changing its greedy move only where it must:
    central-pairing strategy covers (:func:`orderchaos.agents.strategy.covers`). Every Chaos
    move from a covered position leads to a covered one, so at that position the player left
    the strategy's proof with its move and never came back: the line is lost from there.
-2. **Targets.** At a repair point, the move that keeps the strategy's win
-   (:func:`orderchaos.agents.strategy.keeps_win`) which the network ranks highest. Below it,
+2. **Targets.** At a repair point, the move the network ranks highest among those that win
+   there: each move it prefers to its best strategy-keeping move
+   (:func:`orderchaos.agents.strategy.keeps_win`) is tried before that one. Below it,
    every Order-to-move position of the subtree the class allows, walked with the *repaired
    player* (:func:`subtree_targets`): the network's own move, overridden only where a walk
    of the subtree still finds a refutation, at that line's repair point, in the same way. So
@@ -164,22 +165,24 @@ def overriding_chooser(evaluator, overrides: dict[tuple[int, int], int]) -> Move
     return choose
 
 
-def subtree_targets(evaluator, point: State, border_moves_left: int | None, work_dir: Path,
-                    max_walks: int = 50) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """X and O bitboards and moves for the repair point ``point`` and every Order-to-move
-    position below it that Chaos can reach with ``border_moves_left`` more border moves while
-    the centre is open, played by the *repaired player*: the network, overridden at ``point``
-    and wherever a walk of the subtree still finds a refutation, each time at the line's
-    repair point (:func:`repair_point`) with the strategy-keeping move the network ranks
-    highest (:func:`best_keeping_move`). A keeping move leads only to covered positions, so
-    each walk's repair points lie deeper than the overrides before them and the walks end;
-    ``max_walks`` bounds them all the same. The walks are kept in ``work_dir``."""
-    priors = order_priors(evaluator, np.array([point.x], np.uint64), np.array([point.o], np.uint64))[0]
-    overrides = {(point.x, point.o): best_keeping_move(point, priors)}
+SUBTREE_LINES = 200
+"""Refutation lines rebuilt per walk of a subtree (the rest are found by the next walk)."""
+
+
+def _priors_at(evaluator, state: State) -> np.ndarray:
+    return order_priors(evaluator, np.array([state.x], np.uint64), np.array([state.o], np.uint64))[0]
+
+
+def _repaired_walk(evaluator, point: State, first_move: int, border_moves_left: int | None, work_dir: Path,
+                   max_walks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The repaired player's subtree below ``point`` when it plays ``first_move`` there (see
+    :func:`subtree_targets`), or None when a refutation below it passes no covered position
+    after ``point`` that could be repaired."""
+    overrides = {(point.x, point.o): first_move}
     choose = overriding_chooser(evaluator, overrides)
     for attempt in range(max_walks):
         folder = _fresh(work_dir / f"walk_{attempt}")
-        walk = exploit(choose, point, border_moves_left, max_lines=10**9, work_dir=folder)
+        walk = exploit(choose, point, border_moves_left, max_lines=SUBTREE_LINES, work_dir=folder)
         if not walk.refutation_count:
             x, o, _ = (np.concatenate(column) for column in zip(*walked_positions(folder)))
             return x, o, choose(x, o)
@@ -187,11 +190,37 @@ def subtree_targets(evaluator, point: State, border_moves_left: int | None, work
         for line in walk.refutations:
             found = repair_point(line, point)
             if found is None or (found[0].x, found[0].o) in before:
-                raise RuntimeError(f"a refutation below {point.to_string()} leaves no covered position "
-                                   "to repair; the strategy's proof does not hold there")
+                return None
             state = found[0]
-            state_priors = order_priors(evaluator, np.array([state.x], np.uint64), np.array([state.o], np.uint64))[0]
-            overrides[(state.x, state.o)] = best_keeping_move(state, state_priors)
+            overrides[(state.x, state.o)] = best_keeping_move(state, _priors_at(evaluator, state))
+    return None
+
+
+def subtree_targets(evaluator, point: State, border_moves_left: int | None, work_dir: Path,
+                    max_walks: int = 50) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """X and O bitboards and moves for the repair point ``point`` and every Order-to-move
+    position below it that Chaos can reach with ``border_moves_left`` more border moves while
+    the centre is open, played by the *repaired player*.
+
+    At ``point`` the repaired player plays the move the network ranks highest among those
+    that it can make win: first each move the network prefers to the best strategy-keeping
+    move (:func:`best_keeping_move`), its own losing move aside, then that keeping move. Below
+    it the network plays, overridden wherever a walk of the subtree still finds a refutation,
+    at the line's repair point (:func:`repair_point`), with the keeping move it ranks highest.
+    A move is given up when a refutation below it passes no covered position after ``point``.
+    A keeping move leads only to covered positions, so its walks' repair points lie deeper
+    than the overrides before them and it always succeeds; ``max_walks`` walks per move bound
+    the rest. The walks are kept in ``work_dir``. The move the network prefers needs the
+    smallest change of its policy, and a smaller change moves fewer other positions."""
+    priors = _priors_at(evaluator, point)
+    keeping = best_keeping_move(point, priors)
+    played = int(np.argmax(priors))
+    preferred = [int(a) for a in np.argsort(-priors, kind="stable")
+                 if priors[a] > priors[keeping] and int(a) != played]
+    for i, move in enumerate([*preferred, keeping]):
+        found = _repaired_walk(evaluator, point, move, border_moves_left, work_dir / f"move_{i}", max_walks)
+        if found is not None:
+            return found
     raise RuntimeError(f"the subtree below {point.to_string()} still has refutations after {max_walks} walks")
 
 
@@ -391,11 +420,6 @@ def repair(spec: str, out: str | Path, work_dir: str | Path, border_moves: int |
             found = repair_point(line, start)
             if found is not None:
                 points[(found[0].x, found[0].o)] = found
-        priors = order_priors(evaluator, np.array([s.x for s, _ in points.values()], np.uint64),
-                              np.array([s.o for s, _ in points.values()], np.uint64))
-        for (state, used), p in zip(points.values(), priors):
-            round_report.repair_points.append({"position": state.to_string(), "played": _name(int(np.argmax(p))),
-                                               "given": _name(best_keeping_move(state, p))})
         if (folder / TARGETS_FILE).exists():
             saved = np.load(folder / TARGETS_FILE)
             new = (saved["x"], saved["o"], saved["moves"])
@@ -407,6 +431,12 @@ def repair(spec: str, out: str | Path, work_dir: str | Path, border_moves: int |
             folder.mkdir(parents=True, exist_ok=True)
             np.savez(folder / TARGETS_FILE, x=new[0], o=new[1], moves=new[2])
         targets.append(new)
+        given = {(int(x), int(o)): int(m) for x, o, m in zip(*new)}
+        played = greedy_moves(net, np.array([s.x for s, _ in points.values()], np.uint64),
+                              np.array([s.o for s, _ in points.values()], np.uint64))
+        for (state, _), move in zip(points.values(), played):
+            round_report.repair_points.append({"position": state.to_string(), "played": _name(int(move)),
+                                               "given": _name(given[(state.x, state.o)])})
         tx, to, tmoves = _distinct_targets(targets)
         round_report.targets = int(tx.shape[0])
         round_report.targets_changed = int(np.sum(greedy_moves(net, tx, to) != tmoves))

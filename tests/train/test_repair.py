@@ -20,7 +20,7 @@ from orderchaos.cli.main import main
 from orderchaos.envs.rules import State, parse_cell
 from orderchaos.train.repair import (
     RepairReport, RepairSettings, best_keeping_move, fine_tune, greedy_moves, repair, repair_point, sample_anchors,
-    subtree_targets,
+    subtree_targets, _repaired_walk,
 )
 
 # The shipped network's second family of K=1 refutations: after b2 O and the first eleven
@@ -74,7 +74,7 @@ def test_the_subtree_overrides_only_the_repair_point_and_wins_everywhere(tmp_pat
     nets = load_policy_dir(pretrained_dir())[0]
     evaluator = NetworkEvaluator(nets)
     x, o, moves = subtree_targets(evaluator, MISTAKE, 0, tmp_path / "subtree")
-    assert (x[0], o[0]) == (MISTAKE.x, MISTAKE.o)
+    assert (x[0], o[0], moves[0]) == (MISTAKE.x, MISTAKE.o, parse_action("b3 X"))
     network = greedy_moves(nets["order"], x, o)
     changed = np.flatnonzero(network != moves)
     assert changed.tolist() == [0]  # below the repaired move the network's own moves win
@@ -84,6 +84,14 @@ def test_the_subtree_overrides_only_the_repair_point_and_wins_everywhere(tmp_pat
         return np.array([overridden[(int(a), int(b))] for a, b in zip(xs, os_)], dtype=np.int64)
 
     assert exploit(repaired, MISTAKE, 0, max_lines=0).refutation_count == 0
+
+
+def test_a_first_move_whose_losses_cannot_be_repaired_below_it_is_given_up(tmp_path: Path) -> None:
+    evaluator = NetworkEvaluator(load_policy_dir(pretrained_dir())[0])
+    # after e3 X the refutations pass no covered position below MISTAKE
+    assert _repaired_walk(evaluator, MISTAKE, parse_action("e3 X"), 0, tmp_path / "e3", 5) is None
+    x, o, moves = _repaired_walk(evaluator, MISTAKE, parse_action("a4 X"), 0, tmp_path / "a4", 5)
+    assert moves[0] == parse_action("a4 X") and x.shape[0] == 27
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +107,9 @@ def test_repair_closes_every_refutation(repaired: tuple[Path, RepairReport]) -> 
     first = report.rounds[0]
     assert [p["position"] for p in first.repair_points] == [MISTAKE.to_string()]
     assert first.repair_points[0]["played"] == "e3 X"
-    assert strategy.keeps_win(MISTAKE, parse_action(first.repair_points[0]["given"]))
+    # b3 X, the network's second choice, wins below with the network's own moves, so it is
+    # given rather than a4 X, the only move that keeps the strategy's win (a larger change)
+    assert first.repair_points[0]["given"] == "b3 X"
     assert first.targets_changed == 1 and report.rounds[-1].refutations == 0
     assert exploit(str(folder / "out"), MISTAKE, 0, max_lines=0).refutation_count == 0
     # the Chaos network is the shipped one, and the metadata says where the policy came from
