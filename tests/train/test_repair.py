@@ -90,6 +90,7 @@ def test_a_first_move_whose_losses_cannot_be_repaired_below_it_is_given_up(tmp_p
     evaluator = NetworkEvaluator(load_policy_dir(pretrained_dir())[0])
     # after e3 X the refutations pass no covered position below MISTAKE
     assert _repaired_walk(evaluator, MISTAKE, parse_action("e3 X"), 0, tmp_path / "e3", 5) is None
+    assert [p.name for p in (tmp_path / "e3").iterdir()] == ["walk_0"]  # given up after the first walk
     x, o, moves = _repaired_walk(evaluator, MISTAKE, parse_action("a4 X"), 0, tmp_path / "a4", 5)
     assert moves[0] == parse_action("a4 X") and x.shape[0] == 27
 
