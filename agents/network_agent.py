@@ -39,6 +39,7 @@ from orderchaos.agents.policy_files import (
     find_policy_dir,
     load_policy_dir,
     pretrained_dir,
+    repaired_dir,
 )
 from orderchaos.agents.proof_book import ProofBook
 from orderchaos.envs.encoding import bitboard_masks, encode_bitboards, state_bitboards
@@ -431,3 +432,10 @@ def pretrained_agent(**options: Any) -> NeuralAgent:
             f"`orderchaos export RUN_DIR`"
         )
     return run_dir_agent(where, name="pretrained", **options)
+
+
+def repaired_agent(**options: Any) -> NeuralAgent:
+    """The shipped repaired policies (registry ``repaired``): the pretrained Chaos network and
+    the pretrained Order network after ``orderchaos repair --border-moves 1``, with the options
+    of :func:`run_dir_agent`."""
+    return run_dir_agent(repaired_dir(), name="repaired", **options)

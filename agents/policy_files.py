@@ -199,6 +199,12 @@ def pretrained_dir() -> Path:
     return Path(str(resources.files("orderchaos.agents") / "data" / "pretrained"))
 
 
+def repaired_dir() -> Path:
+    """Where the shipped repaired policy lives (``agents/data/repaired``): the pretrained
+    policy after ``orderchaos repair --border-moves 1``."""
+    return Path(str(resources.files("orderchaos.agents") / "data" / "repaired"))
+
+
 def export_policy(run_dir: str | Path, dest: str | Path | None = None) -> Path:
     """Copy the policy files of ``run_dir``'s latest checkpoint (or of a policy directory)
     into ``dest`` (default: the package's pretrained directory), without the trainer state,

@@ -85,6 +85,14 @@ REGISTRY: dict[str, FactoryInfo] = {
         "or 16 averages the networks over the board symmetries (16: and with X and O swapped)",
         _NETWORK_RANGES,
     ),
+    "repaired": FactoryInfo(
+        "orderchaos.agents.network_agent:repaired_agent",
+        _NETWORK_OPTIONS,
+        "the shipped policies with the Order network after orderchaos repair --border-moves 1 "
+        "(no refutation when Chaos plays at most one border cell while the centre is open); "
+        "the same options as pretrained",
+        _NETWORK_RANGES,
+    ),
 }
 RUN_DIR = FactoryInfo(
     "orderchaos.agents.network_agent:run_dir_agent",

@@ -56,6 +56,7 @@ from orderchaos.arena.exploit import (
 )
 from orderchaos.envs.encoding import bitboard_masks, encode_bitboards
 from orderchaos.envs.rules import ORDER, State
+from orderchaos.files import git_commit
 
 TARGETS_FILE = "targets.npz"
 POLICY_FOLDER = "policy"
@@ -77,7 +78,7 @@ class RepairSettings:
     anchor_batch: int = 1536
     target_batch: int = 512
     max_steps: int = 4000
-    check_every: int = 100
+    check_every: int = 50
     margin: float = 0.1
     rounds: int = 4
     lines: int = 100_000
@@ -453,7 +454,7 @@ def repair(spec: str, out: str | Path, work_dir: str | Path, border_moves: int |
             round_report.steps, round_report.anchors_kept = fine_tune(
                 net, original, keep, (tx, to, tmoves), settings, log)
             repaired_meta = {k: v for k, v in meta.items() if k not in ("files", "format", "obs_version", "network")}
-            repaired_meta["repair"] = {"from": str(source), "from_order_sha256": meta.get("files", {}).get("order.safetensors"),
+            repaired_meta["repair"] = {"from": spec, "git_commit": git_commit(), "from_order_sha256": meta.get("files", {}).get("order.safetensors"),
                                        "border_moves": largest, "round": number, "targets": round_report.targets,
                                        "anchors": int(keep[0].shape[0]), "steps": round_report.steps,
                                        "anchors_kept": round_report.anchors_kept, "settings": asdict(settings)}

@@ -14,7 +14,7 @@ import pytest
 
 from orderchaos.agents import strategy
 from orderchaos.agents.network_agent import NetworkEvaluator
-from orderchaos.agents.policy_files import load_policy_dir, pretrained_dir, read_meta
+from orderchaos.agents.policy_files import load_policy_dir, pretrained_dir, read_meta, repaired_dir
 from orderchaos.arena.exploit import exploit, order_priors
 from orderchaos.cli.main import main
 from orderchaos.envs.rules import State, parse_cell
@@ -190,3 +190,18 @@ def test_the_command_prints_the_rounds_and_writes_the_report(repaired: tuple[Pat
     written = json.loads(out_file.read_text())
     assert written["repaired"] is True and written["original_refutations"] == 610
     assert [r["refutations"] for r in written["rounds"]] == [r.refutations for r in report.rounds] == [0]
+
+
+def test_the_shipped_repaired_policy_wins_where_the_pretrained_one_lost() -> None:
+    # the two repair points of the shipped network at K=1: below each, every Chaos line of the
+    # class (the border move already spent at the second) now ends in a five
+    first_point = State.from_string(".......OXOO..XO.X..O......X.X.......")
+    assert exploit("pretrained", first_point, 1, max_lines=0).refutation_count > 0
+    assert exploit("repaired", first_point, 1, max_lines=0).refutation_count == 0
+    assert exploit("pretrained", MISTAKE, 0, max_lines=0).refutation_count == 610
+    assert exploit("repaired", MISTAKE, 0, max_lines=0).refutation_count == 0
+    meta, shipped = read_meta(repaired_dir()), read_meta(pretrained_dir())
+    assert meta["repair"]["from_order_sha256"] == shipped["files"]["order.safetensors"]
+    repaired_nets, pretrained_nets = load_policy_dir(repaired_dir())[0], load_policy_dir(pretrained_dir())[0]
+    for name, tensor in pretrained_nets["chaos"].state_dict().items():
+        assert np.array_equal(tensor.numpy(), repaired_nets["chaos"].state_dict()[name].numpy())
