@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -430,8 +431,7 @@ def repair(spec: str, out: str | Path, work_dir: str | Path, border_moves: int |
                                      _fresh(folder / f"subtree_{i}"))
                      for i, (state, used) in enumerate(points.values())]
             new = tuple(np.concatenate(column) for column in zip(*parts))
-            folder.mkdir(parents=True, exist_ok=True)
-            np.savez(folder / TARGETS_FILE, x=new[0], o=new[1], moves=new[2])
+            _save_targets(folder / TARGETS_FILE, new)
         targets.append(new)
         given = {(int(x), int(o)): int(m) for x, o, m in zip(*new)}
         played = greedy_moves(net, np.array([s.x for s, _ in points.values()], np.uint64),
@@ -463,7 +463,7 @@ def repair(spec: str, out: str | Path, work_dir: str | Path, border_moves: int |
                                            settings.lines, log, f"round {number}")
         report.rounds.append(round_report)
         if not lines:
-            shutil.copytree(policy, out, dirs_exist_ok=True)
+            _publish(policy, out)
             report.repaired = True
             return report
     return report
@@ -473,6 +473,27 @@ def _name(action: int) -> str:
     from orderchaos.envs.rules import action_name
 
     return action_name(action)
+
+
+def _save_targets(path: Path, targets: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """Write a round's targets whole or not at all (a stopped write leaves no file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "wb") as handle:
+        np.savez(handle, x=targets[0], o=targets[1], moves=targets[2])
+    os.replace(partial, path)
+
+
+def _publish(policy: Path, out: Path) -> None:
+    """Copy the policy folder to ``out`` (new or empty) whole or not at all: into a sibling
+    first, then renamed, so that a stopped copy leaves ``out`` as it was."""
+    partial = out.with_name(out.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    shutil.copytree(policy, partial)
+    if out.exists():
+        out.rmdir()
+    os.replace(partial, out)
 
 
 def _fresh(folder: Path) -> Path:

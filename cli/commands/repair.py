@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from orderchaos.agents.policy_files import CheckpointError, read_meta
     from orderchaos.arena.exploit import WorkDirError
     from orderchaos.envs.rules import BoardStringError, State, check_reachable, parse_board
-    from orderchaos.files import OutputPathError, check_output_dir, check_output_file
+    from orderchaos.files import OutputPathError, check_output_dir, check_output_file, os_error_reason
     from orderchaos.train.repair import RepairSettings, policy_spec_dir, repair, write_report
 
     try:
@@ -76,6 +76,13 @@ def run(args: argparse.Namespace) -> int:
         except WorkDirError as exc:
             print(f"orderchaos repair: {exc}", file=sys.stderr)
             return 2
+        except RuntimeError as exc:  # a fine-tune that did not converge, a line that could not be rebuilt
+            print(f"orderchaos repair: {exc}; the work so far is kept in {args.work_dir}", file=sys.stderr)
+            return 1
+        except OSError as exc:
+            print(f"orderchaos repair: cannot write in {args.work_dir} or {args.out}: {os_error_reason(exc)}; "
+                  f"the same command resumes from the work folder", file=sys.stderr)
+            return 1
         except KeyboardInterrupt as stopped:
             return options.stopped_line("repair", stopped, f"the last finished step; the same command resumes from {args.work_dir}")
     if args.json:

@@ -205,3 +205,22 @@ def test_the_shipped_repaired_policy_wins_where_the_pretrained_one_lost() -> Non
     repaired_nets, pretrained_nets = load_policy_dir(repaired_dir())[0], load_policy_dir(pretrained_dir())[0]
     for name, tensor in pretrained_nets["chaos"].state_dict().items():
         assert np.array_equal(tensor.numpy(), repaired_nets["chaos"].state_dict()[name].numpy())
+
+
+@pytest.mark.parametrize("error, message", [
+    (RuntimeError("3 targets are still not the network's move after 4000 steps; allow more steps"), "allow more steps"),
+    (OSError(28, "No space left on device"), "No space left on device"),
+])
+def test_the_command_reports_a_failed_repair_in_one_line(error: Exception, message: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import orderchaos.train.repair as repair_module
+
+    def fails(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(repair_module, "repair", fails)
+    assert main(["repair", "--agent", "pretrained", "--out", str(tmp_path / "out"),
+                 "--work-dir", str(tmp_path / "work")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0] and "work" in err[0]
