@@ -21,7 +21,7 @@ the walk finds none, changing its greedy move only where it must:
    hinge on the margin between it and the runner-up), the policy (KL) and the value (squared
    error), so that the walk outside the repaired subtrees stays the walk it was.
 4. **Fine-tune** the Order network in eval mode (batch-norm statistics stay as they are) until
-   every target is its greedy move and every anchor keeps its move, or a step limit. Then the
+   every target is its greedy move (at most ``max_steps`` steps). Then the
    whole class is walked again with the new network; refutations left (or new ones) give the
    next round its repair points. A round that finds none ends the repair.
 
@@ -51,6 +51,7 @@ from orderchaos.agents.policy_files import find_policy_dir, load_policy_dir, pre
 from orderchaos.arena.exploit import (
     CENTRAL,
     MoveChooser,
+    WorkDirError,
     exploit,
     order_priors,
     walked_positions,
@@ -109,12 +110,13 @@ class RoundReport:
 class RepairReport:
     """What :func:`repair` did: the original network's walks (every class of
     :func:`walk_classes`), each round, and whether the last round's walks found no
-    refutation (then ``out`` holds the repaired policy)."""
+    refutation (then ``policy`` is the repaired policy's folder in the work folder)."""
 
     border_moves: int | None
     original_walks: list[dict[str, Any]] = field(default_factory=list)
     rounds: list[RoundReport] = field(default_factory=list)
     repaired: bool = False
+    policy: str | None = None
 
     @property
     def original_refutations(self) -> int:
@@ -351,7 +353,7 @@ def fine_tune(net: PolicyValueNet, original: PolicyValueNet, anchors: tuple[np.n
         log(f"  step {step}: targets not played {hard_targets.numel():,}, anchors lost {hard_anchors.numel():,}")
     if hard_targets.numel():
         raise RuntimeError(f"{hard_targets.numel()} targets are still not the network's move after {step} steps; "
-                           "allow more steps")
+                           "allow more steps (--max-steps)")
     return step, 1.0 - hard_anchors.numel() / max(1, ax.shape[0])
 
 
@@ -386,24 +388,31 @@ def _walk(spec: str, start: State, folder: Path, border_moves: int | None, worke
     return records, lines
 
 
-def repair(spec: str, out: str | Path, work_dir: str | Path, border_moves: int | None = 1,
+def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves: int | None = 1,
            settings: RepairSettings = RepairSettings(), workers: int = 1, start: State = State(),
            log: Callable[[str], None] = lambda line: None) -> RepairReport:
     """Repair the Order network of the policy ``spec`` (``pretrained``, or a policy or run
     folder) against Chaos with at most ``border_moves`` border moves while the centre is
     open, as the module docstring describes; write the repaired policy (the Chaos network
-    unchanged) to ``out`` when a round's walks find no refutation. Each round walks K=0 first
-    and the class itself only when K=0 is clean (:func:`walk_classes`). ``work_dir`` keeps the
-    walks, targets and networks of each round; the same call resumes a stopped repair.
-    ``workers``: processes for the whole-class walks; ``start``: where the walks start (the
-    empty board; tests start late, where the tree is small). Raises ValueError when ``out``
-    is a file or a folder that is not empty."""
-    work_dir, out = Path(work_dir), Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"{out} is not a new or empty folder; the repaired policy needs one")
+    unchanged) to ``out`` (None: leave it in the work folder, ``report.policy``) when a round's
+    walks find no refutation. Each round walks K=0 first and the class itself only when K=0 is
+    clean (:func:`walk_classes`). ``work_dir`` keeps the walks, targets and networks of each
+    round, and ``repair.json`` the question; the same call (``rounds`` may grow) resumes a
+    stopped repair. ``workers``: processes for the whole-class walks; ``start``: where the
+    walks start (the empty board; tests start late, where the tree is small). Raises
+    ValueError when ``out`` is a file or a folder that is not empty, WorkDirError when
+    ``work_dir`` holds a repair of another question (both before any work), and RuntimeError
+    when no refutation line passes a position the strategy covers."""
+    work_dir = Path(work_dir)
+    if out is not None:
+        check_new_folder(Path(out))
     source = policy_spec_dir(spec)
     nets, meta = load_policy_dir(source)
     original = nets["order"]
+    _check_question(work_dir, {"agent": spec, "order_sha256": meta.get("files", {}).get("order.safetensors"),
+                               "border_moves": "all" if border_moves is None else border_moves,
+                               "start": start.to_string(),
+                               "settings": {k: v for k, v in asdict(settings).items() if k != "rounds"}})
     report = RepairReport(border_moves)
     report.original_walks, lines = _walk(spec, start, work_dir / "original", border_moves, workers, True,
                                          settings.lines, log, "original")
@@ -421,14 +430,18 @@ def repair(spec: str, out: str | Path, work_dir: str | Path, border_moves: int |
         points: dict[tuple[int, int], tuple[State, int]] = {}
         for line in lines:
             found = repair_point(line, start)
-            if found is not None:
-                points[(found[0].x, found[0].o)] = found
+            key = None if found is None else (found[0].x, found[0].o)
+            if found is not None and (key not in points or found[1] < points[key][1]):
+                points[key] = found  # the fewest border moves spent: the largest subtree
+        if not points:
+            raise RuntimeError("no refutation line passes an Order position that the strategy covers, "
+                               "so there is no move the strategy proves to give; start at such a position")
         if (folder / TARGETS_FILE).exists():
             saved = np.load(folder / TARGETS_FILE)
             new = (saved["x"], saved["o"], saved["moves"])
         else:
             parts = [subtree_targets(evaluator, state, None if border_moves is None else border_moves - used,
-                                     _fresh(folder / f"subtree_{i}"))
+                                     folder / f"subtree_{i}")
                      for i, (state, used) in enumerate(points.values())]
             new = tuple(np.concatenate(column) for column in zip(*parts))
             _save_targets(folder / TARGETS_FILE, new)
@@ -463,8 +476,9 @@ def repair(spec: str, out: str | Path, work_dir: str | Path, border_moves: int |
                                            settings.lines, log, f"round {number}")
         report.rounds.append(round_report)
         if not lines:
-            _publish(policy, out)
-            report.repaired = True
+            report.repaired, report.policy = True, str(policy)
+            if out is not None:
+                publish(policy, Path(out))
             return report
     return report
 
@@ -484,9 +498,36 @@ def _save_targets(path: Path, targets: tuple[np.ndarray, np.ndarray, np.ndarray]
     os.replace(partial, path)
 
 
-def _publish(policy: Path, out: Path) -> None:
-    """Copy the policy folder to ``out`` (new or empty) whole or not at all: into a sibling
-    first, then renamed, so that a stopped copy leaves ``out`` as it was."""
+def check_new_folder(out: Path) -> None:
+    """Raise ValueError unless ``out`` is a new or empty folder (for the repaired policy)."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"{out} is not a new or empty folder; the repaired policy needs one")
+
+
+def _check_question(work_dir: Path, question: dict[str, Any]) -> None:
+    """Record what a repair answers in ``work_dir`` (``repair.json``), or refuse a work
+    folder that holds a repair of another question."""
+    path = work_dir / "repair.json"
+    if path.exists():
+        try:
+            held = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise WorkDirError(f"{path}: not a readable repair question ({exc})") from None
+        if held != question:
+            differ = sorted(k for k in question if held.get(k) != question[k])
+            raise WorkDirError(f"{work_dir} holds a repair with another {', '.join(differ)}; "
+                               "use a new work folder, or the same agent, class, start and settings")
+        return
+    work_dir.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(question, indent=2))
+    os.replace(partial, path)
+
+
+def publish(policy: Path, out: Path) -> None:
+    """Copy the policy folder ``policy`` to ``out`` (new or empty) whole or not at all: into
+    a sibling first, then renamed, so that a stopped copy leaves ``out`` as it was."""
+    out = out.resolve()
     partial = out.with_name(out.name + ".partial")
     if partial.exists():
         shutil.rmtree(partial)

@@ -2,14 +2,17 @@
 
 Walks every Chaos line against the Order network of ``--agent`` (``pretrained``, or a policy
 or run folder) with at most ``--border-moves K`` border moves while the centre is open; at
-the last position of each refutation that the central-pairing strategy covers, and in the
-whole subtree below it, the network is given the strategy-keeping move it ranks highest, while
+the last position of each refutation that the central-pairing strategy covers the network is
+given the move it ranks highest among those that win there (its best strategy-keeping move at
+worst) and its own moves below, overridden only where a walk of that subtree still loses, while
 positions sampled from its walk keep their move, policy and value. The fine-tuned network is
 walked again, round after round, until no refutation is left; then the policy (the Chaos
 network unchanged) is written to ``--out``. ``--work-dir DIR`` keeps the walks, targets and
-networks, and the same command resumes a stopped repair. Prints each round's figures, then
-writes the policy and ``--report FILE``. Exit status 0 when repaired, 1 when refutations are
-left after ``--rounds``, 2 on bad input.
+networks, and the same command (``--rounds`` may grow) resumes a stopped repair; a work folder
+holding a repair of another question is refused. Prints each round's figures, then writes the
+policy and ``--report FILE``. Exit status 0 when repaired or when there was nothing to repair, 1
+when refutations are left after ``--rounds`` or the repair failed (one line; the work is kept),
+2 on bad input.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="fine-tune and walk again at most N times (default 4)")
     parser.add_argument("--anchors", type=options.int_in(1, 50_000_000), default=500_000, metavar="N",
                         help="positions of the original walk whose moves are kept (default 500000)")
+    parser.add_argument("--max-steps", type=options.int_in(1, 1_000_000), default=4000, metavar="N",
+                        help="fine-tune steps a round at most; a round whose targets are not all played by then fails (default 4000)")
     parser.add_argument("--seed", type=options.SEED, default=0, help="seeds the anchors and the batches (default 0)")
     parser.add_argument("--workers", type=options.int_in(1, 64), default=1, metavar="N",
                         help="processes for the whole-class walks (default 1)")
@@ -44,23 +49,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Check the inputs, repair, print the figures, then write the report."""
+    """Check the inputs, repair, print the figures, then write the policy and the report."""
     from pathlib import Path
 
-    from orderchaos.agents.policy_files import CheckpointError, read_meta
+    from orderchaos.agents.policy_files import CheckpointError, load_policy_dir
     from orderchaos.arena.exploit import WorkDirError
     from orderchaos.envs.rules import BoardStringError, State, check_reachable, parse_board
     from orderchaos.files import OutputPathError, check_output_dir, check_output_file, os_error_reason
-    from orderchaos.train.repair import RepairSettings, policy_spec_dir, repair, write_report
+    from orderchaos.train.repair import RepairSettings, check_new_folder, policy_spec_dir, publish, repair, write_report
 
     try:
         start = check_reachable(parse_board(args.start)) if args.start is not None else State()
         if start.is_terminal:
             raise ValueError(f"--start {args.start}: the game is already over there")
-        read_meta(policy_spec_dir(args.agent))
-        out = Path(args.out)
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
-            raise ValueError(f"--out {args.out}: not a new or empty folder; give one for the repaired policy")
+        load_policy_dir(policy_spec_dir(args.agent))
+        out, work = Path(args.out).resolve(), Path(args.work_dir).resolve()
+        if out == work or work in out.parents or out in work.parents:
+            raise ValueError(f"--out {args.out} and --work-dir {args.work_dir} overlap; give two separate folders")
+        try:
+            check_new_folder(out)
+        except ValueError:
+            raise ValueError(f"--out {args.out}: not a new or empty folder; give one for the repaired policy") from None
         check_output_dir(out, "repaired policy")
         if args.report:
             check_output_file(args.report, "report")
@@ -68,34 +77,45 @@ def run(args: argparse.Namespace) -> int:
     except (BoardStringError, CheckpointError, OutputPathError, ValueError) as exc:
         print(f"orderchaos repair: {exc}", file=sys.stderr)
         return 2
-    settings = RepairSettings(anchors=args.anchors, seed=args.seed, rounds=args.rounds)
+    settings = RepairSettings(anchors=args.anchors, seed=args.seed, rounds=args.rounds, max_steps=args.max_steps)
     log = (lambda line: None) if args.json else (lambda line: print(line, flush=True))
     with options.stop_on_signals():
         try:
-            report = repair(args.agent, out, args.work_dir, args.border_moves, settings, args.workers, start, log)
+            report = repair(args.agent, None, args.work_dir, args.border_moves, settings, args.workers, start, log)
         except WorkDirError as exc:
             print(f"orderchaos repair: {exc}", file=sys.stderr)
             return 2
-        except RuntimeError as exc:  # a fine-tune that did not converge, a line that could not be rebuilt
+        except (RuntimeError, ValueError, CheckpointError) as exc:
+            # a fine-tune that did not converge, no position to repair, a damaged round network
             print(f"orderchaos repair: {exc}; the work so far is kept in {args.work_dir}", file=sys.stderr)
             return 1
         except OSError as exc:
-            print(f"orderchaos repair: cannot write in {args.work_dir} or {args.out}: {os_error_reason(exc)}; "
+            print(f"orderchaos repair: cannot write in {args.work_dir}: {os_error_reason(exc)}; "
                   f"the same command resumes from the work folder", file=sys.stderr)
             return 1
         except KeyboardInterrupt as stopped:
             return options.stopped_line("repair", stopped, f"the last finished step; the same command resumes from {args.work_dir}")
+    rounds = len(report.rounds)
     if args.json:
         print(json.dumps(report.as_json()), flush=True)
     elif report.repaired:
-        print(f"repaired in {len(report.rounds)} rounds: no refutation left; policy written to {out}")
+        print(f"repaired in {rounds} round{'s' * (rounds != 1)}: no refutation left; writing the policy to {out}")
     elif not report.original_refutations:
         print("the original network has no refutation in this class: nothing to repair")
     else:
-        print(f"refutations left after {len(report.rounds)} rounds: {report.rounds[-1].refutations:,}; "
+        print(f"refutations left after {rounds} round{'s' * (rounds != 1)}: {report.rounds[-1].refutations:,}; "
               f"the same command with more --rounds goes on")
+    status = 0
+    if report.repaired:
+        try:
+            publish(Path(report.policy), out)
+        except OSError as exc:
+            print(f"orderchaos repair: cannot write the repaired policy to {out} ({os_error_reason(exc)}); "
+                  f"it is in {report.policy}", file=sys.stderr)
+            status = 1
     if args.report:
-        _, status = options.save_finished("repair", args.report, lambda p: write_report(report, p), "report")
-        if status:
-            return status
+        _, saved = options.save_finished("repair", args.report, lambda p: write_report(report, p), "report")
+        status = status or saved
+    if status:
+        return status
     return 0 if report.repaired or not report.original_refutations else 1

@@ -124,6 +124,7 @@ def test_repair_closes_every_refutation(repaired: tuple[Path, RepairReport]) -> 
 def test_a_repair_resumes_from_its_work_folder(repaired: tuple[Path, RepairReport]) -> None:
     folder, report = repaired
     shutil.rmtree(folder / "work" / "round_1" / "walk_k0")  # as if stopped before the round's walk
+    shutil.rmtree(folder / "work" / "round_1" / "policy")  # ... and before its network was saved
     again = repair("pretrained", folder / "out2", folder / "work", 0, SMALL_SETTINGS, start=MISTAKE)
     assert again.as_json() | {"rounds": []} == report.as_json() | {"rounds": []}
     assert [r.refutations for r in again.rounds] == [r.refutations for r in report.rounds]
@@ -176,20 +177,42 @@ def test_the_command_refuses_an_out_folder_that_holds_files(tmp_path: Path, caps
     assert "--out" in capsys.readouterr().err and (tmp_path / "out" / "keep.txt").read_text() == "mine"
 
 
-def test_the_command_prints_the_rounds_and_writes_the_report(repaired: tuple[Path, RepairReport], tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    folder, report = repaired
+def test_the_command_refuses_a_work_folder_of_another_question(repaired: tuple[Path, RepairReport], tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    folder, _ = repaired
+    before = sorted(p.name for p in (folder / "work").iterdir())
+    assert main(["repair", "--agent", "pretrained", "--border-moves", "0", "--start", MISTAKE.to_string(),
+                 "--anchors", "5000", "--out", str(tmp_path / "out"), "--work-dir", str(folder / "work")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "another settings" in err[0]
+    assert sorted(p.name for p in (folder / "work").iterdir()) == before and not (tmp_path / "out").exists()
+
+
+def test_no_refutation_line_through_a_covered_position_is_one_line(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    uncovered = State.from_string(".......OOX...OXXX..XXX.O..XOO.......")
+    assert not strategy.covers(uncovered)
+    assert main(["repair", "--agent", "pretrained", "--border-moves", "0", "--start", uncovered.to_string(),
+                 "--anchors", "500", "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "strategy covers" in err[0]
+
+
+@pytest.mark.slow
+def test_the_command_prints_the_rounds_then_writes_the_policy_and_the_report(tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture[str]) -> None:
     out_file = tmp_path / "report.json"
     status = main(["repair", "--agent", "pretrained", "--border-moves", "0", "--start", MISTAKE.to_string(),
-                   "--anchors", "5000", "--rounds", "2", "--out", str(tmp_path / "out"),
-                   "--work-dir", str(folder / "work"), "--report", str(out_file)])
+                   "--anchors", "5000", "--rounds", "2", "--max-steps", "60", "--out", str(tmp_path / "out"),
+                   "--work-dir", str(tmp_path / "work"), "--report", str(out_file)])
     printed = capsys.readouterr().out
     assert status == 0
     assert "original: K=0: 2,262 positions, 610 refutations" in printed
-    assert f"repaired in {len(report.rounds)} rounds: no refutation left" in printed
+    assert "repaired in 1 round: no refutation left" in printed
     written = json.loads(out_file.read_text())
     assert written["repaired"] is True and written["original_refutations"] == 610
-    assert [r["refutations"] for r in written["rounds"]] == [r.refutations for r in report.rounds] == [0]
+    assert [r["refutations"] for r in written["rounds"]] == [0]
+    assert exploit(str(tmp_path / "out"), MISTAKE, 0, max_lines=0).refutation_count == 0
 
 
 def test_the_shipped_repaired_policy_wins_where_the_pretrained_one_lost() -> None:
