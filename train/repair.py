@@ -57,7 +57,7 @@ from orderchaos.arena.exploit import (
     walked_positions,
 )
 from orderchaos.envs.encoding import bitboard_masks, encode_bitboards
-from orderchaos.envs.rules import ORDER, State
+from orderchaos.envs.rules import ORDER, State, action_name
 from orderchaos.files import git_commit
 
 TARGETS_FILE = "targets.npz"
@@ -232,10 +232,10 @@ def sample_anchors(work_dir: Path, count: int, rng: np.random.Generator) -> tupl
     """About ``count`` Order-to-move positions of the finished walk in ``work_dir``, each
     level sampled in proportion to its size (levels smaller than their share whole),
     deduplicated over the border moves used."""
-    levels = list(walked_positions(work_dir))
-    total = sum(x.shape[0] for x, _, _ in levels)
+    sizes = [x.shape[0] for x, _, _ in walked_positions(work_dir)]  # one level in memory at a time
+    total = sum(sizes)
     xs, os_ = [], []
-    for x, o, _ in levels:
+    for x, o, _ in walked_positions(work_dir):
         take = min(x.shape[0], max(1, round(count * x.shape[0] / max(total, 1))))
         rows = np.sort(rng.choice(x.shape[0], take, replace=False))
         xs.append(x[rows])
@@ -450,8 +450,8 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
         played = greedy_moves(net, np.array([s.x for s, _ in points.values()], np.uint64),
                               np.array([s.o for s, _ in points.values()], np.uint64))
         for (state, _), move in zip(points.values(), played):
-            round_report.repair_points.append({"position": state.to_string(), "played": _name(int(move)),
-                                               "given": _name(given[(state.x, state.o)])})
+            round_report.repair_points.append({"position": state.to_string(), "played": action_name(int(move)),
+                                               "given": action_name(given[(state.x, state.o)])})
         tx, to, tmoves = _distinct_targets(targets)
         round_report.targets = int(tx.shape[0])
         round_report.targets_changed = int(np.sum(greedy_moves(net, tx, to) != tmoves))
@@ -481,12 +481,6 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
                 publish(policy, Path(out))
             return report
     return report
-
-
-def _name(action: int) -> str:
-    from orderchaos.envs.rules import action_name
-
-    return action_name(action)
 
 
 def _save_targets(path: Path, targets: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
