@@ -47,12 +47,13 @@ import torch.nn.functional as F
 from orderchaos.agents import strategy
 from orderchaos.agents.network import PolicyValueNet
 from orderchaos.agents.network_agent import NetworkEvaluator
-from orderchaos.agents.policy_files import find_policy_dir, load_policy_dir, pretrained_dir, read_meta, save_policy_dir
+from orderchaos.agents.policy_files import find_policy_dir, load_policy_dir, pretrained_dir, save_policy_dir
 from orderchaos.arena.exploit import (
     CENTRAL,
     MoveChooser,
     WorkDirError,
     exploit,
+    network_chooser,
     order_priors,
     walked_positions,
 )
@@ -158,9 +159,10 @@ def best_keeping_move(state: State, priors: np.ndarray) -> int:
 
 def overriding_chooser(evaluator, overrides: dict[tuple[int, int], int]) -> MoveChooser:
     """The network's greedy move, except on the boards in ``overrides`` ((X, O) -> move)."""
+    greedy = network_chooser(evaluator)
 
     def choose(x: np.ndarray, o: np.ndarray) -> np.ndarray:
-        moves = np.argmax(order_priors(evaluator, x, o), axis=1).astype(np.int64)
+        moves = greedy(x, o)
         if overrides:
             for i, board in enumerate(zip(x.tolist(), o.tolist())):
                 moves[i] = overrides.get(board, moves[i])
@@ -264,7 +266,7 @@ def _margins(logits: torch.Tensor, moves: torch.Tensor) -> torch.Tensor:
 def greedy_moves(net: PolicyValueNet, x: np.ndarray, o: np.ndarray) -> np.ndarray:
     """The Order network's greedy moves for arrays of X and O bitboards (Order to move), as
     :func:`orderchaos.arena.exploit.network_chooser` plays them."""
-    return np.argmax(order_priors(NetworkEvaluator({"order": net, "chaos": net}), x, o), axis=1)
+    return network_chooser(NetworkEvaluator({"order": net, "chaos": net}))(x, o)
 
 
 def required_margins(net: PolicyValueNet, x: np.ndarray, o: np.ndarray, moves: np.ndarray,
@@ -409,7 +411,8 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
     source = policy_spec_dir(spec)
     nets, meta = load_policy_dir(source)
     original = nets["order"]
-    _check_question(work_dir, {"agent": spec, "order_sha256": meta.get("files", {}).get("order.safetensors"),
+    original_sha256 = meta.get("files", {}).get("order.safetensors")
+    _check_question(work_dir, {"agent": spec, "order_sha256": original_sha256,
                                "border_moves": "all" if border_moves is None else border_moves,
                                "start": start.to_string(),
                                "settings": {k: v for k, v in asdict(settings).items() if k != "rounds"}})
@@ -459,15 +462,16 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
             f"{round_report.targets_changed:,} of them not the network's move")
         policy = folder / POLICY_FOLDER
         if (policy / "meta.json").exists():
-            net = load_policy_dir(policy)[0]["order"]
-            round_report.steps = int(read_meta(policy)["repair"]["steps"])
-            round_report.anchors_kept = float(read_meta(policy)["repair"]["anchors_kept"])
+            saved_nets, saved_meta = load_policy_dir(policy)
+            net = saved_nets["order"]
+            round_report.steps = int(saved_meta["repair"]["steps"])
+            round_report.anchors_kept = float(saved_meta["repair"]["anchors_kept"])
         else:
             keep = _not_targets(anchors, tx, to)
             round_report.steps, round_report.anchors_kept = fine_tune(
                 net, original, keep, (tx, to, tmoves), settings, log)
             repaired_meta = {k: v for k, v in meta.items() if k not in ("files", "format", "obs_version", "network")}
-            repaired_meta["repair"] = {"from": spec, "git_commit": git_commit(), "from_order_sha256": meta.get("files", {}).get("order.safetensors"),
+            repaired_meta["repair"] = {"from": spec, "git_commit": git_commit(), "from_order_sha256": original_sha256,
                                        "border_moves": largest, "round": number, "targets": round_report.targets,
                                        "anchors": int(keep[0].shape[0]), "steps": round_report.steps,
                                        "anchors_kept": round_report.anchors_kept, "settings": asdict(settings)}
@@ -532,7 +536,8 @@ def publish(policy: Path, out: Path) -> None:
 
 
 def _fresh(folder: Path) -> Path:
-    """An empty ``folder`` (a subtree walk that did not finish is walked again)."""
+    """``folder`` for a walk: one stopped before its first checkpoint (no manifest) is
+    removed so that it starts again; one with a manifest is resumed by :func:`exploit`."""
     if folder.exists() and not (folder / "manifest.json").exists():
         shutil.rmtree(folder)
     return folder
