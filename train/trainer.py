@@ -295,13 +295,16 @@ class Trainer:
 
     def fit(self) -> dict[str, float]:
         """Train until ``run.iterations`` or the time limit; checkpoint every
-        ``run.checkpoint_interval`` iterations and at the end; evaluate at intervals and at
-        the end. Returns the last evaluation's scalars."""
+        ``run.checkpoint_interval`` iterations and at the end; evaluate and walk the exploit
+        figure at their intervals and at the end. Returns the last evaluation's scalars.
+
+        A periodic checkpoint is written after that iteration's evaluation and walk, so a run
+        killed during one resumes from the checkpoint before and does it again."""
         cfg = self.config
         logger = RunLogger(
             self.run_dir, config_to_dict(cfg), self.progress(), self.iteration, cfg.run.progress
         )
-        evaluated_at = -1
+        evaluated_at = walked_at = -1
         try:
             logger.message(f"{self.algorithm} run in {self.run_dir} from iteration {self.iteration}")
             while self.progress() < 1.0:
@@ -315,15 +318,18 @@ class Trainer:
                 logger.scalars(metrics, self.iteration)
                 logger.show(**self.progress_fields(metrics))
                 logger.set_progress(self.progress())
-                if self.iteration % cfg.run.checkpoint_interval == 0:
-                    self.checkpoint()
                 if cfg.eval.enabled and cfg.eval.interval and self.iteration % cfg.eval.interval == 0:
                     self._evaluate_and_log(logger)
                     evaluated_at = self.iteration
                 if cfg.eval.exploit_interval and self.iteration % cfg.eval.exploit_interval == 0:
                     logger.scalars(self.exploit(), self.iteration)
+                    walked_at = self.iteration
+                if self.iteration % cfg.run.checkpoint_interval == 0:
+                    self.checkpoint()
             if cfg.eval.enabled and evaluated_at != self.iteration:
                 self._evaluate_and_log(logger)
+            if cfg.eval.exploit_interval and walked_at != self.iteration:
+                logger.scalars(self.exploit(), self.iteration)
             self.checkpoint()
             logger.message(f"finished at iteration {self.iteration} ({self.elapsed / 60:.1f} min)")
         finally:
