@@ -426,7 +426,8 @@ class EvalConfig:
         "runs that time or test the training alone",
     )
     exploit_interval: int = _field(
-        0, "iterations between exact exploitability walks of the Order network (K=0, from the empty board; 0: never)",
+        0, "iterations between exact exploitability walks of the Order network (K=0, from the empty board), "
+        "with one more at the end of the run (0: never)",
         min=0,
     )
 

@@ -107,7 +107,7 @@ def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
 
 
 def test_resume_after_sigkill_loses_at_most_one_interval(tmp_path: Path) -> None:
-    """Kill a run right after its second checkpoint (two are kept then, so resuming from
+    """Kill a run just after its second checkpoint (two are kept then, so resuming from
     the older one would lose more than an interval); the last iteration it completed is
     read from its per-iteration evaluation lines. The resumed run must start from a
     checkpoint at most one interval behind it."""
@@ -121,7 +121,9 @@ def test_resume_after_sigkill_loses_at_most_one_interval(tmp_path: Path) -> None
            "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     completed, lines = 0, []
-    kill_after = 2 * interval  # checkpoints at interval and 2 * interval exist
+    # An iteration's evaluation line comes before its checkpoint, so once the iteration after
+    # 2 * interval is evaluated, the checkpoints at interval and 2 * interval exist.
+    kill_after = 2 * interval + 1
     try:
         deadline = time.monotonic() + 120
         while completed < kill_after and time.monotonic() < deadline:
@@ -130,7 +132,7 @@ def test_resume_after_sigkill_loses_at_most_one_interval(tmp_path: Path) -> None
                 break
             lines.append(line)
             if found := re.match(r"eval @ (\d+):", line):
-                completed = int(found.group(1))  # iteration `completed` is done (and checkpointed if due)
+                completed = int(found.group(1))  # iteration `completed` is done
         assert proc.poll() is None, "the run ended before it could be killed:\n" + "".join(lines)
         proc.send_signal(signal.SIGKILL)
     finally:
