@@ -302,10 +302,7 @@ def _order_line(prover: _Prover, state: State, key: int, plies: int) -> list[int
     remaining = plies - 1
     while not current.has_five:
         if current.to_play == CHAOS:
-            defence = next(
-                a for a in current.legal_actions()
-                if not prover.order_wins_within(current.apply(a), remaining - 2)
-            )
+            defence = _slowest_defence(prover, current, remaining)
             line.append(defence)
             current = current.apply(defence)
         else:
@@ -778,10 +775,19 @@ def _forced_length(prover: _Prover, state: State) -> int:
     return plies
 
 
+def _slowest_defence(prover: _Prover, state: State, plies: int) -> int:
+    """Chaos's move in ``state``, where Order forces a five in ``plies`` plies and no fewer,
+    after which Order needs the most plies: ``plies - 1``. With ``plies`` 1 every move
+    completes a five itself, and the first is returned."""
+    legal = state.legal_actions()
+    if plies <= 1:
+        return legal[0]
+    return next(a for a in legal if not prover.order_wins_within(state.apply(a), plies - 2))
+
+
 def best_defence(prover: _Prover, state: State) -> int:
     """Chaos's answer in a lost position: a move after which Order needs the most plies."""
-    needed = _forced_length(prover, state)
-    return next(a for a in state.legal_actions() if not prover.order_wins_within(state.apply(a), needed - 2))
+    return _slowest_defence(prover, state, _forced_length(prover, state))
 
 
 def _winning_line(prover: _Prover, state: State, kind: str) -> list[int]:

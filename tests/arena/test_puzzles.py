@@ -353,3 +353,20 @@ def test_shipped_sample_is_proven() -> None:
 @pytest.mark.slow
 def test_shipped_set_is_proven() -> None:
     assert check_puzzles(SHIPPED_PUZZLES) == len(load_puzzles(SHIPPED_PUZZLES))
+
+
+def test_chaos_forced_to_complete_a_five_still_answers() -> None:
+    """The last empty cell makes a five with either symbol: every Chaos move loses at once,
+    and the defence and Order's line still name one (they once raised StopIteration)."""
+    from orderchaos.agents.solver import Solver
+    from orderchaos.arena.puzzles import _order_line, _Prover, best_defence
+
+    forced = parse_board(".XXXXO/OXOOXX/OOXOOO/OXXOOX/OXXXOO/XOOXXX")
+    assert forced.to_play == CHAOS and not forced.has_five
+    prover = _Prover(Solver(), 100_000)
+    defence = best_defence(prover, forced)
+    assert defence in forced.legal_actions() and forced.apply(defence).has_five
+    before = parse_board(".XXXXO/OXOOXX/OOXOOO/OXXOOX/OXXXOO/XOOXX.")
+    key = 2 * 35  # X in the last corner; Chaos must then fill the other corner
+    line = _order_line(prover, before, key, 2)
+    assert line[0] == key and len(line) == 2 and before.apply(key).apply(line[1]).has_five
