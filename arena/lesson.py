@@ -22,7 +22,7 @@ import numpy as np
 
 from orderchaos.agents import strategy
 from orderchaos.arena.analysis import STRATEGY_KEEPS, board_facts, strategy_verdict
-from orderchaos.envs.rules import CHAOS, ORDER, IllegalActionError, State, action_name, cell_name, parse_cell
+from orderchaos.envs.rules import CHAOS, ORDER, IllegalActionError, State, action_name, cell_name, parse_action_name
 
 Solve = Callable[..., Any]
 """``solve(state, time_limit=..., moves=...)`` returning a ``SolveResult``."""
@@ -56,16 +56,8 @@ class Step:
         """The step's board."""
         state = State()
         for name in self.moves:
-            state = state.apply(parse_action(name))
+            state = state.apply(parse_action_name(name))
         return state
-
-
-def parse_action(name: str) -> int:
-    """``"c3 X"`` as an action; ValueError naming the accepted form otherwise."""
-    parts = name.split()
-    if len(parts) != 2 or parts[1].upper() not in ("X", "O"):
-        raise ValueError(f"a move is a cell and a symbol such as 'c3 X', got {name!r}")
-    return 2 * parse_cell(parts[0]) + (0 if parts[1].upper() == "X" else 1)
 
 
 STEPS: tuple[Step, ...] = (

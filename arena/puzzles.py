@@ -58,12 +58,11 @@ from orderchaos.envs.rules import (
     CHAOS,
     ORDER,
     SIZE,
-    SYMBOLS,
     BoardStringError,
     State,
     action_name,
+    parse_action_name,
     parse_board,
-    parse_cell,
     threat_pairs,
 )
 from orderchaos.envs.symmetry import canonical_key
@@ -150,10 +149,7 @@ def parse_move(text: object) -> int:
     """An action from its name, e.g. ``"c3 X"``; ValueError naming what is accepted."""
     if not isinstance(text, str):
         raise ValueError(f"a move must be a string like 'c3 X', got {type(text).__name__}")
-    parts = text.split()
-    if len(parts) != 2 or parts[1] not in SYMBOLS:
-        raise ValueError(f"bad move {text!r}: expected a cell and a symbol, like 'c3 X'")
-    return 2 * parse_cell(parts[0]) + SYMBOLS.index(parts[1])
+    return parse_action_name(text)
 
 
 def _six_lines() -> tuple[tuple[int, ...], ...]:

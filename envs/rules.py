@@ -421,6 +421,15 @@ def action_name(action: int) -> str:
     return f"{cell_name(action >> 1)} {SYMBOLS[action & 1]}"
 
 
+def parse_action_name(name: str) -> int:
+    """The action named ``name`` as :func:`action_name` writes it (a cell, a space, a symbol:
+    ``"c3 X"``); ValueError naming the accepted form otherwise."""
+    parts = name.split()
+    if len(parts) != 2 or parts[1] not in SYMBOLS:
+        raise ValueError(f"bad move {name!r}: expected a cell and a symbol, like 'c3 X'")
+    return 2 * parse_cell(parts[0]) + SYMBOLS.index(parts[1])
+
+
 def render_ascii(state: State, last_action: int | None = None) -> str:
     """An ASCII board with coordinates (columns a-f, rows 1-6, row 1 on top).
 

@@ -15,11 +15,10 @@ from orderchaos.arena.lesson import (
     defence_score,
     lesson_outline,
     lesson_turn,
-    parse_action,
     replay,
     step_by_id,
 )
-from orderchaos.envs.rules import CHAOS, ORDER, IllegalActionError, State, action_name, parse_board
+from orderchaos.envs.rules import CHAOS, ORDER, IllegalActionError, State, action_name, parse_action_name, parse_board
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +66,7 @@ def test_the_strategy_completes_every_step_and_each_of_its_moves_keeps_the_win(s
 
 
 def test_a_mistake_is_marked_with_the_move_that_would_have_kept_the_win(solver) -> None:
-    out = lesson_turn("border", [], parse_action("e6 X"), solver.solve)
+    out = lesson_turn("border", [], parse_action_name("e6 X"), solver.solve)
     assert out["verdict"] == {"mark": "leaves", "strategy_move": "e6 O", "keeping": ["e6 O"]}
     assert not out["done"] and out["reply"] is not None
     # after the mistake the strategy proves nothing more: the next move has no mark
@@ -94,15 +93,15 @@ def test_bad_requests_name_what_is_wrong(solver) -> None:
     with pytest.raises(ValueError, match="quiz on the pairs"):
         lesson_turn("pairs", [], 0, solver.solve)
     with pytest.raises(IllegalActionError, match="move 1 of the list"):
-        lesson_turn("six", [parse_action("a3 O")], 0, solver.solve)
+        lesson_turn("six", [parse_action_name("a3 O")], 0, solver.solve)
     with pytest.raises(ValueError, match="Chaos is to move"):
         lesson_turn("win", [28], 0, solver.solve)
     with pytest.raises(IllegalActionError, match="already holds"):
-        lesson_turn("six", [], parse_action("a3 O"), solver.solve)
+        lesson_turn("six", [], parse_action_name("a3 O"), solver.solve)
     with pytest.raises(ValueError, match="list of at most 36"):
         lesson_turn("win", "28", 0, solver.solve)
-    with pytest.raises(ValueError, match="such as 'c3 X'"):
-        parse_action("c3")
+    with pytest.raises(ValueError, match="like 'c3 X'"):
+        parse_action_name("c3")
 
 
 def test_in_the_strategy_chaos_plays_a_best_scored_centre_move_or_a_border_move(solver) -> None:

@@ -11,7 +11,7 @@ pytest.importorskip("starlette.testclient", reason="Starlette's TestClient needs
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from orderchaos.arena.lesson import parse_action  # noqa: E402
+from orderchaos.envs.rules import parse_action_name  # noqa: E402
 from orderchaos.cli.web.app import create_app  # noqa: E402
 from orderchaos.cli.web.services import Limits  # noqa: E402
 
@@ -33,14 +33,14 @@ def test_the_outline_lists_the_steps_and_the_pairs(client: TestClient) -> None:
 
 
 def test_a_move_is_judged_and_chaos_answers(client: TestClient) -> None:
-    kept = client.post("/api/learn/move", json={"step": "win", "moves": [], "action": parse_action("c3 X")}).json()
+    kept = client.post("/api/learn/move", json={"step": "win", "moves": [], "action": parse_action_name("c3 X")}).json()
     assert kept["verdict"]["mark"] == "keeps" and kept["played"] == "c3 X"
     assert kept["reply_name"] and len(kept["moves"]) == 2 and kept["board"].count("") == 34
-    mistake = client.post("/api/learn/move", json={"step": "border", "moves": [], "action": parse_action("d5 X"),
+    mistake = client.post("/api/learn/move", json={"step": "border", "moves": [], "action": parse_action_name("d5 X"),
                                                     "seed": 4}).json()
     assert mistake["verdict"]["mark"] == "leaves" and mistake["verdict"]["strategy_move"] == "e6 O"
     assert not mistake["done"]
-    done = client.post("/api/learn/move", json={"step": "six", "moves": [], "action": parse_action("d3 X")}).json()
+    done = client.post("/api/learn/move", json={"step": "six", "moves": [], "action": parse_action_name("d3 X")}).json()
     assert done["done"] and done["winner"] == "order" and done["reply"] is None and done["line"] == "a3–f3"
 
 
