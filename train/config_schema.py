@@ -430,6 +430,12 @@ class EvalConfig:
         "with one more at the end of the run (0: never)",
         min=0,
     )
+    exploit_max_positions: int = _field(
+        4_000_000, "the exploitability walk's budget in Order-to-move positions: a walk that asks more stops "
+        "there and logs exploit/complete 0 with no refutation count (0: no limit). A strong network's "
+        "tree is about 1M positions; a weak one's can pass 20M",
+        min=0,
+    )
 
 
 @dataclass

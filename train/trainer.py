@@ -288,7 +288,8 @@ class Trainer:
         networks are left in training mode."""
         from orderchaos.train.exploit_probe import exploit_scalars
 
-        metrics = exploit_scalars(self.nets, device=self.device)
+        budget = self.config.eval.exploit_max_positions
+        metrics = exploit_scalars(self.nets, device=self.device, max_positions=budget)
         for net in self.nets.values():
             net.train()
         return metrics
