@@ -14,6 +14,7 @@ import fnmatch
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: The default tags: the Chaos network's optimal-move accuracy at each stage of the game.
 CHAOS_ACCURACY_TAGS = "eval/accuracy_*_chaos"
@@ -103,9 +104,10 @@ def _cell(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
 
 
-def plot_curves(curves: list[Curve], path: str | Path, title: str | None = None) -> Path:
-    """One PNG at ``path`` (its folder made if needed): a panel per tag, a line per run,
-    step on the x axis."""
+def curves_figure(curves: list[Curve], title: str | None = None, log: bool = False) -> Any:
+    """A matplotlib figure: a panel per tag, a line per run, step on the x axis. ``log``: a
+    symmetric log y axis, linear within 1 of 0, for counts that fall by orders of magnitude
+    down to 0 (``exploit/refutations``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -121,6 +123,8 @@ def plot_curves(curves: list[Curve], path: str | Path, title: str | None = None)
             ax.plot(steps, [v for _, v in curve.points], marker="o", markersize=3, label=curve.run)
         ax.set_title(tag, fontsize=10)
         ax.set_xlabel("iteration")
+        if log:
+            ax.set_yscale("symlog", linthresh=1)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(tags):]:
         ax.set_visible(False)
@@ -128,6 +132,14 @@ def plot_curves(curves: list[Curve], path: str | Path, title: str | None = None)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
+    return fig
+
+
+def plot_curves(curves: list[Curve], path: str | Path, title: str | None = None, log: bool = False) -> Path:
+    """:func:`curves_figure` as one PNG at ``path`` (its folder made if needed)."""
+    import matplotlib.pyplot as plt
+
+    fig = curves_figure(curves, title, log)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -1,9 +1,10 @@
 """Learning curves of training runs, read from their TensorBoard events.
 
-  orderchaos curves RUN [RUN ...] [--tag PATTERN ...] [--label NAME ...] [--out F.png] [--json]
+  orderchaos curves RUN [RUN ...] [--tag PATTERN ...] [--label NAME ...] [--out F.png] [--log] [--json]
 
 prints a markdown table (one row per run and evaluation step, one column per tag) and, with
---out, draws one PNG with a panel per tag and a line per run. Tags are names or shell-style
+--out, draws one PNG with a panel per tag and a line per run (--log: a symmetric log y axis,
+for counts such as exploit/refutations that fall by orders of magnitude to 0). Tags are names or shell-style
 patterns; the default, eval/accuracy_*_chaos, is the Chaos network's optimal-move accuracy
 at each stage of the game (logged by every evaluation of a run).
 """
@@ -26,6 +27,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--label", action="append", metavar="NAME",
                         help="a name per run, in order (default: the directory names)")
     parser.add_argument("--out", metavar="F.png", help="also draw the curves into this PNG")
+    parser.add_argument("--log", action="store_true",
+                        help="draw the y axes on a symmetric log scale (linear within 1 of 0)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
 
 
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         print(curves_table(curves), end="")
     if args.out is not None:
         try:
-            plot_curves(curves, args.out)
+            plot_curves(curves, args.out, log=args.log)
         except OSError as exc:
             print(f"orderchaos curves: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
             return 1

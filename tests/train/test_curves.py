@@ -8,7 +8,7 @@ import pytest
 from torch.utils.tensorboard import SummaryWriter
 
 from orderchaos.cli.main import main
-from orderchaos.train.curves import curves_table, plot_curves, read_scalars, select_curves
+from orderchaos.train.curves import curves_figure, curves_table, plot_curves, read_scalars, select_curves
 
 
 def _run(directory: Path, scalars: dict[str, list[tuple[int, float]]], purge_step: int | None = None) -> Path:
@@ -81,6 +81,12 @@ def test_bad_runs_patterns_and_labels_are_refused(two_runs, tmp_path):
 def test_plot_writes_a_png(two_runs, tmp_path):
     out = plot_curves(select_curves(two_runs, ["eval/accuracy_*"]), tmp_path / "c.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_log_draws_every_panel_on_a_symmetric_log_scale(two_runs):
+    curves = select_curves(two_runs, ["eval/accuracy_*"])
+    assert {ax.get_yscale() for ax in curves_figure(curves, log=True).axes if ax.get_visible()} == {"symlog"}
+    assert {ax.get_yscale() for ax in curves_figure(curves).axes if ax.get_visible()} == {"linear"}
 
 
 def test_cli_prints_the_table_then_draws(two_runs, tmp_path, capsys):
