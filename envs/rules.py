@@ -425,7 +425,7 @@ def parse_action_name(name: str) -> int:
     """The action named ``name`` as :func:`action_name` writes it (a cell, a space, a symbol:
     ``"c3 X"``); ValueError naming the accepted form otherwise."""
     parts = name.split()
-    if len(parts) != 2 or parts[1] not in SYMBOLS:
+    if len(parts) != 2 or parts[1] not in ("X", "O"):
         raise ValueError(f"bad move {name!r}: expected a cell and a symbol, like 'c3 X'")
     return 2 * parse_cell(parts[0]) + SYMBOLS.index(parts[1])
 

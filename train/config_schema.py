@@ -423,7 +423,8 @@ class EvalConfig:
     enabled: bool = _field(
         True,
         "false: no evaluation at all, not even at the end (fit() then returns no scalars); for "
-        "runs that time or test the training alone",
+        "runs that time or test the training alone. The exploitability walks (exploit_interval) "
+        "are apart from it",
     )
     exploit_interval: int = _field(
         0, "iterations between exact exploitability walks of the Order network (K=0, from the empty board), "

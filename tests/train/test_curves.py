@@ -84,9 +84,13 @@ def test_plot_writes_a_png(two_runs, tmp_path):
 
 
 def test_log_draws_every_panel_on_a_symmetric_log_scale(two_runs):
+    import matplotlib.pyplot as plt
+
     curves = select_curves(two_runs, ["eval/accuracy_*"])
-    assert {ax.get_yscale() for ax in curves_figure(curves, log=True).axes if ax.get_visible()} == {"symlog"}
-    assert {ax.get_yscale() for ax in curves_figure(curves).axes if ax.get_visible()} == {"linear"}
+    for log, scale in ((True, "symlog"), (False, "linear")):
+        fig = curves_figure(curves, log=log)
+        assert {ax.get_yscale() for ax in fig.axes if ax.get_visible()} == {scale}
+        plt.close(fig)
 
 
 def test_cli_prints_the_table_then_draws(two_runs, tmp_path, capsys):
