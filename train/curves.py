@@ -104,10 +104,15 @@ def _cell(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
 
 
+LOG_SPAN = 100.0
+"""With ``log``, a panel whose values span more than this factor is drawn on a log axis."""
+
+
 def curves_figure(curves: list[Curve], title: str | None = None, log: bool = False) -> Any:
     """A matplotlib figure: a panel per tag, a line per run, step on the x axis. ``log``: a
-    symmetric log y axis, linear within 1 of 0, for counts that fall by orders of magnitude
-    down to 0 (``exploit/refutations``)."""
+    symmetric log y axis (linear within 1 of 0) on each panel whose values span more than a
+    factor of :data:`LOG_SPAN`, for counts that fall by orders of magnitude down to 0
+    (``exploit/refutations``); the other panels stay linear, where their ticks are read."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -123,7 +128,8 @@ def curves_figure(curves: list[Curve], title: str | None = None, log: bool = Fal
             ax.plot(steps, [v for _, v in curve.points], marker="o", markersize=3, label=curve.run)
         ax.set_title(tag, fontsize=10)
         ax.set_xlabel("iteration")
-        if log:
+        values = [abs(v) for c in curves if c.tag == tag for _, v in c.points]
+        if log and values and max(values) > LOG_SPAN * max(1.0, min(values)):
             ax.set_yscale("symlog", linthresh=1)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(tags):]:

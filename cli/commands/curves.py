@@ -3,8 +3,9 @@
   orderchaos curves RUN [RUN ...] [--tag PATTERN ...] [--label NAME ...] [--out F.png] [--log] [--json]
 
 prints a markdown table (one row per run and evaluation step, one column per tag) and, with
---out, draws one PNG with a panel per tag and a line per run (--log: a symmetric log y axis,
-for counts such as exploit/refutations that fall by orders of magnitude to 0). Tags are names or shell-style
+--out, draws one PNG with a panel per tag and a line per run (--log: a symmetric log y axis
+on each panel whose values span more than a factor of 100, such as exploit/refutations
+falling by orders of magnitude to 0). Tags are names or shell-style
 patterns; the default, eval/accuracy_*_chaos, is the Chaos network's optimal-move accuracy
 at each stage of the game (logged by every evaluation of a run).
 """
@@ -28,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="a name per run, in order (default: the directory names)")
     parser.add_argument("--out", metavar="F.png", help="also draw the curves into this PNG")
     parser.add_argument("--log", action="store_true",
-                        help="draw the y axes on a symmetric log scale (linear within 1 of 0)")
+                        help="a symmetric log y axis (linear within 1 of 0) on each panel whose values span more than a factor of 100")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
 
 
