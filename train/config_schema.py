@@ -433,8 +433,9 @@ class EvalConfig:
     )
     exploit_max_positions: int = _field(
         4_000_000, "the exploitability walk's budget in Order-to-move positions: a walk that asks more stops "
-        "there and logs exploit/complete 0 with no refutation count (0: no limit). A strong network's "
-        "tree is about 1M positions; a weak one's can pass 20M",
+        "there and logs exploit/complete 0 with no refutation count, then a refutation search gives "
+        "exploit/perfect 0 if it finds a line (0: no limit). A strong network's tree is about 1M "
+        "positions; a weak one's can pass 20M",
         min=0,
     )
 
