@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +105,55 @@ def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
             assert torch.equal(value.cpu(), first[role][key])
     trainer.fit()
     assert json.loads((find_policy_dir(run_dir) / "meta.json").read_text())["step"] == 3
+
+
+# Self-play games ended at a solver proof and solver targets solved in the training process:
+# the solver there keeps its table from call to call, and node-limited proofs depend on it.
+LOCAL_SOLVER = ["eval.enabled=false", "selfplay.solver_process=false", "selfplay.solver_end_depth=20",
+                "selfplay.solver_end_fraction=0.5", "selfplay.solver_depth=24"]
+
+
+def assert_same_table(a: dict, b: dict) -> None:
+    for key, value in a.items():
+        assert np.array_equal(value, b[key]), key
+
+
+def test_a_resumed_run_keeps_the_solver_table_and_follows_the_unstopped_run(tmp_path: Path) -> None:
+    """Three iterations in one go, and two plus a resumed third, end with the same weights and
+    the same solver table: the checkpoint holds the table of the training process's solver,
+    so the resumed run starts from the table the run had when it stopped, not an empty one."""
+    straight = make_trainer(load_config(SMOKE, [*LOCAL_SOLVER, "run.iterations=3"]), tmp_path / "straight")
+    straight.fit()
+    halves = make_trainer(load_config(SMOKE, [*LOCAL_SOLVER, "run.iterations=2"]), tmp_path / "halves")
+    halves.fit()
+    resumed = make_trainer(load_config(SMOKE, [*LOCAL_SOLVER, "run.iterations=3"]), tmp_path / "halves", resume=True)
+    assert resumed.local_solver.tt_entries > 0
+    assert_same_table(resumed.local_solver.table_state(), halves.local_solver.table_state())
+    resumed.fit()
+    assert_same_table(resumed.local_solver.table_state(), straight.local_solver.table_state())
+    a, b = run_weights(tmp_path / "straight"), run_weights(tmp_path / "halves")
+    for role in a:
+        for key in a[role]:
+            assert torch.equal(a[role][key], b[role][key]), (role, key)
+
+
+def test_a_checkpoint_without_a_solver_table_resumes_with_an_empty_one_and_a_warning(tmp_path: Path, monkeypatch) -> None:
+    """A checkpoint written before the solver table was saved still loads; the run warns
+    that it goes on with an empty table where it uses one, and says nothing where not."""
+    from orderchaos.train.alphazero import AlphaZeroTrainer
+
+    saved_state = AlphaZeroTrainer.extra_state
+    monkeypatch.setattr(AlphaZeroTrainer, "extra_state",
+                        lambda self: {k: v for k, v in saved_state(self).items() if k != "solver"})
+    make_trainer(load_config(SMOKE, [*LOCAL_SOLVER, "run.iterations=1"]), tmp_path / "old").fit()
+    make_trainer(load_config(SMOKE, ["eval.enabled=false", "run.iterations=1"]), tmp_path / "plain").fit()
+    monkeypatch.undo()
+    with pytest.warns(UserWarning, match="no solver table") as caught:
+        resumed = make_trainer(load_config(SMOKE, [*LOCAL_SOLVER, "run.iterations=2"]), tmp_path / "old", resume=True)
+    assert len(caught) == 1 and resumed.iteration == 1 and resumed.local_solver.tt_entries == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # solver targets in worker processes, no games ended: no warning
+        make_trainer(load_config(SMOKE, ["eval.enabled=false", "run.iterations=2"]), tmp_path / "plain", resume=True)
 
 
 def test_resume_after_sigkill_loses_at_most_one_interval(tmp_path: Path) -> None:
