@@ -206,30 +206,34 @@ class AlphaZeroTrainer(Trainer):
 
     def extra_state(self) -> dict[str, Any]:
         """The replay buffers (after adding the rows still waiting for solver targets), the
-        mistake positions and the table of this process's solver."""
+        mistake positions, and the tables of this process's solver and of the solver
+        worker's (:meth:`SolverWorker.table_state`)."""
         self.flush()
         return {
             "replay": {role: buf.state_dict() for role, buf in self.replay.items()},
             "mistakes": {role: buf.state_dict() for role, buf in self.mistakes.items()},
             "solver": self.local_solver.table_state(),
+            "solver_workers": self.solver.table_state(),
         }
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
-        """Restore the replay buffers, mistake positions and solver table (checkpoints
+        """Restore the replay buffers, mistake positions and solver tables (checkpoints
         written before mistake positions existed have none; one written before the solver
-        table was saved goes on with an empty table, with a warning)."""
+        tables were saved goes on with empty ones, with a warning where a solver works)."""
         for role, buf in self.replay.items():
             buf.load_state_dict(state["replay"][role])
         for role, buf in self.mistakes.items():
             if role in state.get("mistakes", {}):
                 buf.load_state_dict(state["mistakes"][role])
         cfg = self.config.selfplay
+        if state.get("solver_workers") is not None:
+            self.solver.load_table_state(state["solver_workers"])
         if "solver" in state:
             self.local_solver.load_table_state(state["solver"])
-        elif cfg.solver_end_depth or (cfg.solver_depth and not cfg.solver_process):
+        elif cfg.solver_end_depth or cfg.solver_depth:
             warnings.warn(
-                "the checkpoint holds no solver table (an older format): the run goes on with "
-                "an empty one, so it will not take the path it would have taken unstopped",
+                "the checkpoint holds no solver tables (an older format): the run goes on with "
+                "empty ones, so it will not take the path it would have taken unstopped",
                 stacklevel=2,
             )
 
