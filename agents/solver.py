@@ -168,13 +168,15 @@ class Solver:
         self.hist[:] = 0
 
     def table_state(self) -> dict[str, Any]:
-        """What this solver has learnt, for a trainer-state file: the occupied table slots
-        (index, keys, result, work) and the history scores. A node-limited proof depends on
-        them, so a run that resumes with them solves on as if it had not stopped."""
-        slots = np.flatnonzero(self.tt_v)
+        """What this solver has learnt, for a trainer-state file: which table slots are
+        occupied (a bit each), their keys, results and work, and the history scores. A
+        node-limited proof depends on them, so a run that resumes with them solves on as if
+        it had not stopped."""
+        occupied = self.tt_v != 0
+        slots = np.flatnonzero(occupied)
         return {
             "tt_bits": self.tt_capacity.bit_length() - 1,
-            "slots": slots,
+            "occupied": np.packbits(occupied),
             "x": self.tt_x[slots],
             "o": self.tt_o[slots],
             "v": self.tt_v[slots],
@@ -191,7 +193,7 @@ class Solver:
                 f"{self.tt_capacity} entries"
             )
         self.clear()
-        slots = np.asarray(state["slots"], dtype=np.int64)
+        slots = np.flatnonzero(np.unpackbits(state["occupied"], count=self.tt_capacity))
         self.tt_x[slots] = state["x"]
         self.tt_o[slots] = state["o"]
         self.tt_v[slots] = state["v"]

@@ -129,7 +129,7 @@ def test_a_resumed_run_keeps_the_solver_tables_and_follows_the_unstopped_run(
     resumed.fit()
     straight = load_checkpoint(latest_checkpoint(tmp_path / "straight"))[2]["extra"]
     halves = load_checkpoint(latest_checkpoint(tmp_path / "halves"))[2]["extra"]
-    assert len(straight[table]["slots"]) > 0
+    assert len(straight[table]["v"]) > 0
     for name in ("solver", "solver_workers"):
         assert (straight[name] is None) == (halves[name] is None), name
         for key, value in (straight[name] or {}).items():
