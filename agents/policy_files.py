@@ -275,7 +275,9 @@ def save_checkpoint(
         extra: dict[str, bytes] = {}
         if trainer_state is not None:
             buffer = io.BytesIO()
-            torch.save(trainer_state, buffer)
+            # Protocol 4 writes numpy arrays' bytes as they are (protocol 2, torch's default,
+            # re-encodes them, a third larger for the solver tables' keys).
+            torch.save(trainer_state, buffer, pickle_protocol=4)
             extra[TRAINER_STATE] = buffer.getvalue()
         full_meta = {**meta, "step": step, "git_commit": git_commit()}
         save_policy_dir(tmp, nets, full_meta, extra)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -165,6 +166,39 @@ class Solver:
         self.tt_v[:] = 0
         self.tt_w[:] = 0
         self.hist[:] = 0
+
+    def table_state(self) -> dict[str, Any]:
+        """What this solver has learnt, for a trainer-state file: which table slots are
+        occupied (a bit each), their keys, results and work, and the history scores. A
+        node-limited proof depends on them, so a run that resumes with them solves on as if
+        it had not stopped."""
+        occupied = self.tt_v != 0
+        slots = np.flatnonzero(occupied)
+        return {
+            "tt_bits": self.tt_capacity.bit_length() - 1,
+            "occupied": np.packbits(occupied),
+            "x": self.tt_x[slots],
+            "o": self.tt_o[slots],
+            "v": self.tt_v[slots],
+            "w": self.tt_w[slots],
+            "history": self.hist.copy(),
+        }
+
+    def load_table_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`table_state`; ValueError when it was saved from a table of another
+        size. Slots it does not list are left empty, which is all a search reads of them."""
+        if state["tt_bits"] != self.tt_capacity.bit_length() - 1:
+            raise ValueError(
+                f"solver table of 2**{state['tt_bits']} entries cannot be loaded into one of "
+                f"{self.tt_capacity} entries"
+            )
+        self.clear()
+        slots = np.flatnonzero(np.unpackbits(state["occupied"], count=self.tt_capacity))
+        self.tt_x[slots] = state["x"]
+        self.tt_o[slots] = state["o"]
+        self.tt_v[slots] = state["v"]
+        self.tt_w[slots] = state["w"]
+        self.hist[:] = state["history"]
 
     @property
     def tt_entries(self) -> int:

@@ -15,6 +15,7 @@ lost them, corrected by the solver, are mixed into training batches
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ import torch
 
 from orderchaos.agents.network import masked_log_softmax
 from orderchaos.agents.network_agent import NetworkEvaluator, NeuralAgent
+from orderchaos.agents.solver import Solver
 from orderchaos.envs.rules import AGENTS, State
 from orderchaos.arena.mistakes import collect_mistakes, labelled_rows, mistake_rows, ranked_moves
 from orderchaos.train.replay_buffer import ReplayBuffer
@@ -167,6 +169,10 @@ class AlphaZeroTrainer(Trainer):
             precision=config.run.inference_precision,
         )
         self.solver = SolverWorker(config.selfplay.solver_workers)
+        # The solver of this process: it ends self-play games at a proof and, without
+        # selfplay.solver_process, gives the solver targets. A node-limited proof depends on
+        # what its table holds, so the table is part of the checkpoint.
+        self.local_solver = Solver()
         # bf16 autocast of the learner's forward pass: CUDA only (the CPU path stays float32)
         self.bf16 = config.optim.bf16 and self.device.type == "cuda"
         self._pending: list[tuple[TrainingRows, list[int], PendingTargets]] = []
@@ -199,22 +205,37 @@ class AlphaZeroTrainer(Trainer):
         self.solver.close()
 
     def extra_state(self) -> dict[str, Any]:
-        """The replay buffers (after adding the rows still waiting for solver targets) and
-        the mistake positions."""
+        """The replay buffers (after adding the rows still waiting for solver targets), the
+        mistake positions, and the tables of this process's solver and of the solver
+        worker's (:meth:`SolverWorker.table_state`)."""
         self.flush()
         return {
             "replay": {role: buf.state_dict() for role, buf in self.replay.items()},
             "mistakes": {role: buf.state_dict() for role, buf in self.mistakes.items()},
+            "solver": self.local_solver.table_state(),
+            "solver_workers": self.solver.table_state(),
         }
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
-        """Restore the replay buffers and mistake positions (checkpoints written before
-        mistake positions existed have none)."""
+        """Restore the replay buffers, mistake positions and solver tables (checkpoints
+        written before mistake positions existed have none; one written before the solver
+        tables were saved goes on with empty ones, with a warning where a solver works)."""
         for role, buf in self.replay.items():
             buf.load_state_dict(state["replay"][role])
         for role, buf in self.mistakes.items():
             if role in state.get("mistakes", {}):
                 buf.load_state_dict(state["mistakes"][role])
+        cfg = self.config.selfplay
+        if state.get("solver_workers") is not None:
+            self.solver.load_table_state(state["solver_workers"])
+        if "solver" in state:
+            self.local_solver.load_table_state(state["solver"])
+        elif cfg.solver_end_depth or cfg.solver_depth:
+            warnings.warn(
+                "the checkpoint holds no solver tables (an older format): the run goes on with "
+                "empty ones, so it will not take the path it would have taken unstopped",
+                stacklevel=2,
+            )
 
     def generate(self) -> dict[str, float]:
         """Play one batch of self-play games (and imitation games) and store their
@@ -224,7 +245,7 @@ class AlphaZeroTrainer(Trainer):
             net.eval()
         evaluated_before = self.evaluator.positions_evaluated
         logs, imitation, play_seconds = play_training_games(
-            self.evaluator, cfg, cfg.selfplay.games, cfg.selfplay.imitation_games, self.rng
+            self.evaluator, cfg, cfg.selfplay.games, cfg.selfplay.imitation_games, self.rng, self.local_solver
         )
         evaluations = self.evaluator.positions_evaluated - evaluated_before
         self.network_evaluations += evaluations
@@ -272,7 +293,7 @@ class AlphaZeroTrainer(Trainer):
         if cfg.solver_process:
             self._pending.append((rows, late, self.solver.submit(*args)))
             return {"charts/solver_positions": float(len(late))}
-        exact = solver_targets(*args)
+        exact = solver_targets(*args, solver=self.local_solver)
         self._add_solved(rows, late, exact)
         return {"charts/solver_positions": float(len(late)), "charts/solver_values": float(len(exact.values))}
 

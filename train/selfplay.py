@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from orderchaos.train.config_schema import (
     SELFPLAY_TEMPERATURE,
     WARMUP_OPENINGS,
 )
+
+if TYPE_CHECKING:
+    from orderchaos.agents.solver import Solver
 
 
 @dataclass
@@ -143,12 +146,16 @@ def play_lockstep(
     return logs
 
 
-def solver_ender(depth: int, node_limit: int) -> GameEnder:
+def solver_ender(depth: int, node_limit: int, solver: "Solver | None" = None) -> GameEnder:
     """A :data:`GameEnder` that ends a game once it has at most ``depth`` empty cells and
     the exact solver proves its winner within ``node_limit`` nodes (tried again each ply
     until it does), so that self-play spends the network's evaluations on the opening and
-    middle game and the rest is labelled exactly."""
-    from orderchaos.agents.solver import solve
+    middle game and the rest is labelled exactly. ``solver`` (default: the module-wide one)
+    keeps its table from call to call, so what it proves within the budget depends on what
+    it solved before."""
+    from orderchaos.agents.solver import default_solver
+
+    solve = (solver or default_solver()).solve
 
     def end(states: list[State]) -> list[str | None]:
         return [
@@ -311,12 +318,18 @@ def heuristic_opponents(fraction: float, n_games: int, rng: np.random.Generator)
 
 
 def play_training_games(
-    evaluator: NetworkEvaluator, config: Any, n_games: int, n_imitation: int, rng: np.random.Generator
+    evaluator: NetworkEvaluator,
+    config: Any,
+    n_games: int,
+    n_imitation: int,
+    rng: np.random.Generator,
+    solver: "Solver | None" = None,
 ) -> tuple[list[SelfPlayGame], list[SelfPlayGame], float]:
     """One batch of an iteration's games as ``config`` (a TrainConfig) says: ``n_games``
     self-play games (:func:`play_selfplay_games`, some against the heuristic agent) and
     ``n_imitation`` heuristic imitation games. Returns the self-play logs, the imitation logs and the self-play seconds.
-    The local trainer plays an iteration with it, each Ray actor its share."""
+    ``solver`` ends games at a proof (``selfplay.solver_end_depth``; default: the
+    module-wide solver). The local trainer plays an iteration with it, each Ray actor its share."""
     cfg = config
     started = time.perf_counter()
     opponents = heuristic_opponents(cfg.selfplay.heuristic_fraction, n_games, rng)
@@ -334,7 +347,7 @@ def play_training_games(
         on_policy=range(int(round(cfg.selfplay.on_policy_fraction * len(opponents)))),
         gumbel_considered=GUMBEL_CONSIDERED if cfg.mcts.gumbel else 0,
         end=(
-            solver_ender(cfg.selfplay.solver_end_depth, cfg.selfplay.solver_node_limit)
+            solver_ender(cfg.selfplay.solver_end_depth, cfg.selfplay.solver_node_limit, solver)
             if cfg.selfplay.solver_end_depth
             else None
         ),

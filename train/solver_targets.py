@@ -76,6 +76,16 @@ def targets_job(
     return solver_targets(states, node_limit, moves, candidates, solver=solver)
 
 
+def table_job(solver: Solver) -> dict[str, Any]:
+    """A pool worker's solver table (:meth:`Solver.table_state`), as a :class:`SolverPool` job."""
+    return solver.table_state()
+
+
+def load_table_job(solver: Solver, state: dict[str, Any]) -> None:
+    """Restore a pool worker's solver table from :func:`table_job`'s result."""
+    solver.load_table_state(state)
+
+
 class SolverWorker:
     """Computes :func:`solver_targets` on a :class:`SolverPool` of ``workers`` workers of
     ``kind`` (``processes``, or ``ray`` with ``num_cpus`` per actor): a batch is dealt out
@@ -88,6 +98,7 @@ class SolverWorker:
         self.workers = workers
         self.pool = SolverPool(kind, workers, num_cpus=num_cpus)
         self.failures = 0
+        self.started = False  # whether a batch was ever submitted (the workers start then)
 
     def targets(self, *args: Any, **kwargs: Any) -> SolverTargets:
         """Like :func:`solver_targets` (same arguments), in the workers, waiting for the
@@ -104,12 +115,32 @@ class SolverWorker:
         """Start :func:`solver_targets` in the workers and return at once; the caller
         collects the targets with :meth:`PendingTargets.result` (and can work meanwhile)."""
         states = list(states)
+        self.started = True
         shares = deal(states, candidates, self.workers)
         batch = self.pool.map_async(
             targets_job,
             [(share, node_limit, moves, share_candidates) for _, share, share_candidates in shares],
         )
         return PendingTargets(batch, self.workers, lambda exc: self._lost(len(states), exc))
+
+    def table_state(self) -> dict[str, Any] | None:
+        """The table of the one local worker's solver (after the batches submitted before),
+        for a checkpoint: a node-limited proof depends on it. None when there is nothing
+        to keep: no batch was submitted yet, or the workers are several (which worker
+        solves which share depends on timing) or Ray actors."""
+        if not self.started or self.workers != 1 or self.pool.kind == "ray":
+            return None
+        try:
+            return self.pool.map(table_job, [()])[0]
+        except SolverPoolError as exc:
+            warnings.warn(f"{exc}; the checkpoint keeps no solver table of the worker", stacklevel=2)
+            return None
+
+    def load_table_state(self, state: dict[str, Any]) -> None:
+        """Give the one local worker the table of :meth:`table_state` (starting it)."""
+        if self.workers == 1 and self.pool.kind != "ray":
+            self.pool.map(load_table_job, [(state,)])
+            self.started = True
 
     def _lost(self, count: int, exc: SolverPoolError) -> None:
         """Count a failed batch and warn (after a dead worker process, the next batch

@@ -14,7 +14,7 @@ from orderchaos.bench.solver import sensible_positions
 from orderchaos.envs.rules import CELLS, CHAOS, ORDER, State, parse_board, threat_pairs
 from orderchaos.envs.symmetry import NUM_SYMMETRIES, transform_bits, transform_state
 
-from helpers import brute_force, order_wins_within, random_board
+from helpers import brute_force, order_wins_within, random_board, random_game
 
 
 def fresh_solver() -> Solver:
@@ -218,6 +218,25 @@ def test_node_limit_gives_unknown() -> None:
 def test_time_limit_gives_unknown() -> None:
     result = fresh_solver().solve(HARD, time_limit=0.05)
     assert result.winner is None and result.seconds < 1.0
+
+
+def test_a_restored_table_goes_on_as_the_saved_one_would() -> None:
+    """A node-limited proof depends on the table: this position needs three tries of 1000
+    nodes. A solver restored from the table after two tries proves it on the third, with
+    the same node count as the solver it was saved from; a fresh one does not."""
+    position = random_game(11)[11]
+    saved = Solver(tt_bits=16, history=True)
+    assert [saved.solve(position, node_limit=1000).winner for _ in range(2)] == [None, None]
+    restored = Solver(tt_bits=16, history=True)
+    restored.load_table_state(saved.table_state())
+    assert saved.tt_entries > 0 and saved.hist.any()
+    for key, value in saved.table_state().items():  # keys, results, work (slot choice), history
+        assert np.array_equal(restored.table_state()[key], value), key
+    third, again = saved.solve(position, node_limit=1000), restored.solve(position, node_limit=1000)
+    assert third.winner == again.winner == ORDER and third.nodes == again.nodes
+    assert Solver(tt_bits=16, history=True).solve(position, node_limit=1000).winner is None
+    with pytest.raises(ValueError, match="2\\*\\*16 entries"):
+        Solver(tt_bits=17).load_table_state(saved.table_state())
 
 
 def test_bad_arguments_are_refused_with_clear_errors() -> None:

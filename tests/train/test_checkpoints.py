@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +105,60 @@ def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
             assert torch.equal(value.cpu(), first[role][key])
     trainer.fit()
     assert json.loads((find_policy_dir(run_dir) / "meta.json").read_text())["step"] == 3
+
+
+# Solvers keep their tables from call to call, and a node-limited proof depends on them:
+# the solver of the training process (games ended at a proof, solver targets solved there)
+# and that of the one solver worker process (solver targets with selfplay.solver_process).
+LOCAL_SOLVER = ["eval.enabled=false", "selfplay.solver_process=false", "selfplay.solver_end_depth=20",
+                "selfplay.solver_end_fraction=0.5", "selfplay.solver_depth=24"]
+WORKER_SOLVER = ["eval.enabled=false", "selfplay.solver_process=true", "selfplay.solver_depth=24"]
+
+
+@pytest.mark.parametrize("overrides, table", [(LOCAL_SOLVER, "solver"), (WORKER_SOLVER, "solver_workers")],
+                         ids=["local", "worker"])
+def test_a_resumed_run_keeps_the_solver_tables_and_follows_the_unstopped_run(
+    tmp_path: Path, overrides: list[str], table: str
+) -> None:
+    """Three iterations in one go, and two plus a resumed third, end with the same weights and
+    the same solver tables: the checkpoint holds them, so the resumed run starts from the
+    tables the run had when it stopped, not from empty ones."""
+    make_trainer(load_config(SMOKE, [*overrides, "run.iterations=3"]), tmp_path / "straight").fit()
+    make_trainer(load_config(SMOKE, [*overrides, "run.iterations=2"]), tmp_path / "halves").fit()
+    resumed = make_trainer(load_config(SMOKE, [*overrides, "run.iterations=3"]), tmp_path / "halves", resume=True)
+    resumed.fit()
+    straight = load_checkpoint(latest_checkpoint(tmp_path / "straight"))[2]["extra"]
+    halves = load_checkpoint(latest_checkpoint(tmp_path / "halves"))[2]["extra"]
+    assert len(straight[table]["v"]) > 0
+    for name in ("solver", "solver_workers"):
+        assert (straight[name] is None) == (halves[name] is None), name
+        for key, value in (straight[name] or {}).items():
+            assert np.array_equal(value, halves[name][key]), (name, key)
+    a, b = run_weights(tmp_path / "straight"), run_weights(tmp_path / "halves")
+    for role in a:
+        for key in a[role]:
+            assert torch.equal(a[role][key], b[role][key]), (role, key)
+
+
+def test_a_checkpoint_without_solver_tables_resumes_with_empty_ones_and_a_warning(tmp_path: Path, monkeypatch) -> None:
+    """A checkpoint written before the solver tables were saved still loads; the run warns
+    that it goes on with empty tables where it uses a solver, and says nothing where not."""
+    from orderchaos.train.alphazero import AlphaZeroTrainer
+
+    saved_state = AlphaZeroTrainer.extra_state
+    monkeypatch.setattr(AlphaZeroTrainer, "extra_state",
+                        lambda self: {k: v for k, v in saved_state(self).items() if k not in ("solver", "solver_workers")})
+    make_trainer(load_config(SMOKE, [*LOCAL_SOLVER, "run.iterations=1"]), tmp_path / "old").fit()
+    no_solver = ["eval.enabled=false", "selfplay.solver_depth=0"]
+    make_trainer(load_config(SMOKE, [*no_solver, "run.iterations=1"]), tmp_path / "plain").fit()
+    monkeypatch.undo()
+    with pytest.warns(UserWarning, match="no solver tables") as caught:
+        resumed = make_trainer(load_config(SMOKE, [*LOCAL_SOLVER, "run.iterations=2"]), tmp_path / "old", resume=True)
+    assert len(caught) == 1 and resumed.iteration == 1 and resumed.local_solver.tt_entries == 0
+    resumed.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make_trainer(load_config(SMOKE, [*no_solver, "run.iterations=2"]), tmp_path / "plain", resume=True)
 
 
 def test_resume_after_sigkill_loses_at_most_one_interval(tmp_path: Path) -> None:
