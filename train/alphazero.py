@@ -25,6 +25,7 @@ import torch
 from orderchaos.agents.network import masked_log_softmax
 from orderchaos.agents.network_agent import NetworkEvaluator, NeuralAgent
 from orderchaos.agents.solver import Solver
+from orderchaos.agents.solver_pool import SolverPoolError
 from orderchaos.envs.rules import AGENTS, State
 from orderchaos.arena.mistakes import collect_mistakes, labelled_rows, mistake_rows, ranked_moves
 from orderchaos.train.replay_buffer import ReplayBuffer
@@ -226,14 +227,18 @@ class AlphaZeroTrainer(Trainer):
             if role in state.get("mistakes", {}):
                 buf.load_state_dict(state["mistakes"][role])
         cfg = self.config.selfplay
-        if state.get("solver_workers") is not None:
-            self.solver.load_table_state(state["solver_workers"])
-        if "solver" in state:
-            self.local_solver.load_table_state(state["solver"])
-        elif cfg.solver_end_depth or cfg.solver_depth:
+        try:
+            if state.get("solver_workers") is not None:
+                self.solver.load_table_state(state["solver_workers"])
+            if "solver" in state:
+                self.local_solver.load_table_state(state["solver"])
+            elif cfg.solver_end_depth or cfg.solver_depth:
+                raise ValueError("the checkpoint holds no solver tables (an older format)")
+        except (ValueError, SolverPoolError) as exc:
+            self.local_solver.clear()
             warnings.warn(
-                "the checkpoint holds no solver tables (an older format): the run goes on with "
-                "empty ones, so it will not take the path it would have taken unstopped",
+                f"{exc}: the run goes on with empty solver tables, so it will not take the path "
+                "it would have taken unstopped",
                 stacklevel=2,
             )
 

@@ -161,6 +161,24 @@ def test_a_checkpoint_without_solver_tables_resumes_with_empty_ones_and_a_warnin
         make_trainer(load_config(SMOKE, [*no_solver, "run.iterations=2"]), tmp_path / "plain", resume=True)
 
 
+def test_a_solver_table_of_another_size_resumes_with_empty_tables_and_a_warning(tmp_path: Path, monkeypatch) -> None:
+    """The tables are a cache: one that does not fit (a checkpoint from a build with another
+    table size) is dropped with a warning, not a run that can no longer resume."""
+    from orderchaos.agents.solver import Solver
+    from orderchaos.train.alphazero import AlphaZeroTrainer
+
+    saved_state = AlphaZeroTrainer.extra_state
+    monkeypatch.setattr(AlphaZeroTrainer, "extra_state",
+                        lambda self: {**saved_state(self), "solver": Solver(tt_bits=12).table_state()})
+    make_trainer(load_config(SMOKE, [*LOCAL_SOLVER, "run.iterations=1"]), tmp_path / "run").fit()
+    monkeypatch.undo()
+    with pytest.warns(UserWarning, match="cannot be loaded") as caught:
+        resumed = make_trainer(load_config(SMOKE, [*LOCAL_SOLVER, "run.iterations=2"]), tmp_path / "run", resume=True)
+    assert len(caught) == 1 and resumed.iteration == 1 and resumed.local_solver.tt_entries == 0
+    resumed.fit()
+    resumed.close()
+
+
 def test_resume_after_sigkill_loses_at_most_one_interval(tmp_path: Path) -> None:
     """Kill a run just after its second checkpoint (two are kept then, so resuming from
     the older one would lose more than an interval); the last iteration it completed is
