@@ -119,13 +119,15 @@ def curves_figure(curves: list[Curve], title: str | None = None, log: bool = Fal
     import matplotlib.pyplot as plt
 
     tags = sorted({c.tag for c in curves})
+    runs = list(dict.fromkeys(c.run for c in curves))  # a run keeps its colour on every panel
     columns = min(len(tags), 2)
     rows = -(-len(tags) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.4 * rows), squeeze=False)
     for ax, tag in zip(axes.flat, tags):
         for curve in (c for c in curves if c.tag == tag):
             steps = [s for s, _ in curve.points]
-            ax.plot(steps, [v for _, v in curve.points], marker="o", markersize=3, label=curve.run)
+            ax.plot(steps, [v for _, v in curve.points], marker="o", markersize=3, label=curve.run,
+                    color=f"C{runs.index(curve.run) % 10}")
         ax.set_title(tag, fontsize=10)
         ax.set_xlabel("iteration")
         values = [abs(v) for c in curves if c.tag == tag for _, v in c.points]
@@ -134,7 +136,8 @@ def curves_figure(curves: list[Curve], title: str | None = None, log: bool = Fal
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(tags):]:
         ax.set_visible(False)
-    axes.flat[0].legend(fontsize=8)
+    for ax in list(axes.flat)[:len(tags)]:
+        ax.legend(fontsize=8)  # on each panel: a run may lack a tag
     if title:
         fig.suptitle(title)
     fig.tight_layout()

@@ -94,6 +94,20 @@ def test_log_draws_a_panel_spanning_orders_of_magnitude_on_a_symmetric_log_scale
         plt.close(fig)
 
 
+def test_a_run_keeps_its_colour_and_its_label_on_a_panel_the_other_run_lacks():
+    import matplotlib.pyplot as plt
+
+    curves = [Curve("seed 1", "exploit/positions", ((40, 3.0),)), Curve("seed 2", "exploit/positions", ((40, 4.0),)),
+              Curve("seed 2", "exploit/perfect", ((40, 0.0),))]
+    fig = curves_figure(curves)
+    perfect, positions = (ax for ax in fig.axes if ax.get_visible())  # panels sorted by tag
+    colour = {line.get_label(): line.get_color() for line in positions.get_lines()}
+    assert colour["seed 1"] != colour["seed 2"]
+    assert [(line.get_label(), line.get_color()) for line in perfect.get_lines()] == [("seed 2", colour["seed 2"])]
+    assert [text.get_text() for text in perfect.get_legend().get_texts()] == ["seed 2"]
+    plt.close(fig)
+
+
 def test_cli_prints_the_table_then_draws(two_runs, tmp_path, capsys):
     out = tmp_path / "plots" / "chaos.png"
     assert main(["curves", *map(str, two_runs), "--out", str(out)]) == 0
