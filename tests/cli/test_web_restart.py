@@ -74,8 +74,9 @@ def test_sigterm_tells_the_page_in_its_language_and_the_page_comes_back(tmp_path
                 expect(status).to_have_text(RESTARTING)
                 assert server.wait(timeout=10) == 0
                 server = start_server(db, port, log)
-                # reconnected by itself, back in the seat of the same game
-                expect(status).to_have_text(WAITING_FRIEND)
+                # reconnected by itself, back in the seat of the same game; the page backs off
+                # up to 5 s between tries while the server is down, past expect's 5 s default
+                expect(status).to_have_text(WAITING_FRIEND, timeout=TIMEOUT_MS)
                 assert tab.url == game_url
             finally:
                 browser.close()
