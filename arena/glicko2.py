@@ -178,7 +178,7 @@ established one, more certain than a newcomer's."""
 
 def puzzle_start_rating(plies: int, tempting: int) -> Rating:
     """A new puzzle's rating from its difficulty: ``plies`` to the end of its line and the
-    number of ``tempting`` wrong moves (:func:`orderchaos.arena.puzzles.tempting_moves`),
+    number of ``tempting`` wrong moves (:func:`orderchaos.learn.puzzles.tempting_moves`),
     ``800 + 50 plies + 60 min(tempting, 12)`` clamped to 600..2600, deviation 250."""
     if plies < 1 or tempting < 0:
         raise ValueError(f"plies must be at least 1 and tempting at least 0, got {plies} and {tempting}")

@@ -137,7 +137,7 @@ def solver_section() -> Iterator[str]:
 def prover_section() -> Iterator[str]:
     """The prover on small boards, inline and with two worker processes."""
     from orderchaos.agents.proof_book import ProofBook
-    from orderchaos.arena.prove import ProveConfig, Prover
+    from orderchaos.proof.prove import ProveConfig, Prover
 
     tiny = ProveConfig(first_budget=1, growth=2, cap=1, tt_bits=14)
     for state in [s for s in _random_positions(13, 400) if 8 <= s.num_empty <= 10][:4]:

@@ -14,15 +14,12 @@ from orderchaos.agents.base import Agent
 from orderchaos.envs.rules import (
     AGENTS,
     ORDER,
-    SYMBOLS,
     IllegalActionError,
     State,
     action_name,
-    cell_name,
-    parse_cell,
     render_ascii,
 )
-from orderchaos.arena.analysis import Hint, hint, hint_sentence
+from orderchaos.arena.analysis import Hint, MoveInputError, hint, hint_sentence, parse_move
 from orderchaos.arena.game_files import GameRecord
 
 HELP_TEXT = """\
@@ -37,44 +34,6 @@ Commands:
   quit   leave the game (end of input also quits)"""
 
 QUIT_WORDS = {"quit", "exit", "q"}
-
-
-class MoveInputError(ValueError):
-    """Text that is not a move here; the message says what was wrong and what is accepted."""
-
-
-def parse_move(text: str, state: State) -> int:
-    """The action for a typed move such as ``c3 X``, ``X c3`` or ``c3x`` (any case).
-
-    Raises MoveInputError when the text is not a cell plus a symbol or the cell is taken.
-    """
-    tokens = text.replace(",", " ").lower().split()
-    cell_text = symbol_text = None
-    if len(tokens) == 2:
-        if tokens[0] in ("x", "o"):
-            symbol_text, cell_text = tokens
-        elif tokens[1] in ("x", "o"):
-            cell_text, symbol_text = tokens
-    elif len(tokens) == 1 and len(tokens[0]) == 3:
-        word = tokens[0]
-        if word[0] in "xo":
-            symbol_text, cell_text = word[0], word[1:]
-        elif word[-1] in "xo":
-            cell_text, symbol_text = word[:-1], word[-1]
-    if cell_text is None or symbol_text is None:
-        raise MoveInputError(
-            f"could not read {text.strip()!r} as a move: type a cell (a-f, 1-6) and a "
-            f"symbol (X or O), like 'c3 X' or 'X c3'; 'help' lists the commands"
-        )
-    try:
-        cell = parse_cell(cell_text)
-    except ValueError as exc:
-        raise MoveInputError(f"could not read {text.strip()!r} as a move: {exc}") from None
-    if (state.x | state.o) >> cell & 1:
-        raise MoveInputError(
-            f"{cell_name(cell)} already holds {state.cell(cell)}; choose an empty cell"
-        )
-    return 2 * cell + SYMBOLS.lower().index(symbol_text)
 
 
 def solver_hint(state: State, time_limit: float) -> Hint:

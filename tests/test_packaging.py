@@ -18,7 +18,7 @@ import importlib.util, json, sys
 import orderchaos
 from orderchaos.agents.policy_files import pretrained_dir
 from orderchaos.arena.positions import DEFAULT_POSITIONS
-from orderchaos.arena.puzzles import SHIPPED_PUZZLES
+from orderchaos.learn.puzzles import SHIPPED_PUZZLES
 from orderchaos.bench.train import TRAINED_NETWORKS, trained_networks
 from pathlib import Path
 print(json.dumps({
@@ -29,7 +29,7 @@ print(json.dumps({
     "pretrained": (pretrained_dir() / "meta.json").is_file(),
     "positions": DEFAULT_POSITIONS.is_file(),
     "puzzles": SHIPPED_PUZZLES.is_file(),
-    "puzzle_page": (Path(importlib.util.find_spec("orderchaos.cli.web").origin).parent / "static" / "puzzles.js").is_file(),
+    "puzzle_page": (Path(importlib.util.find_spec("orderchaos.web").origin).parent / "static" / "puzzles.js").is_file(),
     "bench_networks": all((Path(trained_networks(c)) / "meta.json").is_file() for c in TRAINED_NETWORKS),
     "registered": "OrderChaos-v0" in __import__("gymnasium").registry,
 }))

@@ -24,7 +24,6 @@ import subprocess
 import tokenize
 from pathlib import Path
 
-import pytest
 
 from helpers import REPO
 
@@ -113,7 +112,7 @@ def test_the_rule_catches_process_wording_and_spares_the_software_s_sessions() -
     assert process_wording("the issue's target") and process_wording("as issue 15 set it")
     assert process_wording("false runs the modules, as runs made before it did")
     assert not process_wording("a web session keeps its seat; a scripted session; a Ray session")
-    assert not process_wording("from orderchaos.cli.web.sessions import Limits; session_id; session.run()")
+    assert not process_wording("from orderchaos.web.sessions import Limits; session_id; session.run()")
     code = 'def f():\n    session = 1  # nothing here\n    return fixture(scope="session")\n'
     assert not any(process_wording(text) for _, text in prose_of_python(code))
     code = f'x = "after {word} 18"  # a {word} of work\n'

@@ -1,6 +1,6 @@
 """Train an Order network's refutations away and keep the rest of its play.
 
-:func:`orderchaos.arena.exploit.exploit` finds every Chaos line, within a class, that beats
+:func:`orderchaos.proof.exploit.exploit` finds every Chaos line, within a class, that beats
 a deterministic Order player. :func:`repair` fine-tunes the Order network of a policy until
 the walk finds none, changing its greedy move only where it must:
 
@@ -48,7 +48,7 @@ from orderchaos.agents import strategy
 from orderchaos.agents.network import PolicyValueNet
 from orderchaos.agents.network_agent import NetworkEvaluator
 from orderchaos.agents.policy_files import find_policy_dir, load_policy_dir, pretrained_dir, save_policy_dir
-from orderchaos.arena.exploit import (
+from orderchaos.proof.exploit import (
     CENTRAL,
     MoveChooser,
     WorkDirError,
@@ -265,7 +265,7 @@ def _margins(logits: torch.Tensor, moves: torch.Tensor) -> torch.Tensor:
 
 def greedy_moves(net: PolicyValueNet, x: np.ndarray, o: np.ndarray) -> np.ndarray:
     """The Order network's greedy moves for arrays of X and O bitboards (Order to move), as
-    :func:`orderchaos.arena.exploit.network_chooser` plays them."""
+    :func:`orderchaos.proof.exploit.network_chooser` plays them."""
     return network_chooser(NetworkEvaluator({"order": net, "chaos": net}))(x, o)
 
 

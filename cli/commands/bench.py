@@ -5,7 +5,7 @@ PettingZoo / OpenSpiel peers when installed. ``orderchaos bench search``: MCTS s
 per second (against OpenSpiel's C++ MCTSBot when installed) and exact-solver times.
 ``orderchaos bench train``: network evaluation throughput and self-play games per second.
 ``orderchaos bench web``: the web server under 200 WebSocket clients on loopback (moves/s,
-move round trips, the store checked afterwards; ``orderchaos.cli.web.load``). ``all`` runs
+move round trips, the store checked afterwards; ``orderchaos.web.load``). ``all`` runs
 every target.
 """
 
@@ -22,7 +22,7 @@ TARGETS: dict[str, list[str]] = {
     "env": ["orderchaos.bench.envs:run"],
     "search": ["orderchaos.bench.search:run", "orderchaos.bench.solver:run"],
     "train": ["orderchaos.bench.train:run"],
-    "web": ["orderchaos.cli.web.load:run"],
+    "web": ["orderchaos.web.load:run"],
 }
 
 

@@ -2,7 +2,7 @@
 
 ``orderchaos prove [BOARD]`` (default: the empty board) runs a best-first proof-number search
 whose frontier positions are proven by the exact solver under budgets that grow while they
-stay open (``orderchaos.arena.prove``). Every proven position goes into the proof book
+stay open (``orderchaos.proof.prove``). Every proven position goes into the proof book
 (``--book``), written atomically every ``--interval`` seconds and on Ctrl-C or SIGTERM, so
 runs add up and a killed run loses at most one interval. Frontier positions are solved in
 ``--workers`` local processes (``--backend local``) or Ray actors (``--backend ray``: a local
@@ -14,7 +14,7 @@ naming the positions).
 The empty board is an Order win by the central-pairing strategy
 (``orderchaos.agents.strategy``). ``--certificate FILE`` writes that proof as a certificate,
 ``--check FILE`` verifies one independently of the strategy, the solver and the prover
-(``orderchaos.arena.certificate_check``; exit status 1 naming the first failing position, 2
+(``orderchaos.proof.certificate_check``; exit status 1 naming the first failing position, 2
 for a file that is not a certificate), and ``--status`` reports the empty board as an Order
 win by it, with each of Order's first-move classes.
 """
@@ -33,7 +33,7 @@ from orderchaos.cli import options
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``prove``."""
-    from orderchaos.arena.prove import ProveConfig
+    from orderchaos.proof.prove import ProveConfig
 
     parser.add_argument("board", nargs="?", default="." * 36, help="36-char board string (default: empty board)")
     parser.add_argument("--book", default=None,
@@ -82,10 +82,10 @@ def run(args: argparse.Namespace) -> int:
     """Prove, report or verify; 0 ok, 1 verification failed or a worker died, 2 bad input
     (including a Ray backend that cannot start)."""
     from orderchaos.agents.proof_book import ProofBook, ProofBookError, shipped_book_path
-    from orderchaos.arena.proof_meta import BookMeta, meta_path
-    from orderchaos.arena.proof_status import format_progress, status
+    from orderchaos.proof.proof_meta import BookMeta, meta_path
+    from orderchaos.proof.proof_status import format_progress, status
     from orderchaos.agents.solver_pool import SolverPoolError
-    from orderchaos.arena.prove import INF, ProveConfig, Prover, parse_action, verify
+    from orderchaos.proof.prove import INF, ProveConfig, Prover, parse_action, verify
     from orderchaos.files import check_output_file
     from orderchaos.envs.rules import BoardStringError, parse_board
     from orderchaos.ray_setup import RayBackendError, check_address
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         args.book = str(shipped_book_path())
     try:
         if args.status:
-            from orderchaos.arena.solved import print_solved_status, solved_status
+            from orderchaos.proof.solved import print_solved_status, solved_status
 
             s = solved_status(status(args.book))
             print(json.dumps(s, indent=1)) if args.json else print_solved_status(s)
@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _certificate_mode(args: argparse.Namespace, modes: list[str]) -> int:
     """``--certificate FILE`` (write) or ``--check FILE [--border-moves K]`` (verify)."""
-    from orderchaos.arena import certificate
+    from orderchaos.proof import certificate
 
     if len(modes) > 1:
         print(f"orderchaos prove: {' and '.join(modes)} go separately; give one of them", file=sys.stderr)
@@ -218,7 +218,7 @@ def _certificate_mode(args: argparse.Namespace, modes: list[str]) -> int:
         print(f"orderchaos prove: --border-moves must be 0 or more, got {args.border_moves}", file=sys.stderr)
         return 2
     if args.certificate is not None:
-        from orderchaos.arena.solved import build_certificate
+        from orderchaos.proof.solved import build_certificate
 
         try:
             cert = build_certificate()
@@ -232,7 +232,7 @@ def _certificate_mode(args: argparse.Namespace, modes: list[str]) -> int:
         return 0
     import time
 
-    from orderchaos.arena.certificate_check import check, describe
+    from orderchaos.proof.certificate_check import check, describe
 
     try:
         cert = certificate.read(args.check)

@@ -64,7 +64,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the chosen action."""
     from orderchaos.arena.game_files import GameFileError
-    from orderchaos.arena.puzzles import PuzzleFileError
+    from orderchaos.learn.puzzles import PuzzleFileError
     from orderchaos.files import OutputPathError
 
     try:
@@ -86,7 +86,7 @@ def _parse_empties(text: str) -> tuple[int, int]:
 def _generate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from orderchaos.arena.puzzles import (
+    from orderchaos.learn.puzzles import (
         DEFAULT_NODE_LIMIT, MineStats, Puzzle, load_puzzles, mine_puzzles, save_puzzles)
     from orderchaos.files import atomic_write_bytes, check_output_file, write_with_fallback
 
@@ -155,7 +155,7 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from orderchaos.arena.puzzles import CHECK_NODE_LIMIT, PuzzleCheckError, check_puzzles
+    from orderchaos.learn.puzzles import CHECK_NODE_LIMIT, PuzzleCheckError, check_puzzles
 
     try:
         count = check_puzzles(args.file, sample=args.sample, seed=args.seed,
@@ -170,7 +170,7 @@ def _check(args: argparse.Namespace) -> int:
 def _select(args: argparse.Namespace) -> int:
     from collections import Counter
 
-    from orderchaos.arena.puzzles import easy_kind, load_puzzles, save_puzzles, select_puzzles
+    from orderchaos.learn.puzzles import easy_kind, load_puzzles, save_puzzles, select_puzzles
     from orderchaos.files import check_output_file
 
     check_output_file(args.out, "puzzle file")
@@ -193,7 +193,7 @@ def _select(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from orderchaos.arena.puzzles import SHIPPED_PUZZLES, load_puzzles, save_puzzles
+    from orderchaos.learn.puzzles import SHIPPED_PUZZLES, load_puzzles, save_puzzles
     from orderchaos.files import check_output_file
 
     check_output_file(args.file, "puzzle file")

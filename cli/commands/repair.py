@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from orderchaos.agents.policy_files import CheckpointError, load_policy_dir
-    from orderchaos.arena.exploit import WorkDirError
+    from orderchaos.proof.exploit import WorkDirError
     from orderchaos.envs.rules import BoardStringError, State, check_reachable, parse_board
     from orderchaos.files import OutputPathError, check_output_dir, check_output_file, os_error_reason
     from orderchaos.train.repair import RepairSettings, check_new_folder, policy_spec_dir, publish, repair, write_report

@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     if args.games_dir is not None and not Path(args.games_dir).is_dir():
         print(f"orderchaos serve: --games-dir {args.games_dir}: no such folder", file=sys.stderr)
         return 2
-    from orderchaos.cli.web.proxy import is_loopback, parse_public_url, parse_trusted_proxy, public_facing
+    from orderchaos.web.proxy import is_loopback, parse_public_url, parse_trusted_proxy, public_facing
 
     try:
         public = parse_public_url(args.public_url) if args.public_url is not None else None
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"orderchaos serve: --trusted-proxy {exc}", file=sys.stderr)
         return 2
-    from orderchaos.cli.web.store import GameStore, StoreError, default_db_path, export_games
+    from orderchaos.web.store import GameStore, StoreError, default_db_path, export_games
     from orderchaos.files import OutputPathError, check_output_dir
 
     db = args.db or str(default_db_path())
@@ -175,11 +175,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"orderchaos serve: wrote {games} finished games into {len(written)} files in {args.export_games}")
         return 0
     try:
-        from orderchaos.cli.web.app import create_app
-        from orderchaos.cli.web.proxy import allowed_hosts
-        from orderchaos.cli.web.quotas import AddressLimits
-        from orderchaos.cli.web.server import serve
-        from orderchaos.cli.web.services import Limits
+        from orderchaos.web.app import create_app
+        from orderchaos.web.proxy import allowed_hosts
+        from orderchaos.web.quotas import AddressLimits
+        from orderchaos.web.server import serve
+        from orderchaos.web.services import Limits
     except ImportError as exc:
         print(
             f"orderchaos serve: the web extra is not installed ({exc}); "
@@ -233,7 +233,7 @@ def agent_workers(kind: str, count: int, ray_address: str | None) -> WorkerPool 
         return None
     from orderchaos.agents.worker_pool import WorkerPool
     from orderchaos.arena.agent_work import warm_bench
-    from orderchaos.cli.web.services import LEVELS
+    from orderchaos.web.services import LEVELS
 
     return WorkerPool(kind, count, warm=warm_bench, warm_args=(tuple(LEVELS.values()),),
                       ray_address=ray_address, ray_setting="--ray-address")
@@ -243,7 +243,7 @@ def backup(db: str, target: str) -> int:
     """``--backup``: check the target, copy the store into it, print what was written."""
     from pathlib import Path
 
-    from orderchaos.cli.web.store import StoreError, backup_store
+    from orderchaos.web.store import StoreError, backup_store
 
     out = Path(target)
     if db == ":memory:" or not Path(db).is_file():

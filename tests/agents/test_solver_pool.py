@@ -16,7 +16,7 @@ import pytest
 
 from orderchaos.agents.solver_pool import SolverPool, SolverPoolError
 from orderchaos.arena.mistakes import mistake_job
-from orderchaos.arena.prove import solve_task
+from orderchaos.proof.prove import solve_task
 from orderchaos.envs.rules import State
 
 from helpers import game_actions, random_board, random_game
@@ -145,7 +145,7 @@ def test_closing_leaves_no_worker_process_even_mid_job_or_on_an_error() -> None:
 ORPHAN_SCRIPT = """
 import time
 from orderchaos.agents.solver_pool import SolverPool
-from orderchaos.arena.prove import solve_task
+from orderchaos.proof.prove import solve_task
 if __name__ == "__main__":
     pool = SolverPool("processes", 1, tt_bits=14)
     pool.map(solve_task, [((0, 0, 0, 10),)])

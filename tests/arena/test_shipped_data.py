@@ -23,17 +23,19 @@ from orderchaos.cli.main import main
 from helpers import REPO
 
 DATA = REPO / "arena" / "data"
+DATA_FOLDERS = (DATA, REPO / "learn" / "data")
 MAKE = re.compile(r"<!-- make: (?P<file>\S+) -->\n```bash\n(?P<command>[^\n]+)\n```")
 
 
-def commands() -> dict[str, list[str]]:
+def commands(folder: Path = DATA) -> dict[str, list[str]]:
     """File name -> the command's arguments, from arena/data/README.md."""
-    return {m["file"]: shlex.split(m["command"]) for m in MAKE.finditer((DATA / "README.md").read_text())}
+    return {m["file"]: shlex.split(m["command"]) for m in MAKE.finditer((folder / "README.md").read_text())}
 
 
-def test_every_shipped_data_file_has_its_command() -> None:
-    shipped = {p.name for p in DATA.iterdir() if p.name != "README.md"}
-    assert shipped == set(commands())
+@pytest.mark.parametrize("folder", DATA_FOLDERS, ids=lambda f: f.parent.name)
+def test_every_shipped_data_file_has_its_command(folder: Path) -> None:
+    shipped = {p.name for p in folder.iterdir() if p.name != "README.md"}
+    assert shipped == set(commands(folder))
 
 
 # How many positions of each set the test makes again: enough to catch a changed generator,

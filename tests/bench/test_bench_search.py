@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("pyspiel", reason="the openspiel extra is not installed: pip install -e '.[dev]'")
 
-from orderchaos.bench.search import MID_GAME, _spiel_state_at, like_for_like, play_openspiel_match  # noqa: E402
+from orderchaos.bench.search import MID_GAME, _spiel_state_at, play_openspiel_match  # noqa: E402
 from orderchaos.envs.openspiel import state_of  # noqa: E402
 from orderchaos.envs.rules import State  # noqa: E402
 

@@ -224,7 +224,7 @@ def test_json_beyond_bounds_is_refused_in_one_line(
 def test_a_proof_book_side_file_beyond_bounds_is_refused(
     bomb: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from orderchaos.arena.proof_meta import meta_path
+    from orderchaos.proof.proof_meta import meta_path
 
     book = tmp_path / "b.ocb"
     _json_bombs(tmp_path)[bomb].rename(meta_path(book))
@@ -298,7 +298,7 @@ def test_positions_on_a_full_disk_fail_and_leave_no_partial_file(
 
 def _store_with_a_finished_game(path: Path) -> None:
     from orderchaos.arena.matches import play_match
-    from orderchaos.cli.web.store import GameStore
+    from orderchaos.web.store import GameStore
 
     record = play_match("random", "random", 1, keep_games=True).records[0]
     store = GameStore(path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from orderchaos.agents.solver import solve
-from orderchaos.cli.terminal_game import parse_move
+from orderchaos.arena.analysis import parse_move
 from orderchaos.envs.rules import CHAOS, ORDER, parse_board
 
 

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from orderchaos.cli.main import main
-from orderchaos.cli.web.errors import WebError
-from orderchaos.cli.web.services import Services
+from orderchaos.web.errors import WebError
+from orderchaos.web.services import Services
 
 
 @pytest.mark.parametrize("argv", [

@@ -383,7 +383,7 @@ def test_only_the_ray_backend_imports_ray() -> None:
     code = (
         "import sys, orderchaos, orderchaos.envs, orderchaos.agents.registry, orderchaos.train.factory, "
         "orderchaos.train.alphazero, orderchaos.cli.main, orderchaos.bench.train, orderchaos.ray_setup, "
-        "orderchaos.arena.prove, orderchaos.cli.commands.prove\n"
+        "orderchaos.proof.prove, orderchaos.cli.commands.prove\n"
         "assert 'ray' not in sys.modules, sorted(m for m in sys.modules if m.startswith('ray'))"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

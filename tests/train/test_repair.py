@@ -15,7 +15,7 @@ import pytest
 from orderchaos.agents import strategy
 from orderchaos.agents.network_agent import NetworkEvaluator
 from orderchaos.agents.policy_files import load_policy_dir, pretrained_dir, read_meta, repaired_dir
-from orderchaos.arena.exploit import exploit, order_priors
+from orderchaos.proof.exploit import exploit, order_priors
 from orderchaos.cli.main import main
 from orderchaos.envs.rules import State, parse_cell
 from orderchaos.train.repair import (

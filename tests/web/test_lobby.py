@@ -1,0 +1,247 @@
+"""The lobby: its bookkeeping (:class:`Lobby`) and, through Starlette's TestClient, open
+challenges seen live by every lobby viewer, accepted with one message, cancelled, gone with
+their tab, at most three per client address; "play anyone" pairing by time control."""
+
+from __future__ import annotations
+
+import faulthandler
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette.testclient", reason="the web extra is not installed: pip install -e '.[dev]'")
+
+from starlette.testclient import TestClient  # noqa: E402
+
+from orderchaos.web.app import create_app  # noqa: E402
+from orderchaos.web.errors import WebError  # noqa: E402
+from orderchaos.web.lobby import Lobby  # noqa: E402
+from orderchaos.web.services import Limits  # noqa: E402
+
+FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, rate=1000, burst=1000)
+
+
+@pytest.fixture(autouse=True)
+def no_hang() -> Iterator[None]:
+    """A missing message ends the run with a traceback instead of hanging."""
+    faulthandler.dump_traceback_later(120, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
+
+
+def receive(ws: Any, kind: str, *, error_ok: bool = False) -> dict:
+    """The next message of type ``kind``, skipping others."""
+    for _ in range(200):
+        msg = ws.receive_json()
+        if msg["type"] == kind:
+            return msg
+        assert msg["type"] != "error" or error_ok, msg
+    raise AssertionError(f"no {kind} message came")
+
+
+# -- the bookkeeping ------------------------------------------------------------------------
+
+
+def counter() -> Any:
+    numbers = iter(range(1000))
+    return lambda: f"c{next(numbers)}"
+
+
+def test_lobby_open_take_cancel_and_gone() -> None:
+    lobby = Lobby(new_id=counter())
+    first = lobby.open("tab1", "127.0.0.1", "order", "3+2")
+    second = lobby.open("tab1", "127.0.0.1", "random", "none")
+    assert [c["id"] for c in lobby.listing("tab2")] == ["c0", "c1"]
+    assert lobby.listing("tab1")[0]["mine"] and not lobby.listing("tab2")[0]["mine"]
+    with pytest.raises(WebError) as own:
+        lobby.take(first.id, "tab1")
+    assert own.value.code == "own_challenge"
+    assert lobby.take(first.id, "tab2") == first
+    with pytest.raises(WebError) as taken:
+        lobby.take(first.id, "tab3")
+    assert taken.value.code == "no_challenge"
+    with pytest.raises(WebError) as not_mine:
+        lobby.cancel(second.id, "tab2")
+    assert not_mine.value.code == "no_challenge" and lobby.listing("x") != []
+    third = lobby.open("tab3", "127.0.0.3", "chaos", "1+0")
+    assert lobby.gone("tab1") and [c["id"] for c in lobby.listing("x")] == [third.id]
+    lobby.cancel(third.id, "tab3")
+    assert lobby.listing("x") == [] and not lobby.gone("tab3")
+
+
+def test_lobby_caps_open_challenges_per_address() -> None:
+    lobby = Lobby(new_id=counter())
+    for tab in ("a", "b", "c"):
+        lobby.open(tab, "127.0.0.1", "order", "none")
+    with pytest.raises(WebError) as caught:
+        lobby.open("d", "127.0.0.1", "order", "none")
+    assert (caught.value.code, caught.value.args_) == ("lobby_limit", {"limit": 3})
+    lobby.open("d", "127.0.0.2", "order", "none")  # another address has its own three
+    lobby.gone("a")
+    lobby.open("d", "127.0.0.1", "order", "none")  # a gone challenge frees its place
+
+
+def test_play_anyone_pairs_the_first_two_on_the_same_time_control() -> None:
+    lobby = Lobby()
+    assert lobby.seek("a", "3+2") is None and lobby.seeking_for("a") == "3+2"
+    assert lobby.seek("b", "1+0") is None  # another time control: waits
+    assert lobby.seek("a", "3+2") is None  # asking twice does not pair a tab with itself
+    assert lobby.seek("c", "3+2") == "a" and lobby.seeking_for("a") is None
+    assert lobby.seek("d", "3+2") is None  # "a" is paired: "d" waits for the next
+    assert lobby.seek("b", "3+2") == "d" and lobby.seeking_for("b") is None  # "b" switched, and left 1+0
+    assert lobby.seek("e", "1+0") is None
+    lobby.gone("e")
+    assert lobby.seek("f", "1+0") is None
+
+
+# -- through the server ---------------------------------------------------------------------
+
+
+class Site:
+    """An app and its sockets (all from the test client's one address)."""
+
+    def __init__(self) -> None:
+        self.app = create_app(None, FAST)
+        self.stack = ExitStack()
+
+    def __enter__(self) -> "Site":
+        self.client = self.stack.enter_context(TestClient(self.app))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.close()
+
+    def connect(self) -> Any:
+        ws = self.stack.enter_context(self.client.websocket_connect("/ws"))
+        assert ws.receive_json()["type"] == "hello"
+        return ws
+
+    def close(self, ws: Any) -> None:
+        ws.close()
+
+
+def test_a_challenge_is_seen_live_accepted_with_one_click_and_both_play() -> None:
+    with Site() as site:
+        creator, viewer, taker = site.connect(), site.connect(), site.connect()
+        for ws in (viewer, taker):
+            ws.send_json({"type": "lobby"})
+            assert receive(ws, "lobby")["challenges"] == []
+        creator.send_json({"type": "challenge", "side": "chaos", "time_control": "3+2"})
+        mine = receive(creator, "lobby")["challenges"]
+        assert [(c["side"], c["time_control"], c["mine"]) for c in mine] == [("chaos", "3+2", True)]
+        seen = receive(viewer, "lobby")["challenges"]
+        assert [(c["side"], c["mine"]) for c in seen] == [("chaos", False)]
+        receive(taker, "lobby")
+        taker.send_json({"type": "accept", "challenge": seen[0]["id"]})
+        assert receive(viewer, "lobby")["challenges"] == []  # taken: gone for everyone
+        created, took = receive(creator, "joined"), receive(taker, "joined")
+        assert (created["seat"], took["seat"]) == ("chaos", "order") and created["game"] == took["game"]
+        assert created["token"] and took["token"]
+        taker.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        for _ in range(50):
+            view = receive(creator, "state")
+            if len(view["moves"]) == 1:
+                break
+        assert view["clock"]["control"] == "3+2" and view["clock"]["running"] == "chaos" and view["invite"] is None
+        viewer.send_json({"type": "accept", "challenge": seen[0]["id"]})
+        assert receive(viewer, "error", error_ok=True)["code"] == "no_challenge"
+
+
+def test_challenges_go_when_cancelled_or_when_their_tab_closes() -> None:
+    with Site() as site:
+        creator, viewer = site.connect(), site.connect()
+        viewer.send_json({"type": "lobby"})
+        receive(viewer, "lobby")
+        creator.send_json({"type": "challenge", "side": "random", "time_control": "none"})
+        creator.send_json({"type": "challenge", "side": "order", "time_control": "1+0"})
+        receive(viewer, "lobby")
+        listed = receive(viewer, "lobby")["challenges"]
+        assert [(c["side"], c["time_control"]) for c in listed] == [("random", "none"), ("order", "1+0")]
+        viewer.send_json({"type": "cancel", "challenge": listed[0]["id"]})  # not the viewer's
+        assert receive(viewer, "error", error_ok=True)["code"] == "no_challenge"
+        creator.send_json({"type": "cancel", "challenge": listed[0]["id"]})
+        assert [c["id"] for c in receive(viewer, "lobby")["challenges"]] == [listed[1]["id"]]
+        site.close(creator)
+        assert receive(viewer, "lobby")["challenges"] == []
+
+
+def test_at_most_three_open_challenges_per_client_address() -> None:
+    with Site() as site:
+        tabs = [site.connect() for _ in range(2)]
+        for i in range(3):
+            tabs[i % 2].send_json({"type": "challenge", "side": "order", "time_control": "none"})
+            receive(tabs[i % 2], "lobby")
+        tabs[1].send_json({"type": "challenge", "side": "order", "time_control": "none"})
+        error = receive(tabs[1], "error", error_ok=True)
+        assert (error["code"], error["args"]) == ("lobby_limit", {"limit": 3})
+        tabs[0].send_json({"type": "challenge", "side": "sideways", "time_control": "none"})
+        assert receive(tabs[0], "error", error_ok=True)["code"] == "side"
+        tabs[0].send_json({"type": "challenge", "side": "order", "time_control": "2+1"})
+        assert receive(tabs[0], "error", error_ok=True)["code"] == "time_control"
+
+
+def wait_to_be_paired(ws: Any, time_control: str) -> None:
+    """Ask to play anyone at ``time_control``; the tab is told it waits."""
+    ws.send_json({"type": "play_anyone", "time_control": time_control})
+    assert receive(ws, "lobby")["seeking"] == time_control
+
+
+def test_play_anyone_pairs_two_tabs_asking_for_the_same_time_control() -> None:
+    with Site() as site:
+        first, other_clock, second = site.connect(), site.connect(), site.connect()
+        wait_to_be_paired(first, "1+0")
+        wait_to_be_paired(other_clock, "5+3")
+        second.send_json({"type": "play_anyone", "time_control": "1+0"})
+        one, two = receive(first, "joined"), receive(second, "joined")
+        assert one["game"] == two["game"] and {one["seat"], two["seat"]} == {"order", "chaos"}
+        other_clock.send_json({"type": "cancel"})
+        assert receive(other_clock, "lobby")["seeking"] is None
+
+
+def until_moves(ws: Any, count: int) -> list[dict]:
+    """The messages up to the first position with ``count`` moves, that one included."""
+    seen = []
+    for _ in range(200):
+        seen.append(ws.receive_json())
+        if seen[-1]["type"] == "state" and len(seen[-1]["moves"]) == count:
+            return seen
+    raise AssertionError(f"no position with {count} moves came")
+
+
+def test_a_paired_tab_is_told_it_no_longer_waits() -> None:
+    with Site() as site:
+        first, second = site.connect(), site.connect()
+        wait_to_be_paired(first, "3+2")
+        second.send_json({"type": "play_anyone", "time_control": "3+2"})
+        seats = {receive(first, "joined")["seat"]: first, receive(second, "joined")["seat"]: second}
+        seats["order"].send_json({"type": "move", "cell": 0, "symbol": "X"})
+        told = [msg for msg in until_moves(first, 1) if msg["type"] == "lobby"]
+        assert [msg["seeking"] for msg in told] == [None]  # else its page keeps saying "waiting"
+
+
+def test_a_tab_waiting_to_be_paired_that_starts_another_game_stops_waiting() -> None:
+    with Site() as site:
+        waiting, later, third = site.connect(), site.connect(), site.connect()
+        wait_to_be_paired(waiting, "none")
+        waiting.send_json({"type": "play_friend", "side": "order"})
+        friend_game = receive(waiting, "joined")["game"]
+        wait_to_be_paired(later, "none")  # waits: the first tab left the queue
+        third.send_json({"type": "play_anyone", "time_control": "none"})
+        assert receive(later, "joined")["game"] == receive(third, "joined")["game"] != friend_game
+        assert receive(waiting, "lobby")["seeking"] is None  # and its page was told
+
+
+def test_a_tab_that_goes_into_a_game_withdraws_its_open_challenges() -> None:
+    with Site() as site:
+        creator, viewer = site.connect(), site.connect()
+        viewer.send_json({"type": "lobby"})
+        receive(viewer, "lobby")
+        creator.send_json({"type": "challenge", "side": "order", "time_control": "3+2"})
+        assert len(receive(viewer, "lobby")["challenges"]) == 1
+        creator.send_json({"type": "new_game", "side": "order", "opponent": "random"})
+        receive(creator, "state")  # the game's first view comes after the lobby was told
+        viewer.send_json({"type": "lobby"})
+        # else accepting it would pull the creator out of the game it is playing
+        assert receive(viewer, "lobby")["challenges"] == []

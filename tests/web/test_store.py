@@ -1,0 +1,181 @@
+"""The game store's schema version 2 (clocks, result reasons, seating time), its upgrade
+from a version 1 file, and the clock arithmetic it stores; an injected clock, no sleeps."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from orderchaos.web.clocks import PRESETS, GameClock, TimeControl, parse_time_control
+from orderchaos.web.store import GameStore, export_games
+
+V1_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE games (id TEXT PRIMARY KEY, created REAL NOT NULL, updated REAL NOT NULL,
+    order_spec TEXT, chaos_spec TEXT, order_label TEXT, chaos_label TEXT,
+    order_token TEXT, chaos_token TEXT, invite TEXT, winner TEXT, rematch TEXT);
+CREATE TABLE moves (game TEXT NOT NULL REFERENCES games(id), ply INTEGER NOT NULL,
+    action INTEGER NOT NULL, at REAL NOT NULL, PRIMARY KEY (game, ply));
+CREATE INDEX games_unfinished ON games(winner) WHERE winner IS NULL;
+INSERT INTO meta VALUES ('schema_version', '1');
+"""
+
+
+class FakeClock:
+    """A settable now."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def person_game(store: GameStore, game_id: str, control: TimeControl | None) -> None:
+    store.create(game_id, {"order": None, "chaos": None}, {"order": None, "chaos": None},
+                 {"order": "a" * 64, "chaos": None}, "invite", control)
+
+
+def test_a_version_1_file_opens_and_is_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(V1_SCHEMA)
+    db.execute("INSERT INTO games (id, created, updated, winner) VALUES ('won', 1, 1, 'order')")
+    db.execute("INSERT INTO games (id, created, updated, winner) VALUES ('full', 2, 2, 'chaos')")
+    db.execute("INSERT INTO games (id, created, updated) VALUES ('open', 3, 3)")
+    db.execute("INSERT INTO moves VALUES ('open', 0, 7, 3)")
+    db.commit()
+    db.close()
+
+    store = GameStore(path)
+    version = store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+    assert version == "3"
+    assert [store.load(i).reason for i in ("won", "full", "open")] == ["five", "full_board", None]
+    assert store.ids(finished=True) == ["won", "full"] and store.ids(finished=False) == ["open"]
+    opened = store.load("open")
+    assert opened.actions == [7] and opened.clock is None and not opened.finished
+    store.finish("open", "chaos", "resign")
+    store.close()
+    again = GameStore(path)  # a second open of the upgraded file does not upgrade twice
+    assert again.load("open").reason == "resign" and again.load("open").winner == "chaos"
+
+
+def test_clocks_survive_a_reopen_and_downtime_is_not_charged(tmp_path: Path) -> None:
+    path = tmp_path / "games.sqlite3"
+    now = FakeClock(1000.0)
+    store = GameStore(path, clock=now)
+    person_game(store, "g", PRESETS["3+2"])
+    clock = store.load("g").clock
+    assert clock == GameClock.fresh(PRESETS["3+2"])
+    clock.after_move("order", now())  # the first move starts Chaos's clock, charges nobody
+    store.add_move("g", 0, 5, None, clock)
+    now.now += 30.0
+    clock.after_move("chaos", now())  # Chaos used 30 s and gains 2
+    store.add_move("g", 1, 6, None, clock)
+    now.now += 10.0  # Order thinks 10 s, then the server goes down for an hour
+    store.close()
+
+    now.now += 3600.0
+    reopened = GameStore(path, clock=now)
+    assert reopened.resume_clocks() == 1
+    clock = reopened.load("g").clock
+    assert clock.remaining == {"order": 180.0, "chaos": 152.0}
+    assert clock.turn_started == now()
+    assert clock.left("order", "order", now() + 5.0) == 175.0
+
+
+def test_resign_and_abort_are_kept_with_their_reason(tmp_path: Path) -> None:
+    now = FakeClock()
+    store = GameStore(tmp_path / "games.sqlite3", clock=now)
+    person_game(store, "resigned", None)
+    person_game(store, "aborted", None)
+    assert store.load("resigned").seated is None
+    now.now += 4.0
+    store.claim_seat("aborted", "chaos", "b" * 64)
+    assert store.load("aborted").seated == now()
+    store.add_move("resigned", 0, 3, None)
+    store.finish("resigned", "order", "resign")
+    store.finish("aborted", None, "aborted")
+    store.finish("aborted", "order", "time")  # an ended game stays ended
+    assert store.load("aborted").reason == "aborted" and store.load("aborted").winner is None
+    assert store.load("resigned").saved().record.winner == "order"
+    written = export_games(store, tmp_path / "out")
+    assert len(written) == 1 and len(written[0].read_text().splitlines()) == 1
+    with pytest.raises(ValueError, match="reason must be one of"):
+        store.finish("resigned", "order", "five")
+
+
+def test_the_clock_charges_the_mover_adds_the_increment_and_flags() -> None:
+    clock = GameClock.fresh(TimeControl(10.0, 1.0))
+    assert clock.flag_at("order") is None and not clock.flagged("order", 1e9)
+    clock.after_move("order", 100.0)
+    assert clock.left("chaos", "chaos", 104.0) == 6.0 and clock.left("order", "chaos", 104.0) == 10.0
+    clock.after_move("chaos", 104.0)
+    assert clock.remaining == {"order": 10.0, "chaos": 7.0}
+    assert clock.flag_at("order") == 114.0
+    assert not clock.flagged("order", 113.9) and clock.flagged("order", 114.0)
+    clock.stop("order", 120.0)
+    assert clock.remaining["order"] == 0.0 and clock.turn_started is None
+
+
+def test_time_controls_by_name() -> None:
+    assert parse_time_control("5+3") == TimeControl(300.0, 3.0)
+    assert parse_time_control("none") is None
+    assert PRESETS["10+5"].name == "10+5" and TimeControl(2.0, 0.0).name == "2s+0"
+    with pytest.raises(ValueError, match="known: none, 1\\+0"):
+        parse_time_control("2+1")
+
+
+def test_a_version_2_file_gains_the_puzzle_tables(tmp_path: Path) -> None:
+    from orderchaos.arena.glicko2 import Rating
+
+    path = tmp_path / "v2.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(V1_SCHEMA)
+    db.execute("INSERT INTO games (id, created, updated, winner) VALUES ('won', 1, 1, 'order')")
+    db.commit()
+    db.close()
+    GameStore(path).close()  # 1 -> 3 in one open
+    db = sqlite3.connect(path)
+    for table in ("puzzle_players", "puzzle_ratings", "puzzle_attempts"):
+        db.execute(f"DROP TABLE {table}")
+    db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")  # a version 2 file as it was
+    db.commit()
+    db.close()
+
+    store = GameStore(path, clock=FakeClock(50.0))
+    assert store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+    assert store.load("won").reason == "five" and store.puzzle_player("someone") is None
+    before, after, puzzle = Rating(), Rating(1600, 300, 0.06), Rating(1400, 200, 0.06)
+    assert store.record_puzzle_attempt("someone", "p1", True, before, after, puzzle)
+    assert not store.record_puzzle_attempt("someone", "p1", False, after, Rating(1, 2, 3), Rating(4, 5, 6))
+    store.close()
+
+    again = GameStore(path)  # what a first attempt wrote survives a reopen; a second was refused
+    assert again.puzzle_player("someone") == after and again.puzzle_rating("p1") == puzzle
+    assert again.puzzle_attempt("someone", "p1") == (True, 1500.0, 1600.0)
+    assert again.attempted_puzzles("someone") == {"p1"} and again.puzzle_ratings() == {"p1": 1400.0}
+    row = again.db.execute("SELECT attempts, solved FROM puzzle_players WHERE id='someone'").fetchone()
+    assert row == (1, 1)
+
+
+def test_clocks_out_names_exactly_the_games_whose_side_to_move_ran_out(tmp_path: Path) -> None:
+    now = FakeClock()
+    store = GameStore(tmp_path / "games.sqlite3", clock=now)
+    control = parse_time_control("1+0")
+    for game_id, plies in (("even", 2), ("odd", 1)):
+        person_game(store, game_id, control)
+        clock = store.load(game_id).clock
+        for ply in range(plies):
+            clock.after_move("order" if ply % 2 == 0 else "chaos", now())
+            store.add_move(game_id, ply, 2 * ply, None, clock)
+            now.now += 50.0
+    # "even" (two moves, Order to move: 60 s from 1050; Chaos, not on move, has 10 s left)
+    # runs out at 1110; "odd" (one move, Chaos to move: 60 s from 1100) at 1160
+    person_game(store, "unstarted", control)  # no clock runs before the first move
+    assert store.clocks_out(1110.0 - 1e-6) == [] and store.clocks_out(1110.0) == ["even"]
+    assert store.clocks_out(1160.0) == ["even", "odd"]  # the earlier started clock first
+    store.finish("even", "chaos", "time")
+    assert store.clocks_out(1160.0) == ["odd"]

@@ -1,0 +1,475 @@
+"""Games on the page: against a friend or an agent, with links, seats and spectators.
+
+Each game has an id of 128 random bits and lives in the store (:mod:`.store`). A seat is
+held by whoever has its token (kept by the browser); a friend game's creator also gets an
+invite secret, which gives the other seat to the first person who opens the invite link.
+Anyone else with the id watches. A :class:`LiveGame` is the in-memory copy of a game that
+some tab has open: it checks moves, commits them to the store *before* telling the tabs,
+runs the agent's moves, and is dropped (its agent stopped) when its last tab leaves; it is
+read back from the store when a tab opens it again, after a restart too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from orderchaos.agents.base import Agent
+from orderchaos.agents.fallback import fallback_action
+from orderchaos.arena.analysis import board_facts, move_list
+from orderchaos.web.errors import Busy, TimedOut, WebError
+from orderchaos.web.lobby import Lobby
+from orderchaos.web.clocks import TimeControl
+from orderchaos.web.services import Services, agent_move
+from orderchaos.web.store import REASONS, StoredGame, token_hash
+from orderchaos.envs.rules import AGENTS, CHAOS, ORDER, State
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ID_BYTES = 16
+"""Random bytes in a game id and an invite secret (128 bits)."""
+TOKEN_BYTES = 32
+"""Random bytes in a seat token."""
+ABORT_AFTER = 60.0
+"""Seconds after both seats are taken within which the first move must come, or the game is aborted."""
+SWEEP_SECONDS = 0.5
+"""How often the server looks for games to abort, open or not."""
+
+
+def other(role: str) -> str:
+    """The other side."""
+    return CHAOS if role == ORDER else ORDER
+
+
+def valid_id(value: object) -> bool:
+    """True for a string that could be a game id (URL-safe base64, bounded length)."""
+    return isinstance(value, str) and 16 <= len(value) <= 64 and all(
+        c.isascii() and (c.isalnum() or c in "-_") for c in value
+    )
+
+
+class Client:
+    """One tab's part in a game: its ``send`` and the seat it holds there (None: watching)."""
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.seat: str | None = None
+
+
+class LiveGame:
+    """A game some tab has open (see the module docstring)."""
+
+    def __init__(self, hub: "Hub", stored: StoredGame) -> None:
+        self.hub, self.services = hub, hub.services
+        self.id = stored.id
+        self.specs, self.labels = stored.specs, stored.labels
+        self.tokens = stored.tokens
+        self.invite = stored.invite
+        self.rematch = stored.rematch
+        self.actions = list(stored.actions)
+        self.state = stored.state()
+        self.winner, self.reason = stored.winner, stored.reason
+        self.clock = stored.clock
+        self.clients: list[Client] = []
+        self.agents: dict[str, Agent | None] = {role: None for role in AGENTS}
+        self.task: asyncio.Task | None = None
+        self.error: dict[str, Any] | None = None
+        self.lock = asyncio.Lock()
+
+    # -- seats ------------------------------------------------------------------------------
+    def seat_for(self, token: object) -> str | None:
+        """The seat whose token this is, or None."""
+        if not isinstance(token, str) or not token:
+            return None
+        digest = token_hash(token)
+        for role in AGENTS:
+            stored = self.tokens.get(role)
+            if stored is not None and secrets.compare_digest(stored, digest):
+                return role
+        return None
+
+    def free_seat(self) -> str | None:
+        """The seat no person holds and no agent plays, if any."""
+        for role in AGENTS:
+            if self.tokens.get(role) is None and self.specs.get(role) is None:
+                return role
+        return None
+
+    def claim(self, invite: object) -> tuple[str, str] | None:
+        """Give the free seat to the opener of the invite link: (seat, new token), or None
+        when the invite is wrong or already used."""
+        seat = self.free_seat()
+        if seat is None or self.invite is None or not isinstance(invite, str):
+            return None
+        if not secrets.compare_digest(invite.encode(), self.invite.encode()):
+            return None
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        self.tokens[seat] = token_hash(token)
+        self.invite = None
+        self.hub.services.store.claim_seat(self.id, seat, self.tokens[seat])
+        return seat, token
+
+    # -- views ------------------------------------------------------------------------------
+    def view(self, client: Client, board: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The ``state`` message for one tab (its seat decides what it may do). ``board`` is
+        :meth:`shared_view` when the caller already made it for another tab."""
+        seat = client.seat
+        return {
+            **(board if board is not None else self.shared_view()),
+            "seat": seat,
+            "can_undo": self.can_undo(seat) and not (self.task is not None),
+            "invite": self.invite if seat is not None and self.free_seat() is not None else None,
+            "can_resign": seat is not None and not self.over,
+        }
+
+    def shared_view(self) -> dict[str, Any]:
+        """The part of the ``state`` message that every tab of the game gets alike."""
+        here = {role: any(c.seat == role for c in self.clients) for role in AGENTS}
+        agent_turn = not self.over and self.specs.get(self.state.to_play) is not None
+        return {
+            "type": "state",
+            "mode": "play",
+            "game": self.id,
+            "players": {
+                role: {"agent": self.labels.get(role) if self.specs.get(role) else None,
+                       "taken": self.tokens.get(role) is not None or self.specs.get(role) is not None,
+                       "here": here[role]}
+                for role in AGENTS
+            },
+            **board_facts(self.state),
+            "last": self.actions[-1] >> 1 if self.actions else None,
+            "moves": move_list(self.actions),
+            "thinking": agent_turn and self.task is not None,
+            "vs_agent": any(self.specs.get(r) for r in AGENTS),
+            "rematch": self.rematch,
+            "error": self.error,
+            "winner": self.winner,
+            "reason": self.reason,
+            "clock": self.clock_view(),
+        }
+
+    def clock_view(self) -> dict[str, Any] | None:
+        """Both sides' seconds left now and whether a clock runs (None: no clock)."""
+        if self.clock is None:
+            return None
+        now, to_move = self.services.store.clock(), self.state.to_play
+        return {
+            "control": self.clock.control.name,
+            "left": {role: self.clock.left(role, to_move, now) for role in AGENTS},
+            "running": None if self.over or self.clock.turn_started is None else to_move,
+        }
+
+    @property
+    def over(self) -> bool:
+        """Whether the game has ended, on the board or off it (resigned, aborted)."""
+        return self.reason is not None
+
+    @property
+    def ended_off_board(self) -> bool:
+        """Whether the game was resigned, lost on time or aborted: no undo brings it back."""
+        return self.reason in REASONS[2:]
+
+    def can_undo(self, seat: str | None) -> bool:
+        """Undo is for a person playing an agent, once they have moved, and not once the game
+        ended off the board (resigned, lost on time)."""
+        if seat is None or self.specs.get(other(seat)) is None or self.ended_off_board:
+            return False
+        probe = State()
+        for action in self.actions:
+            if probe.to_play == seat:
+                return True
+            probe = probe.apply(action)
+        return False
+
+    async def broadcast(self) -> None:
+        """Send every tab its view (the board's part made once for all of them)."""
+        board = self.shared_view()
+        for client in list(self.clients):
+            await client.send(self.view(client, board))
+
+    # -- moves ------------------------------------------------------------------------------
+    async def move(self, client: Client, action: int) -> None:
+        """A person's move from ``client``: only the seat to move may play, and not once its
+        time has run out (even before the sweeper has looked)."""
+        if await self.flag():
+            raise WebError("the game is over", "game_over")
+        async with self.lock:
+            if client.seat is None:
+                raise WebError("you are watching this game: only its two players can move", "watching")
+            if self.over:
+                raise WebError("the game is over", "game_over")
+            if self.free_seat() is not None:
+                raise WebError("wait for the other player to open the invite link", "no_opponent")
+            if self.state.to_play != client.seat:
+                raise WebError("not your turn", "not_your_turn")
+            await self._commit(action)
+        await self.broadcast()
+        self.agent_turn()
+
+    async def _commit(self, action: int) -> None:
+        state = self.state.apply(action)
+        if self.clock is not None:
+            now = self.services.store.clock()
+            self.clock.after_move(self.state.to_play, now)
+            if state.winner is not None:
+                self.clock.stop(state.to_play, now)
+        self.services.store.add_move(self.id, len(self.actions), action, state.winner, self.clock)
+        self.state = state
+        self.actions.append(action)
+        self.error = None
+        if state.winner is not None:
+            self.winner, self.reason = state.winner, "five" if state.winner == ORDER else "full_board"
+
+    async def end(self, winner: str | None, reason: str) -> None:
+        """End the game off the board (resign, time, aborted): stored first, then told."""
+        async with self.lock:
+            if self.over:
+                return
+            if self.clock is not None:
+                self.clock.stop(self.state.to_play, self.services.store.clock())
+            self.services.store.finish(self.id, winner, reason, self.clock)
+            self.winner, self.reason = winner, reason
+            self.stop()
+        await self.broadcast()
+
+    async def flag(self) -> bool:
+        """End the game as lost on time when the side to move has run out; True if it did."""
+        now = self.services.store.clock()
+        if self.over or self.clock is None or not self.clock.flagged(self.state.to_play, now):
+            return False
+        await self.end(other(self.state.to_play), "time")
+        return True
+
+    def move_budget(self) -> float:
+        """Seconds the agent to move may think: the server's cap; on the clock, its time left
+        shared over the moves it still has to make, plus its increment, and never more than
+        half of what is left (past it, the agent plays its move without search)."""
+        cap = self.services.limits.move_time
+        if self.clock is None:
+            return cap
+        left = self.clock.left(self.state.to_play, self.state.to_play, self.services.store.clock())
+        moves_to_make = (len(self.state.legal_actions()) // 2 + 1) // 2
+        share = left / max(1, moves_to_make) + self.clock.control.increment
+        return max(0.001, min(cap, share, left / 2))
+
+    async def resign(self, client: Client) -> None:
+        """The tab's player gives up: the other side wins."""
+        if client.seat is None:
+            raise WebError("you are watching this game: only its two players can resign", "watching")
+        if self.over:
+            raise WebError("the game is over", "game_over")
+        await self.end(other(client.seat), "resign")
+
+    def agent_turn(self) -> None:
+        """Start the agent's move when an agent is to move, a tab is open and none is running."""
+        if self.over or self.task is not None or not self.clients:
+            return
+        role = self.state.to_play
+        if self.specs.get(role) is None:
+            return
+        self.task = asyncio.create_task(self._agent_move(role, len(self.actions)))
+
+    async def _agent_move(self, role: str, ply: int) -> None:
+        spec = self.specs[role]
+        assert spec is not None
+        try:
+            await self.broadcast()  # "thinking"
+            agent = self.agents[role]
+            if agent is None:
+                agent = self.agents[role] = await self.services.build(spec)
+            action = await self.services.run(
+                agent_move, agent, self.state, timeout=self.move_budget(), what="the opponent's move"
+            )
+        except WebError as exc:
+            if isinstance(exc, TimedOut):  # it was told to stop; build a fresh one next time
+                self.agents[role] = None
+            if not (isinstance(exc, TimedOut) and self.clock is not None):
+                self.task = None
+                if len(self.actions) == ply:
+                    self.error = exc.payload()
+                await self.broadcast()
+                return
+            # on the clock the agent still moves in time: its move without search
+            action = await asyncio.to_thread(fallback_action, self.state)
+        except asyncio.CancelledError:
+            self.task = None
+            raise
+        self.task = None
+        if len(self.actions) != ply:  # taken back meanwhile
+            return
+        async with self.lock:
+            await self._commit(action)
+        await self.broadcast()
+        self.agent_turn()
+
+    async def undo(self, client: Client) -> None:
+        """Take back the person's last move (and the agent's replies after it)."""
+        seat = client.seat
+        if self.ended_off_board:
+            raise WebError("the game is over", "game_over")
+        if not self.can_undo(seat):
+            raise WebError("nothing to undo: undo is for your own moves against an agent", "no_undo")
+        if self.task is not None:
+            raise WebError("wait for the opponent to move", "wait")
+        async with self.lock:
+            states = [State()]
+            for action in self.actions:
+                states.append(states[-1].apply(action))
+            keep = max(p for p in range(len(self.actions)) if states[p].to_play == seat)
+            if self.clock is not None:  # every move but the first earned its mover the increment
+                rewarded = [states[p].to_play for p in range(max(1, keep), len(self.actions))]
+                self.clock.take_back(self.state.to_play, rewarded, self.services.store.clock(), started=keep > 0)
+            self.services.store.take_back(self.id, keep, self.clock)
+            self.actions = self.actions[:keep]
+            self.state = states[keep]
+            self.winner = self.reason = None
+            self.error = None
+        await self.broadcast()
+
+    def stop(self) -> None:
+        """Stop the agent's move being computed (its thread is told to stop)."""
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+
+
+class Hub:
+    """The games that tabs have open, and how tabs create, open and leave them."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.games: dict[str, LiveGame] = {}
+        self.lobby = Lobby()
+        self.lobby_tabs: set[Any] = set()  # every open tab's Play: each sees the lobby live
+        self.pending: set[asyncio.Task] = set()  # messages sent after a tab left
+        self.sweeper: asyncio.Task | None = None
+
+    async def sweep(self) -> None:
+        """Abort every game, open in a tab or not, whose first move did not come within
+        :data:`ABORT_AFTER` seconds of both seats being taken, and end every game whose side
+        to move has run out of time as lost on time."""
+        store = self.services.store
+        for game_id in store.clocks_out(store.clock()):
+            live = self.games.get(game_id)
+            if live is not None:
+                await live.flag()
+                continue
+            stored = store.load(game_id)
+            if stored is None or stored.clock is None or stored.finished:
+                continue
+            to_move = stored.state().to_play
+            now = store.clock()
+            if stored.clock.flagged(to_move, now):
+                stored.clock.stop(to_move, now)
+                store.finish(game_id, other(to_move), "time", stored.clock)
+        for game_id in store.unstarted_since(store.clock() - ABORT_AFTER):
+            live = self.games.get(game_id)
+            if live is not None:
+                await live.end(None, "aborted")
+            else:
+                store.finish(game_id, None, "aborted")
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_SECONDS)
+            await self.sweep()
+
+    def start_sweeper(self) -> None:
+        """Run :meth:`sweep` every :data:`SWEEP_SECONDS` from now on (once per hub)."""
+        if self.sweeper is None or self.sweeper.done():
+            self.sweeper = asyncio.create_task(self._sweep_forever())
+
+    def _new_id(self) -> str:
+        return secrets.token_urlsafe(ID_BYTES)
+
+    async def create(
+        self, seat: str, specs: dict[str, str | None], labels: dict[str, str | None], *, invite: bool,
+        token: str | None = None, control: TimeControl | None = None,
+    ) -> tuple[LiveGame, str]:
+        """A new game with ``seat`` held by a new (or the given) token: returns it and the token."""
+        if len(self.games) >= self.services.limits.max_games:
+            raise Busy("too many games are open")
+        token = token or secrets.token_urlsafe(TOKEN_BYTES)
+        tokens = {role: token_hash(token) if role == seat else None for role in AGENTS}
+        game_id = self._new_id()
+        secret = secrets.token_urlsafe(ID_BYTES) if invite else None
+        self.services.store.create(game_id, specs, labels, tokens, secret, control)
+        stored = self.services.store.load(game_id)
+        assert stored is not None
+        game = self.games[game_id] = LiveGame(self, stored)
+        return game, token
+
+    async def create_seated(self, seat: str, control: TimeControl | None) -> tuple[LiveGame, str, str]:
+        """A new game between two people, both seats taken at once: the game, ``seat``'s
+        token and the other seat's."""
+        nobody = {role: None for role in AGENTS}
+        game, token = await self.create(seat, nobody, nobody, invite=False, control=control)
+        other_token = secrets.token_urlsafe(TOKEN_BYTES)
+        game.tokens[other(seat)] = token_hash(other_token)
+        self.services.store.claim_seat(game.id, other(seat), game.tokens[other(seat)])
+        return game, token, other_token
+
+    def get(self, game_id: object) -> LiveGame:
+        """The game with this id, from memory or the store; WebError when there is none."""
+        if not valid_id(game_id):
+            raise WebError("no such game: check the link", "no_game")
+        assert isinstance(game_id, str)
+        game = self.games.get(game_id)
+        if game is None:
+            stored = self.services.store.load(game_id)
+            if stored is None:
+                raise WebError("no such game: check the link", "no_game")
+            if len(self.games) >= self.services.limits.max_games:
+                raise Busy("too many games are open")
+            game = self.games[game_id] = LiveGame(self, stored)
+        return game
+
+    def attach(self, game: LiveGame, client: Client) -> None:
+        """Add a tab to a game (and start the agent's move it may be waiting for)."""
+        self.start_sweeper()
+        if client not in game.clients:
+            game.clients.append(client)
+        self.games.setdefault(game.id, game)
+        game.agent_turn()
+
+    def detach(self, game: LiveGame, client: Client) -> None:
+        """Remove a tab; the last one out stops the game's work and drops it from memory."""
+        if client in game.clients:
+            game.clients.remove(client)
+        if not game.clients:
+            game.stop()
+            if self.games.get(game.id) is game:
+                del self.games[game.id]
+        elif client.seat is not None and not any(c.seat == client.seat for c in game.clients):
+            try:  # the tabs still there learn that this player has left
+                task = asyncio.get_running_loop().create_task(game.broadcast())
+            except RuntimeError:  # no event loop: nobody to tell
+                return
+            self.pending.add(task)
+            task.add_done_callback(self.pending.discard)
+
+    async def rematch(self, game: LiveGame, client: Client) -> LiveGame:
+        """The rematch of a finished game, sides swapped (each seat's token moves with its
+        holder); created by the first who asks, found by the others."""
+        if client.seat is None:
+            raise WebError("only the players can ask for a rematch", "watching")
+        if not game.over:
+            raise WebError("the game is not over yet", "not_over")
+        if game.rematch is not None:
+            return self.get(game.rematch)
+        if len(self.games) >= self.services.limits.max_games:
+            raise Busy("too many games are open")
+        swapped = {role: game.tokens[other(role)] for role in AGENTS}
+        specs = {role: game.specs[other(role)] for role in AGENTS}
+        labels = {role: game.labels[other(role)] for role in AGENTS}
+        new_id = self._new_id()
+        store = self.services.store
+        control = game.clock.control if game.clock is not None else None
+        store.create(new_id, specs, labels, swapped, None, control)
+        store.set_rematch(game.id, new_id)
+        game.rematch = new_id
+        stored = store.load(new_id)
+        assert stored is not None
+        rematch = self.games[new_id] = LiveGame(self, stored)
+        return rematch

@@ -1,0 +1,405 @@
+"""Load test of ``orderchaos serve`` on loopback (``orderchaos bench web``, or
+``python -m orderchaos.web.load --friend-games N --agent-games M``).
+
+Starts ``orderchaos serve`` as its own process on 127.0.0.1 (a free port, a fresh SQLite
+file), waits until its workers are warm, then runs the games, each player a WebSocket client
+in this process: ``friend_games`` games between two scripted players (the second opens the
+first one's invite link) and ``agent_games`` games of one scripted player against
+``heuristic``, all at once or started evenly over ``ramp`` seconds. The scripted players
+write seeded random legal moves, each after thinking ``think`` seconds on average (0: at
+once). It reports moves per second and the median and 99th percentile of a move's round trip
+(sent until the mover's view with the move came back) beside the server's own share of it,
+the agent queue's wait, the server's garbage collections and the seconds of its SQLite
+statements and commits (from the server's ``/metrics``), the CPU seconds of the server
+process, of its worker processes and of the clients, and the server's peak memory (from
+``/proc``); then it stops the server and checks that every game in the database holds exactly
+the moves that were played, and that every game ended. Only loopback addresses are ever
+contacted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orderchaos.web.clocks import NO_CLOCK, PRESETS
+
+HOST = "127.0.0.1"
+PACED_THINK = 1.0
+"""Mean seconds a scripted player thinks in ``bench web``'s paced run: faster than people play
+even a 1+0 game, so the figure errs towards more load."""
+PACED_RAMP = 5.0
+"""Seconds over which ``bench web``'s paced run starts its games."""
+
+
+@dataclass
+class GameLog:
+    """What the clients of one game saw: its id, the actions by ply, and the round trips."""
+
+    kind: str
+    game: str = ""
+    actions: dict[int, int] = field(default_factory=dict)
+    final: list[str] = field(default_factory=list)
+    winner: str | None = None
+    trips: list[float] = field(default_factory=list)
+
+
+def _cell(name: str) -> int:
+    return (int(name[1]) - 1) * 6 + "abcdef".index(name[0])
+
+
+def _action(move: str) -> int:
+    name, symbol = move.split()
+    return 2 * _cell(name) + "XO".index(symbol)
+
+
+async def _player(url: str, log: GameLog, rng: random.Random, *, first: dict[str, Any], think: float = 0.0,
+                  pace: random.Random | None = None, arrive: float = 0.0, ready: asyncio.Future | None = None,
+                  invite_for: asyncio.Future | None = None) -> None:
+    """One scripted player: after ``arrive`` seconds, open or create a game, then move whenever
+    it is its turn (a move drawn from its seeded ``rng``), after thinking a time drawn uniformly
+    from 0 to ``2 * think`` seconds (from ``pace``, a generator of its own, so that thinking
+    does not change the moves)."""
+    from websockets.asyncio.client import connect
+
+    await asyncio.sleep(arrive)
+    async with connect(url, max_size=2**22) as ws:
+        await ws.recv()  # hello
+        if invite_for is not None:
+            first = {"type": "open", **(await invite_for)}
+        await ws.send(json.dumps(first))
+        seat = None
+        sent_at: dict[int, float] = {}
+        while True:
+            msg = json.loads(await ws.recv())
+            if msg["type"] == "joined":
+                seat, log.game = msg["seat"], msg["game"]
+                continue
+            if msg["type"] == "error":
+                raise RuntimeError(f"{log.kind} game {log.game}: {msg['message']}")
+            if msg["type"] != "state" or msg.get("mode") != "play":
+                continue
+            if msg.get("error"):
+                raise RuntimeError(f"{log.kind} game {log.game}: {msg['error']['message']}")
+            if ready is not None and msg.get("invite") and not ready.done():
+                ready.set_result({"game": msg["game"], "invite": msg["invite"]})
+            moves = msg["moves"]
+            for ply in [p for p in sent_at if p < len(moves)]:
+                log.trips.append(time.perf_counter() - sent_at.pop(ply))
+            if msg["winner"] is not None:
+                log.final, log.winner = [m["move"] for m in moves], msg["winner"]
+                return
+            taken = all(msg["players"][role]["taken"] for role in ("order", "chaos"))
+            if msg["to_play"] != seat or msg["thinking"] or not taken or len(moves) in sent_at:
+                continue
+            empty = [c for c in range(36) if not msg["board"][c]]
+            cell, symbol = rng.choice(empty), rng.choice("XO")
+            log.actions[len(moves)] = 2 * cell + "XO".index(symbol)
+            if think and pace is not None:
+                await asyncio.sleep(pace.uniform(0.0, 2.0 * think))
+            sent_at[len(moves)] = time.perf_counter()
+            await ws.send(json.dumps({"type": "move", "cell": cell, "symbol": symbol}))
+
+
+async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int,
+                       time_control: str, think: float, ramp: float) -> tuple[list[GameLog], float]:
+    logs: list[GameLog] = []
+    tasks = []
+    loop = asyncio.get_running_loop()
+    for g in range(friend_games):
+        log = GameLog("friend")
+        logs.append(log)
+        invite: asyncio.Future = loop.create_future()
+        side = "order" if g % 2 == 0 else "chaos"
+        tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g), first={"type": "play_friend", "side": side,
+                                                                                       "time_control": time_control},
+                             think=think, pace=random.Random(f"think {seed} friend {g} first"),
+                             arrive=ramp * g / friend_games, ready=invite))
+        tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g + 1), first={}, think=think,
+                             pace=random.Random(f"think {seed} friend {g} second"), invite_for=invite))
+    for g in range(agent_games):
+        log = GameLog("agent")
+        logs.append(log)
+        side = "order" if g % 2 == 0 else "chaos"
+        tasks.append(_player(url, log, random.Random(seed * 104729 + g),
+                             first={"type": "new_game", "side": side, "opponent": "heuristic",
+                                    "time_control": time_control}, think=think,
+                             pace=random.Random(f"think {seed} agent {g}"), arrive=ramp * g / agent_games))
+    start = time.perf_counter()
+    await asyncio.gather(*tasks)
+    return logs, time.perf_counter() - start
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"orderchaos serve exited with status {process.returncode}")
+        try:
+            with socket.create_connection((HOST, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("orderchaos serve did not start listening")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of process ``pid`` so far (Linux /proc; 0 without it)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_memory_mb(pid: int) -> float:
+    """The peak resident memory of process ``pid`` so far in MB (Linux /proc; 0 without it)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    return next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmHWM:")), 0.0)
+
+
+def child_pids(pid: int) -> list[int]:
+    """The child processes of ``pid`` (its worker processes), from /proc."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children") if Path(f"/proc/{pid}/task").is_dir() else []:
+        try:
+            found += [int(p) for p in task.read_text().split()]
+        except OSError:
+            pass
+    return found
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The server's metrics (``/metrics`` on loopback), unlabelled samples by name."""
+    from urllib.request import urlopen
+
+    with urlopen(f"http://{HOST}:{port}/metrics", timeout=30) as answer:
+        text = answer.read().decode()
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            values[name] = float(value)
+    return values
+
+
+def bucket_quantile(metrics: dict[str, float], histogram: str, q: float) -> float | None:
+    """The upper bound of the bucket of Prometheus histogram ``histogram`` that holds quantile
+    ``q`` (None: nothing observed)."""
+    prefix = histogram + "_bucket{le=\""
+    buckets = sorted((float("inf") if k[len(prefix):-2] == "+Inf" else float(k[len(prefix):-2]), v)
+                     for k, v in metrics.items() if k.startswith(prefix))
+    total = buckets[-1][1] if buckets else 0
+    if not total:
+        return None
+    return next(bound for bound, count in buckets if count >= q * total)
+
+
+def check_store(db: Path, logs: list[GameLog], time_control: str = NO_CLOCK) -> list[str]:
+    """Every way the stored games differ from what the clients played, or from the time
+    control they asked for (empty: all match)."""
+    from orderchaos.web.store import GameStore
+
+    store = GameStore(db)
+    problems = []
+    for log in logs:
+        stored = store.load(log.game)
+        if stored is None:
+            problems.append(f"game {log.game}: not in the store")
+            continue
+        final = [_action(m) for m in log.final]
+        if stored.actions != final:
+            problems.append(f"game {log.game}: stored {len(stored.actions)} moves, the players saw {len(final)}")
+        if any(final[ply] != action for ply, action in log.actions.items()):
+            problems.append(f"game {log.game}: a move sent is not the move stored at its ply")
+        if log.kind == "friend" and len(log.actions) != len(final):
+            problems.append(f"game {log.game}: {len(final)} moves, {len(log.actions)} sent by its players")
+        control = stored.clock.control.name if stored.clock is not None else "none"
+        if control != time_control:
+            problems.append(f"game {log.game}: stored with clock {control}, asked for {time_control}")
+        if stored.winner is None or stored.winner != log.winner:
+            problems.append(f"game {log.game}: stored winner {stored.winner}, the players saw {log.winner}")
+    store.close()
+    return problems
+
+
+def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | None = None,
+              workers: int | None = None, agents: str = "processes", time_control: str = "5+3",
+              think: float = 0.0, ramp: float = 0.0) -> dict[str, Any]:
+    """Run the load test (see the module docstring) and return its figures."""
+    port = _free_port()
+    with tempfile.TemporaryDirectory(prefix="orderchaos-load-") as tmp:
+        db_path = db or Path(tmp) / "games.sqlite3"
+        command = [sys.executable, "-m", "orderchaos", "serve", "--host", HOST, "--port", str(port),
+                   "--db", str(db_path), "--max-connections", str(2 * friend_games + agent_games + 10)]
+        command += ["--agents", agents] + (["--workers", str(workers)] if workers is not None else [])
+        env = {**os.environ, "XDG_DATA_HOME": tmp}
+        # the server logs a line per request and game event: into a file, as a pipe read only at
+        # the end would fill and stop the server
+        server_log = Path(tmp) / "serve.log"
+        with server_log.open("wb") as log_file:
+            server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log_file, env=env)
+        try:
+            _wait_for_port(port, server)
+            if agents != "threads":  # measure the site at work, not its workers warming up
+                expected = workers or os.cpu_count() or 1
+                deadline = time.monotonic() + 600
+                while scrape(port).get("orderchaos_workers_ready", 0) < expected and time.monotonic() < deadline:
+                    time.sleep(0.5)
+            before = scrape(port)
+            cpu_before = cpu_seconds(server.pid)
+            workers_before = {p: cpu_seconds(p) for p in child_pids(server.pid)}
+            clients_before = time.process_time()
+            logs, seconds = asyncio.run(
+                _run_clients(f"ws://{HOST}:{port}/ws", friend_games, agent_games, seed, time_control, think, ramp))
+            clients_cpu = time.process_time() - clients_before
+            server_cpu = cpu_seconds(server.pid) - cpu_before
+            server_memory = peak_memory_mb(server.pid)
+            worker_cpu = sum(cpu_seconds(p) - workers_before.get(p, 0.0) for p in child_pids(server.pid))
+            after = scrape(port)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        err = server_log.read_bytes()
+        problems = check_store(db_path, logs, time_control)
+    trips = sorted(t for log in logs for t in log.trips)
+    moves = sum(len(log.final) for log in logs)
+    person_moves = sum(len(log.actions) for log in logs)
+    def grew(name: str) -> float:
+        return after.get(name, 0.0) - before.get(name, 0.0)
+
+    waits = grew("orderchaos_agent_queue_wait_seconds_count")
+    return {
+        "clients": 2 * friend_games + agent_games,
+        "time_control": time_control,
+        "think_s": think,
+        "ramp_s": ramp,
+        "agents": agents,
+        "server_cpu_s": server_cpu,
+        "server_cpu_share": server_cpu / seconds,
+        "server_peak_memory_mb": server_memory,
+        "worker_cpu_s": worker_cpu,
+        "clients_cpu_s": clients_cpu,
+        "clients_cpu_share": clients_cpu / seconds,
+        "agent_searches": int(waits),
+        "queue_wait_mean_ms": 1000 * grew("orderchaos_agent_queue_wait_seconds_sum") / waits if waits else None,
+        "queue_wait_p99_bucket_s": bucket_quantile(after, "orderchaos_agent_queue_wait_seconds", 0.99),
+        "server_move_p50_bucket_s": bucket_quantile(after, "orderchaos_move_round_trip_seconds", 0.5),
+        "server_move_p99_bucket_s": bucket_quantile(after, "orderchaos_move_round_trip_seconds", 0.99),
+        "gc_pauses": {generation: int(grew(f'orderchaos_gc_pause_seconds_count{{generation="{generation}"}}'))
+                      for generation in "012"},
+        "gc_full_pause_mean_ms": (1000 * grew('orderchaos_gc_pause_seconds_sum{generation="2"}')
+                                  / max(grew('orderchaos_gc_pause_seconds_count{generation="2"}'), 1)),
+        "store_statement_s": grew("orderchaos_store_statement_seconds"),
+        "store_commit_s": grew("orderchaos_store_commit_seconds"),
+        "friend_games": friend_games,
+        "agent_games": agent_games,
+        "seconds": seconds,
+        "moves": moves,
+        "person_moves": person_moves,
+        "moves_per_s": moves / seconds,
+        "round_trip_p50_ms": 1000 * statistics.median(trips) if trips else None,
+        "round_trip_p99_ms": 1000 * trips[min(len(trips) - 1, int(0.99 * len(trips)))] if trips else None,
+        "store_problems": problems,
+        "server_errors": [line for line in err.decode(errors="replace").splitlines() if "Traceback" in line],
+    }
+
+
+def report(result: dict[str, Any]) -> str:
+    """The figures as a few lines of text."""
+    return (
+        f"{result['clients']} clients: {result['friend_games']} games between two players, "
+        f"{result['agent_games']} against heuristic, "
+        f"{'all at once' if not result['ramp_s'] else 'started evenly over %g s' % result['ramp_s']}, "
+        f"clock {result['time_control']}, "
+        f"{'moving at once' if not result['think_s'] else 'thinking %g s a move on average' % result['think_s']}\n"
+        f"  {result['moves']} moves ({result['person_moves']} by the scripted players) in {result['seconds']:.1f} s: "
+        f"{result['moves_per_s']:.0f} moves/s\n"
+        f"  move round trip: p50 {result['round_trip_p50_ms']:.1f} ms, p99 {result['round_trip_p99_ms']:.1f} ms "
+        f"(in the server, from arrival until every tab was told: p50 at most {result['server_move_p50_bucket_s']} s, "
+        f"p99 at most {result['server_move_p99_bucket_s']} s)\n"
+        f"  agent queue ({result['agents']}): {result['agent_searches']} searches, mean wait "
+        f"{_ms(result['queue_wait_mean_ms'])}, p99 at most {result['queue_wait_p99_bucket_s']} s\n"
+        f"  server process CPU {result['server_cpu_s']:.1f} s ({100 * result['server_cpu_share']:.0f}% of one core, "
+        f"peak memory {result['server_peak_memory_mb']:.0f} MB), "
+        f"worker processes {result['worker_cpu_s']:.1f} s, "
+        f"the clients' process {result['clients_cpu_s']:.1f} s ({100 * result['clients_cpu_share']:.0f}% of one core)\n"
+        f"  garbage collections in the server: {result['gc_pauses']['0']}, {result['gc_pauses']['1']} and "
+        f"{result['gc_pauses']['2']} of generations 0, 1 and 2 (full), a full one {result['gc_full_pause_mean_ms']:.1f} ms "
+        f"on average\n"
+        f"  SQLite: {result['store_statement_s']:.2f} s in statements and {result['store_commit_s']:.2f} s "
+        f"committing ({100 * result['store_commit_s'] / max(result['server_cpu_s'], 1e-9):.1f}% of the server's CPU time, "
+        f"{100 * result['store_commit_s'] / result['seconds']:.1f}% of the wall time)\n"
+        f"  store check: {'every game matches the moves played' if not result['store_problems'] else result['store_problems'][:5]}"
+    )
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} ms"
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    """``orderchaos bench web``: 500 clients (200 friend games, 100 against heuristic, the
+    agents on worker processes), or a few with ``quick`` (thinking and ramp a twentieth as
+    long); first as people play (games starting
+    over :data:`PACED_RAMP` seconds, players thinking :data:`PACED_THINK` seconds a move on
+    average), then every game at once with moves sent without thinking (the server's capacity)."""
+    friend, agent = (2, 2) if quick else (200, 100)
+    paced = load_test(friend, agent, think=PACED_THINK / 20 if quick else PACED_THINK,
+                      ramp=PACED_RAMP / 20 if quick else PACED_RAMP)
+    print(report(paced))
+    flat_out = load_test(friend, agent)
+    print(report(flat_out))
+    return {"paced": paced, "flat_out": flat_out}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m orderchaos.web.load``: the load test with chosen sizes."""
+    parser = argparse.ArgumentParser(prog="python -m orderchaos.web.load", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--friend-games", type=int, default=200, metavar="N", help="games between two players (default 200)")
+    parser.add_argument("--agent-games", type=int, default=100, metavar="N", help="games against heuristic (default 100)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the scripted players (default 0)")
+    parser.add_argument("--workers", type=int, default=None, metavar="N", help="the server's --workers")
+    parser.add_argument("--agents", choices=("processes", "ray", "threads"), default="processes",
+                        help="the server's --agents (default processes)")
+    parser.add_argument("--time-control", default="5+3", choices=[*PRESETS, NO_CLOCK],
+                        help="every game's clock (default 5+3; none: no clock)")
+    parser.add_argument("--think", type=float, default=0.0, metavar="SECONDS",
+                        help="mean think time of a scripted player before each move, drawn uniformly from 0 to "
+                             "twice this (default 0: move at once, the server's saturation)")
+    parser.add_argument("--ramp", type=float, default=0.0, metavar="SECONDS",
+                        help="start the games evenly over this many seconds (default 0: all at once)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    if args.friend_games < 0 or args.agent_games < 0 or args.friend_games + args.agent_games == 0:
+        print("orderchaos.web.load: --friend-games and --agent-games must be at least 0, and not both 0", file=sys.stderr)
+        return 2
+    result = load_test(args.friend_games, args.agent_games, seed=args.seed, workers=args.workers, agents=args.agents,
+                       time_control=args.time_control, think=args.think, ramp=args.ramp)
+    print(json.dumps(result, indent=2) if args.json else report(result))
+    return 0 if not result["store_problems"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

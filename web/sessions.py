@@ -1,0 +1,638 @@
+"""What one browser tab drives over its WebSocket: a game to play (against a friend or an
+agent), a match between two agents to watch, saved games to study.
+
+:class:`Connection` reads decoded messages (:mod:`.protocol`) and answers through an async
+``send`` callable, so the API tests and the server share one code path. A bad request
+raises :class:`~orderchaos.web.errors.WebError`, sent back as an ``error`` message; it
+changes nothing. Searches run through :meth:`Services.run` (caps, cancellation), and
+everything a tab started is stopped when it closes or a newer request replaces it.
+
+This module imports no web framework; :mod:`orderchaos.web.app` wraps it in Starlette.
+
+Messages from the page (JSON objects, by ``type``):
+
+- play: ``new_game`` (side: order/chaos/random, opponent: a level or a spec),
+  ``play_friend`` (side), ``open`` (game, and token or invite), ``leave``, ``move`` (cell
+  and symbol, or text such as "c3 X"), ``undo``, ``hint``, ``state``, ``rematch``,
+  ``study_game``;
+- watch: ``watch`` (order, chaos, delay_ms), ``pause``, ``resume``, ``step``, ``speed``;
+- study: ``list_files``, ``open_file`` (name), ``upload`` (name, content), ``analyse`` (game).
+
+Answers: ``hello`` (levels, suggestions, limits), ``joined`` (game, seat, token when a new
+one was issued), ``state`` (a play or watch view: board facts, moves with their side, seats,
+invite, rematch), ``rematch`` (the new game's id), ``hint``, ``files``, ``games``,
+``analysis`` and ``error`` (message, code, args).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import secrets
+import tempfile
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from orderchaos.agents.base import Agent
+from orderchaos.arena import analysis
+from orderchaos.arena.game_files import GameFileError, SavedGame, load_games
+from orderchaos.arena.analysis import MoveInputError, parse_move
+from orderchaos.web.clocks import NO_CLOCK, TimeControl, parse_time_control
+from orderchaos.web.errors import TimedOut, WebError
+from orderchaos.web.games import Client, Hub, LiveGame
+from orderchaos.web.services import LEVELS, SUGGESTED_SPECS, Limits, Services, agent_move
+from orderchaos.envs.rules import AGENTS, CELLS, ORDER, SYMBOLS, State, action_name, cell_name
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+MAX_NAME_CHARS = 100
+MAX_WATCH_DELAY_MS = 10_000
+
+__all__ = ["Connection", "Limits", "Services", "WebError"]
+
+
+def _field(msg: dict[str, Any], name: str, kind: type, what: str) -> Any:
+    value = msg.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise WebError(f"'{msg.get('type')}' needs '{name}': {what}", "bad_message")
+    return value
+
+
+def read_move(msg: dict[str, Any], state: State) -> int:
+    """The action a ``move`` message asks for, checked against ``state``."""
+    if "text" in msg:
+        text = _field(msg, "text", str, "a move such as 'c3 X'")
+        try:
+            return parse_move(text[:40], state)
+        except MoveInputError as exc:
+            raise WebError(str(exc), "move_text") from None
+    cell = msg.get("cell")
+    symbol = msg.get("symbol")
+    if not isinstance(cell, int) or isinstance(cell, bool) or not 0 <= cell < CELLS:
+        raise WebError(f"'move' needs 'cell': an integer 0..{CELLS - 1}", "bad_cell")
+    if symbol not in ("X", "O"):
+        raise WebError("'move' needs 'symbol': 'X' or 'O'", "bad_symbol")
+    if (state.x | state.o) >> cell & 1:
+        raise WebError(f"illegal move: {cell_name(cell)} already holds {state.cell(cell)}; choose an empty cell",
+                       "occupied", cell=cell_name(cell))
+    return 2 * cell + SYMBOLS.index(symbol)
+
+
+def safe_name(name: str) -> str:
+    """A file name fit to show and to write: its last part, letters, digits, ``.-_`` only."""
+    base = re.sub(r"[^A-Za-z0-9._-]", "_", name.replace("\\", "/").rsplit("/", 1)[-1])[:MAX_NAME_CHARS]
+    return base.strip("._") or "upload.jsonl"
+
+
+# -- play -----------------------------------------------------------------------------
+
+
+class Play:
+    """The game this tab has open, if any, and its hint."""
+
+    def __init__(self, services: Services, hub: Hub, send: Send, address: str = "") -> None:
+        self.services, self.hub, self.send, self.address = services, hub, send, address
+        self.client = Client(send)
+        self.game: LiveGame | None = None
+        self.hint_task: asyncio.Task | None = None
+
+    def _side(self, msg: dict[str, Any]) -> str:
+        return _resolve_side(self._side_asked(msg))
+
+    @staticmethod
+    def _side_asked(msg: dict[str, Any]) -> str:
+        side = msg.get("side")
+        if side != "random" and side not in AGENTS:
+            raise WebError("side must be 'order', 'chaos' or 'random'", "side")
+        return side
+
+    async def _join(self, game: LiveGame, seat: str | None, token: str | None = None) -> None:
+        if self.game is not game:
+            self.leave()
+        self.game = game
+        self.client.seat = seat
+        self.hub.attach(game, self.client)
+        joined: dict[str, Any] = {"type": "joined", "game": game.id, "seat": seat}
+        if token is not None:
+            joined["token"] = token
+        await self.send(joined)
+        # a tab that goes into a game stops waiting to be paired and withdraws its challenges
+        was_waiting = self.hub.lobby.seeking_for(self) is not None
+        if self.hub.lobby.gone(self):
+            await self._tell_lobby()
+        elif was_waiting:
+            await self.show_lobby()
+        await game.broadcast()
+
+    def _time_control(self, msg: dict[str, Any]) -> TimeControl | None:
+        name = msg.get("time_control", NO_CLOCK)
+        if not isinstance(name, str):
+            raise WebError("time_control must be a name such as '3+2' or 'none'", "time_control")
+        try:
+            return parse_time_control(name)
+        except ValueError as exc:
+            raise WebError(str(exc), "time_control") from None
+
+    async def new_game(self, msg: dict[str, Any]) -> None:
+        """A game against an agent: ``side`` for the person, ``opponent`` a level or spec,
+        ``time_control`` a preset name or ``"none"`` (the agent gets the same clock)."""
+        side = self._side(msg)
+        control = self._time_control(msg)
+        spec, label = self.services.opponent(msg.get("opponent"), AGENTS[1 - AGENTS.index(side)])
+        agent = await self.services.build(spec)
+        specs = {role: (spec if role != side else None) for role in AGENTS}
+        labels = {role: (label if role != side else None) for role in AGENTS}
+        game, token = await self.hub.create(side, specs, labels, invite=False, control=control)
+        game.agents[AGENTS[1 - AGENTS.index(side)]] = agent
+        await self._join(game, side, token)
+
+    async def play_friend(self, msg: dict[str, Any]) -> None:
+        """A game against a person who opens the invite link: ``side`` for the creator,
+        ``time_control`` a preset name or ``"none"``."""
+        side = self._side(msg)
+        control = self._time_control(msg)
+        game, token = await self.hub.create(
+            side, {r: None for r in AGENTS}, {r: None for r in AGENTS}, invite=True, control=control)
+        await self._join(game, side, token)
+
+    async def open(self, msg: dict[str, Any]) -> None:
+        """Open a game by id: with its seat token, in that seat; with its invite, in the free
+        seat (first come); otherwise watching."""
+        game = self.hub.get(msg.get("game"))
+        seat = game.seat_for(msg.get("token"))
+        if seat is not None:
+            await self._join(game, seat)
+            return
+        claimed = game.claim(msg.get("invite")) if "invite" in msg else None
+        if claimed is not None:
+            await self._join(game, claimed[0], claimed[1])
+            return
+        await self._join(game, None)
+
+    # -- the lobby ----------------------------------------------------------------------------
+    async def show_lobby(self) -> None:
+        """Send this tab the open challenges and what it waits to be paired for."""
+        lobby = self.hub.lobby
+        await self.send({"type": "lobby", "challenges": lobby.listing(self), "seeking": lobby.seeking_for(self)})
+
+    async def _tell_lobby(self) -> None:
+        for tab in list(self.hub.lobby_tabs):
+            await tab.show_lobby()
+
+    async def challenge(self, msg: dict[str, Any]) -> None:
+        """Open a challenge: ``side`` the creator takes (or random), ``time_control``."""
+        side = self._side_asked(msg)
+        self._time_control(msg)
+        self.hub.lobby.open(self, self.address, side, msg.get("time_control", NO_CLOCK))
+        await self._tell_lobby()
+
+    async def accept(self, msg: dict[str, Any]) -> None:
+        """Take an open challenge: both its creator and this tab land in the new game."""
+        challenge = self.hub.lobby.take(msg.get("challenge"), self)
+        await self._tell_lobby()
+        control = parse_time_control(challenge.time_control)
+        await _pair(challenge.owner, self, _resolve_side(challenge.side), control)
+
+    async def cancel(self, msg: dict[str, Any]) -> None:
+        """Withdraw one of this tab's challenges, or (without one) stop waiting to be paired."""
+        if "challenge" in msg:
+            self.hub.lobby.cancel(msg.get("challenge"), self)
+            await self._tell_lobby()
+        else:
+            self.hub.lobby.seekers.pop(self, None)
+            await self.show_lobby()
+
+    async def play_anyone(self, msg: dict[str, Any]) -> None:
+        """Be paired with the first other tab asking for the same ``time_control``."""
+        control = self._time_control(msg)
+        waiting = self.hub.lobby.seek(self, msg.get("time_control", NO_CLOCK))
+        if waiting is None:
+            await self.show_lobby()
+            return
+        await _pair(waiting, self, AGENTS[secrets.randbelow(2)], control)
+
+    def leave_lobby(self) -> None:
+        """This tab closed: its challenges and its wait for a pairing go with it."""
+        self.hub.lobby_tabs.discard(self)
+        if self.hub.lobby.gone(self):
+            try:
+                task = asyncio.get_running_loop().create_task(self._tell_lobby())
+            except RuntimeError:  # no event loop: nobody to tell
+                return
+            self.hub.pending.add(task)
+            task.add_done_callback(self.hub.pending.discard)
+
+    def leave(self) -> None:
+        """Close the open game in this tab (its hint stops)."""
+        self.stop_hint()
+        if self.game is not None:
+            self.hub.detach(self.game, self.client)
+            self.game = None
+            self.client.seat = None
+
+    def _open_game(self) -> LiveGame:
+        if self.game is None:
+            raise WebError("start a new game first", "no_game_open")
+        return self.game
+
+    async def move(self, msg: dict[str, Any]) -> None:
+        """Play the tab's move in its game."""
+        game = self._open_game()
+        if self.client.seat is None:
+            raise WebError("you are watching this game: only its two players can move", "watching")
+        if game.over:
+            raise WebError("the game is over", "game_over")
+        action = read_move(msg, game.state)
+        self.stop_hint()
+        await game.move(self.client, action)
+
+    async def undo(self) -> None:
+        """Take back the tab's last move against an agent."""
+        self.stop_hint()
+        await self._open_game().undo(self.client)
+
+    async def resign(self) -> None:
+        """The tab's player gives up its game."""
+        self.stop_hint()
+        await self._open_game().resign(self.client)
+
+    async def state(self) -> None:
+        """Send the view again."""
+        if self.game is None:
+            await self.send({"type": "state", "mode": "play", "game": None, **analysis.board_facts(State()),
+                             "moves": [], "seat": None, "last": None})
+        else:
+            await self.send(self.game.view(self.client))
+
+    async def rematch(self) -> None:
+        """Start (or join) the rematch of the finished game, sides swapped."""
+        game = self._open_game()
+        rematch = await self.hub.rematch(game, self.client)
+        for client in list(game.clients):
+            await client.send({"type": "rematch", "game": rematch.id})
+
+    def hint(self) -> None:
+        """Start a hint for the tab's move (a newer one replaces it)."""
+        game = self._open_game()
+        if game.over:
+            raise WebError("the game is over; no hint needed", "game_over")
+        if self.client.seat is None or game.state.to_play != self.client.seat:
+            raise WebError("hints are for your own move", "hint_turn")
+        if not game.specs.get(AGENTS[1 - AGENTS.index(self.client.seat)]):
+            raise WebError("no hints in a game against a person", "hint_friend")
+        self.stop_hint()
+        self.hint_task = asyncio.create_task(self._hint(game, game.state))
+
+    async def _hint(self, game: LiveGame, state: State) -> None:
+        limit = self.services.limits.hint_time
+        try:
+            found = await self.services.run(self.services.hint, state, timeout=limit + 30, what="the hint")
+        except WebError as exc:
+            await self.send(exc.payload("play"))
+            return
+        if game is self.game and game.state == state:
+            await self.send({"type": "hint", "mode": "play", "time": limit, "to_play": state.to_play,
+                             **found.to_dict()})
+
+    def stop_hint(self) -> None:
+        """Stop the hint being computed."""
+        if self.hint_task is not None:
+            self.hint_task.cancel()
+            self.hint_task = None
+
+    async def study(self, study: "Study") -> None:
+        """Open the finished game in ``study``."""
+        game = self._open_game()
+        stored = self.services.store.load(game.id)
+        if stored is None or stored.winner is None:
+            raise WebError("the game is not over yet", "not_over")
+        await study.loaded(f"game-{game.id[:8]}.jsonl", [stored.saved()])
+
+
+# -- watch ----------------------------------------------------------------------------
+
+
+def _resolve_side(side: str) -> str:
+    """A side as asked for, a random one drawn for ``"random"``."""
+    return AGENTS[secrets.randbelow(2)] if side == "random" else side
+
+
+async def _pair(first: Play, second: Play, first_seat: str, control: TimeControl | None) -> None:
+    """A new game between two tabs, ``first`` in ``first_seat``: both land in it."""
+    game, first_token, second_token = await first.hub.create_seated(first_seat, control)
+    await first._join(game, first_seat, first_token)
+    await second._join(game, AGENTS[1 - AGENTS.index(first_seat)], second_token)
+    for tab in (first, second):  # the lobby took them out of the queue: their pages stop waiting
+        await tab.show_lobby()
+
+
+class WatchGame:
+    """Two agents play each other at a chosen speed, with pause and step."""
+
+    def __init__(self, services: Services, send: Send) -> None:
+        self.services, self.send = services, send
+        self.state = State()
+        self.specs: dict[str, str] = {}
+        self.labels: dict[str, str] = {}
+        self.agents: dict[str, Agent | None] = {}
+        self.history: list[int] = []
+        self.delay = 0.5
+        self.running = False
+        self.wake = asyncio.Event()
+        self.steps = 0
+        self.task: asyncio.Task | None = None
+        self.error: dict[str, Any] | None = None
+
+    def view(self) -> dict[str, Any]:
+        """The ``state`` message for the page."""
+        return {
+            "type": "state",
+            "mode": "watch",
+            **analysis.board_facts(self.state),
+            "last": self.history[-1] >> 1 if self.history else None,
+            "moves": analysis.move_list(self.history),
+            "order": self.labels.get(ORDER, ""),
+            "chaos": self.labels.get("chaos", ""),
+            "started": bool(self.specs),
+            "running": self.running,
+            "error": self.error,
+        }
+
+    async def start(self, msg: dict[str, Any]) -> None:
+        """Start a match: ``order`` and ``chaos`` (levels or specs), ``delay_ms`` between moves."""
+        picked = {role: self.services.opponent(msg.get(role), role) for role in AGENTS}
+        delay = self._read_delay(msg)
+        agents = {role: await self.services.build(spec) for role, (spec, _) in picked.items()}
+        self.stop()
+        self.state, self.history, self.error = State(), [], None
+        self.specs = {role: spec for role, (spec, _) in picked.items()}
+        self.labels = {role: label for role, (_, label) in picked.items()}
+        self.agents, self.delay = agents, delay
+        self.running, self.steps = True, 0
+        self.wake.set()
+        await self.send(self.view())
+        self.task = asyncio.create_task(self._loop())
+
+    def _read_delay(self, msg: dict[str, Any]) -> float:
+        delay = msg.get("delay_ms", 500)
+        if not isinstance(delay, (int, float)) or isinstance(delay, bool) or not 0 <= delay <= MAX_WATCH_DELAY_MS:
+            raise WebError(f"delay_ms must be a number 0..{MAX_WATCH_DELAY_MS}", "delay")
+        return delay / 1000
+
+    async def control(self, kind: str, msg: dict[str, Any]) -> None:
+        """``pause``, ``resume``, ``step`` (one move while paused) or ``speed`` (delay_ms)."""
+        if kind == "speed":
+            self.delay = self._read_delay(msg)
+            return
+        if self.task is None:
+            raise WebError("start watching first", "watch_first")
+        if self.state.is_terminal:
+            raise WebError("the game is over; start a new one", "game_over")
+        if kind == "pause":
+            self.running = False
+            self.wake.clear()
+        elif kind == "resume":
+            self.running, self.error = True, None
+            self.wake.set()
+        elif kind == "step":
+            if self.running:
+                raise WebError("pause first, then step", "pause_first")
+            self.steps += 1
+            self.error = None
+            self.wake.set()
+        await self.send(self.view())
+
+    async def _loop(self) -> None:
+        limits = self.services.limits
+        while not self.state.is_terminal:
+            await self.wake.wait()
+            stepping = not self.running
+            if stepping:
+                self.steps -= 1
+                if self.steps <= 0:
+                    self.steps = 0
+                    self.wake.clear()
+            role = self.state.to_play
+            try:
+                agent = self.agents[role]
+                if agent is None:
+                    agent = self.agents[role] = await self.services.build(self.specs[role])
+                action = await self.services.run(
+                    agent_move, agent, self.state, timeout=limits.move_time, what="the agent's move"
+                )
+            except WebError as exc:
+                if isinstance(exc, TimedOut):  # it was told to stop; build a fresh one next time
+                    self.agents[role] = None
+                self.error = exc.payload("watch")
+                self.running = False
+                self.wake.clear()
+                await self.send(self.view())
+                continue
+            if not self.running and not stepping:  # paused while it thought: nothing moves
+                continue
+            self.state = self.state.apply(action)
+            self.history.append(action)
+            if self.state.is_terminal:
+                self.running = False
+            await self.send(self.view())
+            if self.running and not self.state.is_terminal:
+                await asyncio.sleep(self.delay)
+        self.running = False
+
+    def stop(self) -> None:
+        """End the match being played (its search is told to stop)."""
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+        self.running = False
+
+
+# -- study ----------------------------------------------------------------------------
+
+
+def list_games_dir(games_dir: Path | None) -> list[str]:
+    """The names of the regular files directly inside ``games_dir`` (none without one)."""
+    if games_dir is None or not games_dir.is_dir():
+        return []
+    root = games_dir.resolve()
+    return sorted(
+        p.name for p in root.iterdir()
+        if p.is_file() and not p.name.startswith(".") and p.resolve().parent == root
+    )
+
+
+def load_upload(name: str, content: str) -> list[SavedGame]:
+    """Check an uploaded games file's text as :func:`load_games` checks a file on disk;
+    errors name the (already safe) ``name``, never the temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="orderchaos-upload-") as tmp:
+        path = Path(tmp) / name
+        path.write_text(content)
+        try:
+            return load_games(path)
+        except GameFileError as exc:
+            raise WebError(str(exc).replace(str(path), name).replace(tmp + os.sep, ""), "game_file") from None
+
+
+class Study:
+    """Saved games from the games folder, an upload or a game played here, and their analysis."""
+
+    def __init__(self, services: Services, send: Send) -> None:
+        self.services, self.send = services, send
+        self.games: list[SavedGame] = []
+        self.task: asyncio.Task | None = None
+
+    async def list_files(self) -> None:
+        """Send the names of the files in the games folder."""
+        await self.send({"type": "files", "mode": "study", "files": list_games_dir(self.services.games_dir),
+                         "games_dir": self.services.games_dir is not None})
+
+    async def open_file(self, msg: dict[str, Any]) -> None:
+        """Open a games file by ``name``; only a file directly in the games folder."""
+        name = _field(msg, "name", str, "a file name from the games folder")
+        folder = self.services.games_dir
+        if folder is None:
+            raise WebError("the server has no games folder: upload a file instead", "no_games_dir")
+        if name not in list_games_dir(folder):
+            raise WebError("no file of that name in the games folder; choose one from the list", "no_file")
+        path = folder.resolve() / name
+        if path.stat().st_size > self.services.limits.max_upload_bytes:
+            raise WebError(f"{name} is larger than {self.services.limits.max_upload_bytes} bytes", "too_large")
+        try:
+            games = await self.services.run(load_games, path, timeout=60, what=f"reading {name}")
+        except GameFileError as exc:
+            raise WebError(str(exc).replace(str(path), name), "game_file") from None
+        await self.loaded(name, games)
+
+    async def upload(self, msg: dict[str, Any]) -> None:
+        """Read an uploaded games file: ``name`` and its text ``content``."""
+        name = safe_name(_field(msg, "name", str, "the file's name"))
+        content = _field(msg, "content", str, "the file's text")
+        if len(content.encode()) > self.services.limits.max_upload_bytes:
+            raise WebError(f"uploads are limited to {self.services.limits.max_upload_bytes} bytes", "too_large")
+        games = await self.services.run(load_upload, name, content, timeout=60, what=f"reading {name}")
+        await self.loaded(name, games)
+
+    async def loaded(self, name: str, games: list[SavedGame]) -> None:
+        """Make ``games`` the ones studied and send their list."""
+        if not games:
+            raise WebError(f"{name} holds no games", "no_games")
+        self.games = games
+        await self.send({
+            "type": "games", "mode": "study", "file": name,
+            "games": [
+                {"index": g.index, "order": g.order, "chaos": g.chaos, "winner": g.record.winner,
+                 "length": g.record.length, "opening_plies": g.record.opening_plies,
+                 "actions": g.record.actions, "moves": [action_name(a) for a in g.record.actions],
+                 "positions": [analysis.board_facts(s) for s in _positions(g.record.actions)]}
+                for g in games
+            ],
+        })
+
+    def analyse(self, msg: dict[str, Any]) -> None:
+        """Start the ``analysis`` of game number ``game`` (a newer request replaces it)."""
+        index = _field(msg, "game", int, "the game's position in the file")
+        if not 0 <= index < len(self.games):
+            raise WebError("open a file first" if not self.games else f"game position must be 0..{len(self.games) - 1}",
+                           "no_game_there")
+        self.stop()
+        self.task = asyncio.create_task(self._analyse(index))
+
+    async def _analyse(self, index: int) -> None:
+        actions = self.games[index].record.actions
+        limit = self.services.limits.study_time
+        try:
+            result = await self.services.run(
+                self.services.study, actions, timeout=60 + limit * (len(actions) + 1) * 4, what="the analysis"
+            )
+        except WebError as exc:
+            await self.send(exc.payload("study"))
+            return
+        await self.send({"type": "analysis", "mode": "study", "game": index, **result,
+                         "network": any(v is not None for v in result["values"][:-1]) or len(actions) == 0})
+
+    def stop(self) -> None:
+        """Stop the analysis being computed."""
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+
+
+def _positions(actions: list[int]) -> list[State]:
+    states = [State()]
+    for a in actions:
+        states.append(states[-1].apply(a))
+    return states
+
+
+# -- one connection -------------------------------------------------------------------
+
+
+class Connection:
+    """One tab's games and the dispatch of its messages."""
+
+    def __init__(self, services: Services, hub: Hub, send: Send, address: str = "") -> None:
+        self.services = services
+        self.play = Play(services, hub, send, address)
+        hub.lobby_tabs.add(self.play)
+        self.watch = WatchGame(services, send)
+        self.study = Study(services, send)
+        self.send = send
+
+    async def hello(self) -> None:
+        """The first message: the levels, the suggestions and the limits."""
+        limits = self.services.limits
+        await self.send({
+            "type": "hello",
+            "levels": LEVELS,
+            "free_specs": limits.free_specs,
+            "suggestions": SUGGESTED_SPECS if limits.free_specs else [],
+            "limits": {
+                "move_time": limits.move_time, "hint_time": limits.hint_time,
+                "max_message_bytes": limits.max_message_bytes, "max_upload_bytes": limits.max_upload_bytes,
+                "max_sims": limits.max_sims,
+            },
+            "games_dir": self.services.games_dir is not None,
+            "public_url": self.services.public_url,
+        })
+
+    async def handle(self, msg: dict[str, Any]) -> None:
+        """Carry out one decoded message (:func:`.protocol.decode`); raises WebError."""
+        kind = msg["type"]
+        handlers: dict[str, Callable[[], Coroutine[Any, Any, None] | None]] = {
+            "new_game": lambda: self.play.new_game(msg),
+            "play_friend": lambda: self.play.play_friend(msg),
+            "open": lambda: self.play.open(msg),
+            "leave": self.play.leave,
+            "move": lambda: self.play.move(msg),
+            "undo": self.play.undo,
+            "resign": self.play.resign,
+            "hint": self.play.hint,
+            "state": self.play.state,
+            "rematch": self.play.rematch,
+            "study_game": lambda: self.play.study(self.study),
+            "watch": lambda: self.watch.start(msg),
+            "pause": lambda: self.watch.control("pause", msg),
+            "resume": lambda: self.watch.control("resume", msg),
+            "step": lambda: self.watch.control("step", msg),
+            "speed": lambda: self.watch.control("speed", msg),
+            "list_files": self.study.list_files,
+            "open_file": lambda: self.study.open_file(msg),
+            "upload": lambda: self.study.upload(msg),
+            "analyse": lambda: self.study.analyse(msg),
+            "lobby": self.play.show_lobby,
+            "challenge": lambda: self.play.challenge(msg),
+            "accept": lambda: self.play.accept(msg),
+            "cancel": lambda: self.play.cancel(msg),
+            "play_anyone": lambda: self.play.play_anyone(msg),
+        }
+        result = handlers[kind]()
+        if result is not None:
+            await result
+
+    def close(self) -> None:
+        """Stop everything this tab started, leave its game and the lobby."""
+        self.play.leave_lobby()
+        self.play.leave()
+        self.watch.stop()
+        self.study.stop()

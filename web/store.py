@@ -1,0 +1,505 @@
+"""The web server's game store: the one module that knows its SQLite schema.
+
+Every game played on the page (against a friend or an agent) is a row of ``games``, and
+each of its moves a row of ``moves``; a move is committed before the server tells anyone
+about it, so a restart loses nothing that a player saw. The file is opened in WAL mode
+(readers never wait for the writer). Schema, version 3::
+
+    games(id TEXT PRIMARY KEY,       -- secrets.token_urlsafe(16): 128 random bits
+          created REAL, updated REAL,  -- Unix seconds
+          order_spec TEXT, chaos_spec TEXT,   -- the agent's spec for an agent seat, NULL: a person
+          order_label TEXT, chaos_label TEXT, -- how the page names the agent (e.g. "hard")
+          order_token TEXT, chaos_token TEXT, -- SHA-256 (hex) of the seat token, NULL: seat free
+          invite TEXT,                 -- the invite secret while the other seat is free, else NULL
+          winner TEXT,                 -- 'order' / 'chaos' once finished, else NULL
+          rematch TEXT,                -- the id of the rematch game, once asked for
+          reason TEXT,                 -- why it ended: five, full_board, resign, time, aborted
+          time_base REAL, time_increment REAL,  -- the time control in seconds, NULL: no clock
+          order_left REAL, chaos_left REAL,     -- each side's seconds left as of turn_started
+          turn_started REAL,           -- when the running clock started, NULL: none runs
+          seated REAL)                 -- when both seats were first taken
+    moves(game TEXT, ply INTEGER, action INTEGER, at REAL, PRIMARY KEY (game, ply))
+    meta(key TEXT PRIMARY KEY, value TEXT)   -- schema_version
+    puzzle_players(id TEXT PRIMARY KEY,   -- the anonymous id a browser keeps
+                   r REAL, rd REAL, sigma REAL,  -- Glicko-2 rating, deviation, volatility
+                   attempts INTEGER, solved INTEGER, updated REAL)
+    puzzle_ratings(id TEXT PRIMARY KEY,   -- a puzzle's id; no row: its start rating
+                   r REAL, rd REAL, sigma REAL, attempts INTEGER, solved INTEGER, updated REAL)
+    puzzle_attempts(player TEXT, puzzle TEXT, at REAL,
+                    solved INTEGER,            -- 1 solved, 0 failed
+                    before REAL, after REAL,   -- the player's rating around the attempt
+                    PRIMARY KEY (player, puzzle))  -- only a first attempt is rated
+
+Seat tokens are kept only as hashes: the file alone does not let anyone take a seat.
+A game is finished once ``reason`` is set; ``winner`` stays NULL for an aborted game.
+A version 1 file is upgraded in place when opened: the new columns are added, and a
+finished game's reason is read off its winner (Order can only win by five, Chaos only by a
+full board); a version 2 file gains the three (empty) puzzle tables. :meth:`GameStore.resume_clocks` restarts running clocks from the moment the
+server starts, so the time it was down is not charged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from orderchaos.arena.game_files import GameRecord, SavedGame, game_line
+from orderchaos.arena.glicko2 import Rating
+from orderchaos.web.clocks import GameClock, TimeControl
+from orderchaos.envs.rules import AGENTS, State
+from orderchaos.files import atomic_write_bytes
+
+PERSON = "person"
+"""How a seat held by a person is labelled in game files."""
+SCHEMA_VERSION = "3"
+REASONS = ("five", "full_board", "resign", "time", "aborted")
+"""Why a game ended, as the store and the protocol name it."""
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS games (
+    id TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    order_spec TEXT, chaos_spec TEXT,
+    order_label TEXT, chaos_label TEXT,
+    order_token TEXT, chaos_token TEXT,
+    invite TEXT,
+    winner TEXT,
+    rematch TEXT,
+    reason TEXT,
+    time_base REAL, time_increment REAL,
+    order_left REAL, chaos_left REAL,
+    turn_started REAL,
+    seated REAL
+);
+CREATE TABLE IF NOT EXISTS moves (
+    game TEXT NOT NULL REFERENCES games(id),
+    ply INTEGER NOT NULL,
+    action INTEGER NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (game, ply)
+);
+CREATE INDEX IF NOT EXISTS games_open ON games(reason) WHERE reason IS NULL;
+CREATE TABLE IF NOT EXISTS puzzle_players (
+    id TEXT PRIMARY KEY,
+    r REAL NOT NULL, rd REAL NOT NULL, sigma REAL NOT NULL,
+    attempts INTEGER NOT NULL, solved INTEGER NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS puzzle_ratings (
+    id TEXT PRIMARY KEY,
+    r REAL NOT NULL, rd REAL NOT NULL, sigma REAL NOT NULL,
+    attempts INTEGER NOT NULL, solved INTEGER NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS puzzle_attempts (
+    player TEXT NOT NULL,
+    puzzle TEXT NOT NULL,
+    at REAL NOT NULL,
+    solved INTEGER NOT NULL,
+    before REAL NOT NULL,
+    after REAL NOT NULL,
+    PRIMARY KEY (player, puzzle)
+);
+"""
+V2_COLUMNS = (
+    "reason TEXT", "time_base REAL", "time_increment REAL", "order_left REAL", "chaos_left REAL",
+    "turn_started REAL", "seated REAL",
+)
+"""The columns version 2 added to ``games``, in the order :func:`upgrade_from_1` adds them."""
+
+
+def upgrade_from_1(db: sqlite3.Connection) -> None:
+    """Bring a version 1 store to version 2 in one transaction (see the module docstring)."""
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        for column in V2_COLUMNS:
+            db.execute(f"ALTER TABLE games ADD COLUMN {column}")
+        db.execute("UPDATE games SET reason = CASE winner WHEN 'order' THEN 'five' ELSE 'full_board' END"
+                   " WHERE winner IS NOT NULL")
+        db.execute("DROP INDEX IF EXISTS games_unfinished")
+        db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+
+
+def upgrade_from_2(db: sqlite3.Connection) -> None:
+    """Bring a version 2 store to version 3 in one transaction: the puzzle tables, empty."""
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        for statement in SCHEMA.split(";"):
+            if "puzzle_" in statement:
+                db.execute(statement)
+        db.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
+
+
+class StoreError(ValueError):
+    """A database file that cannot be used (not SQLite, another schema version, unwritable)."""
+
+
+def token_hash(token: str) -> str:
+    """The SHA-256 (hex) of a seat token: what the store keeps instead of the token."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def default_db_path() -> Path:
+    """``$XDG_DATA_HOME/orderchaos/games.sqlite3`` (``~/.local/share`` without XDG_DATA_HOME)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "orderchaos" / "games.sqlite3"
+
+
+@dataclass
+class StoredGame:
+    """One game as the store holds it."""
+
+    id: str
+    specs: dict[str, str | None]
+    labels: dict[str, str | None]
+    tokens: dict[str, str | None]
+    invite: str | None
+    winner: str | None
+    rematch: str | None
+    created: float
+    actions: list[int] = field(default_factory=list)
+    reason: str | None = None
+    clock: GameClock | None = None
+    seated: float | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the game has ended (a win of either kind, or an abort)."""
+        return self.reason is not None
+
+    def state(self) -> State:
+        """The position after the stored moves."""
+        state = State()
+        for action in self.actions:
+            state = state.apply(action)
+        return state
+
+    def label(self, role: str) -> str:
+        """Who played ``role``: the agent's level or spec, or :data:`PERSON`."""
+        if self.specs.get(role) is None:
+            return PERSON
+        return self.labels.get(role) or self.specs[role] or PERSON
+
+    def saved(self) -> SavedGame:
+        """The finished game as a :class:`SavedGame` (raises ValueError if unfinished or aborted)."""
+        if self.winner is None:
+            raise ValueError(f"game {self.id} has no winner")
+        record = GameRecord(list(self.actions), self.winner, len(self.actions), 0)
+        return SavedGame(0, self.label("order"), self.label("chaos"), record)
+
+
+class TimedConnection(sqlite3.Connection):
+    """A SQLite connection that adds up the seconds spent in its statements
+    (``statement_seconds``) and in committing its ``with`` blocks (``commit_seconds``), which
+    the load test reports as the store's share of the server's time."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.statement_seconds = 0.0
+        self.commit_seconds = 0.0
+        self.commits = 0
+
+    def execute(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:  # noqa: D102 - sqlite3's, timed
+        started = time.perf_counter()
+        try:
+            return super().execute(*args, **kwargs)
+        finally:
+            self.statement_seconds += time.perf_counter() - started
+
+    def __exit__(self, *exc: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return super().__exit__(*exc)
+        finally:
+            self.commit_seconds += time.perf_counter() - started
+            self.commits += 1
+
+
+class GameStore:
+    """Games and moves in one SQLite file (``":memory:"`` for a store that dies with it).
+
+    Used from one thread (the server's event loop); every write is committed at once.
+    """
+
+    def __init__(self, path: str | os.PathLike, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db: TimedConnection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                                       factory=TimedConnection)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            has_meta = self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+            row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() if has_meta else None
+            if row is not None and row[0] == "1":
+                upgrade_from_1(self.db)
+                row = ("2",)
+            if row is not None and row[0] == "2":
+                upgrade_from_2(self.db)
+            self.db.executescript(SCHEMA)
+            damage = [row[0] for row in self.db.execute("PRAGMA quick_check")]
+            if damage != ["ok"]:  # corrupt pages would fail later games one by one
+                raise StoreError(f"{self.path}: the game store is damaged ({damage[0]}); "
+                                 f"move it aside (or export what is readable with sqlite3 .recover)")
+            row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+            elif row[0] != SCHEMA_VERSION:
+                raise StoreError(f"{self.path}: game store schema version {row[0]}, this server reads {SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a usable game store ({exc})") from None
+
+    def close(self) -> None:
+        """Close the file."""
+        self.db.close()
+
+    def answers(self) -> bool:
+        """True while the file answers a query (what ``/healthz`` reports)."""
+        try:
+            return self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() is not None
+        except sqlite3.Error:
+            return False
+
+    def create(
+        self,
+        game_id: str,
+        specs: dict[str, str | None],
+        labels: dict[str, str | None],
+        tokens: dict[str, str | None],
+        invite: str | None,
+        control: TimeControl | None = None,
+    ) -> None:
+        """Add a new game without moves; ``tokens`` are already hashed; ``control`` None: no clock.
+        A game whose both seats are filled (a token or an agent each) is seated at once."""
+        now = self.clock()
+        full = all(tokens.get(role) or specs.get(role) for role in AGENTS)
+        self.db.execute(
+            "INSERT INTO games (id, created, updated, order_spec, chaos_spec, order_label, chaos_label,"
+            " order_token, chaos_token, invite, time_base, time_increment, order_left, chaos_left, seated)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (game_id, now, now, specs.get("order"), specs.get("chaos"), labels.get("order"),
+             labels.get("chaos"), tokens.get("order"), tokens.get("chaos"), invite,
+             *((control.base, control.increment, control.base, control.base) if control else (None,) * 4),
+             now if full else None),
+        )
+
+    def add_move(
+        self, game_id: str, ply: int, action: int, winner: str | None, clock: GameClock | None = None
+    ) -> None:
+        """Commit move number ``ply`` (0-based), the clocks after it, and, when it ended the
+        game, the winner (by five for Order, by a full board for Chaos)."""
+        now = self.clock()
+        reason = None if winner is None else "five" if winner == "order" else "full_board"
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("INSERT INTO moves VALUES (?, ?, ?, ?)", (game_id, ply, action, now))
+            self.db.execute("UPDATE games SET updated=?, winner=?, reason=? WHERE id=?", (now, winner, reason, game_id))
+            if clock is not None:
+                self._write_clock(game_id, clock)
+
+    def _write_clock(self, game_id: str, clock: GameClock) -> None:
+        self.db.execute(
+            "UPDATE games SET order_left=?, chaos_left=?, turn_started=? WHERE id=?",
+            (clock.remaining["order"], clock.remaining["chaos"], clock.turn_started, game_id),
+        )
+
+    def finish(self, game_id: str, winner: str | None, reason: str, clock: GameClock | None = None) -> None:
+        """End a game off the board: ``reason`` one of resign, time, aborted (winner None)."""
+        if reason not in REASONS[2:]:
+            raise ValueError(f"reason must be one of {REASONS[2:]}, got {reason!r}")
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("UPDATE games SET updated=?, winner=?, reason=? WHERE id=? AND reason IS NULL",
+                            (self.clock(), winner, reason, game_id))
+            if clock is not None:
+                self._write_clock(game_id, clock)
+
+    def unstarted_since(self, before: float) -> list[str]:
+        """Unfinished games without a move whose seats were both taken at ``before`` or earlier."""
+        return [i for (i,) in self.db.execute(
+            "SELECT id FROM games WHERE reason IS NULL AND seated <= ?"
+            " AND NOT EXISTS (SELECT 1 FROM moves WHERE game=games.id) ORDER BY seated", (before,))]
+
+    def clocks_out(self, now: float) -> list[str]:
+        """Unfinished games whose side to move (Order after an even number of moves) has run
+        out of time at ``now``: asked of SQLite, so that a sweep loads no other game."""
+        return [i for (i,) in self.db.execute(
+            "SELECT id FROM games AS g WHERE reason IS NULL AND turn_started IS NOT NULL AND turn_started"
+            " + CASE (SELECT COUNT(*) FROM moves WHERE game = g.id) % 2 WHEN 0 THEN order_left ELSE chaos_left END"
+            " <= ? ORDER BY turn_started", (now,))]
+
+    def resume_clocks(self) -> int:
+        """Restart every running clock of an unfinished game from now (the server starts:
+        the time it was down is not charged); returns how many were running."""
+        now = self.clock()
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            cursor = self.db.execute(
+                "UPDATE games SET turn_started=? WHERE reason IS NULL AND turn_started IS NOT NULL", (now,))
+        return cursor.rowcount
+
+    def take_back(self, game_id: str, plies: int, clock: GameClock | None = None) -> None:
+        """Remove every move from ply ``plies`` on (an undo), with the clocks after it; back to
+        no move at all, the minute to make a first move counts from now."""
+        now = self.clock()
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("DELETE FROM moves WHERE game=? AND ply>=?", (game_id, plies))
+            self.db.execute("UPDATE games SET updated=?, winner=NULL, reason=NULL WHERE id=?", (now, game_id))
+            if plies == 0:
+                self.db.execute("UPDATE games SET seated=? WHERE id=? AND seated IS NOT NULL", (now, game_id))
+            if clock is not None:
+                self._write_clock(game_id, clock)
+
+    def claim_seat(self, game_id: str, role: str, token: str) -> None:
+        """Give the free seat ``role`` to the holder of ``token`` (hashed), spend the invite,
+        and note when both seats became taken."""
+        if role not in AGENTS:
+            raise ValueError(f"role must be one of {AGENTS}, got {role!r}")
+        now = self.clock()
+        self.db.execute(
+            f"UPDATE games SET {role}_token=?, invite=NULL, updated=?, seated=COALESCE(seated, ?) WHERE id=?",
+            (token, now, now, game_id),
+        )
+
+    def set_rematch(self, game_id: str, rematch_id: str) -> None:
+        """Record the rematch of a game."""
+        self.db.execute("UPDATE games SET rematch=? WHERE id=?", (rematch_id, game_id))
+
+    def load(self, game_id: str) -> StoredGame | None:
+        """The game with this id, or None."""
+        row = self.db.execute(
+            "SELECT id, order_spec, chaos_spec, order_label, chaos_label, order_token, chaos_token,"
+            " invite, winner, rematch, created, reason, time_base, time_increment, order_left, chaos_left,"
+            " turn_started, seated FROM games WHERE id=?",
+            (game_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        actions = [a for (a,) in self.db.execute("SELECT action FROM moves WHERE game=? ORDER BY ply", (game_id,))]
+        return StoredGame(
+            id=row[0], specs={"order": row[1], "chaos": row[2]}, labels={"order": row[3], "chaos": row[4]},
+            tokens={"order": row[5], "chaos": row[6]}, invite=row[7], winner=row[8], rematch=row[9],
+            created=row[10], actions=actions, reason=row[11], seated=row[17],
+            clock=None if row[12] is None else GameClock(
+                TimeControl(row[12], row[13]), {"order": row[14], "chaos": row[15]}, row[16]),
+        )
+
+    # -- puzzles ----------------------------------------------------------------------------
+    def puzzle_player(self, player: str) -> Rating | None:
+        """A puzzle player's rating, or None before their first rated attempt."""
+        row = self.db.execute("SELECT r, rd, sigma FROM puzzle_players WHERE id=?", (player,)).fetchone()
+        return None if row is None else Rating(*row)
+
+    def puzzle_rating(self, puzzle: str) -> Rating | None:
+        """A puzzle's rating, or None before its first rated attempt."""
+        row = self.db.execute("SELECT r, rd, sigma FROM puzzle_ratings WHERE id=?", (puzzle,)).fetchone()
+        return None if row is None else Rating(*row)
+
+    def puzzle_ratings(self) -> dict[str, float]:
+        """Every attempted puzzle's rating: id -> r."""
+        return dict(self.db.execute("SELECT id, r FROM puzzle_ratings"))
+
+    def attempted_puzzles(self, player: str) -> set[str]:
+        """The puzzles this player has made a rated attempt at."""
+        return {p for (p,) in self.db.execute("SELECT puzzle FROM puzzle_attempts WHERE player=?", (player,))}
+
+    def puzzle_attempt(self, player: str, puzzle: str) -> tuple[bool, float, float] | None:
+        """The player's rated attempt at the puzzle: (solved, rating before, rating after), or None."""
+        row = self.db.execute("SELECT solved, before, after FROM puzzle_attempts WHERE player=? AND puzzle=?",
+                              (player, puzzle)).fetchone()
+        return None if row is None else (bool(row[0]), row[1], row[2])
+
+    def record_puzzle_attempt(
+        self, player: str, puzzle: str, solved: bool, before: Rating, player_after: Rating, puzzle_after: Rating
+    ) -> bool:
+        """Store a first attempt and both new ratings in one transaction; False (and nothing
+        written) when the player has attempted this puzzle before."""
+        now = self.clock()
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            cursor = self.db.execute(
+                "INSERT OR IGNORE INTO puzzle_attempts VALUES (?, ?, ?, ?, ?, ?)",
+                (player, puzzle, now, int(solved), before.r, player_after.r))
+            if cursor.rowcount == 0:
+                return False
+            for table, key, rating in (("puzzle_players", player, player_after),
+                                       ("puzzle_ratings", puzzle, puzzle_after)):
+                self.db.execute(
+                    f"INSERT INTO {table} VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+                    " r=excluded.r, rd=excluded.rd, sigma=excluded.sigma, attempts=attempts+1,"
+                    " solved=solved+excluded.solved, updated=excluded.updated",
+                    (key, rating.r, rating.rd, rating.sigma, int(solved), now))
+        return True
+
+    def ids(self, finished: bool | None = None) -> list[str]:
+        """Game ids, oldest first: all, only finished (True) or only unfinished (False) ones."""
+        where = "" if finished is None else " WHERE reason IS NOT NULL" if finished else " WHERE reason IS NULL"
+        return [i for (i,) in self.db.execute(f"SELECT id FROM games{where} ORDER BY created, id")]
+
+
+def backup_store(source: str | os.PathLike, target: str | os.PathLike) -> int:
+    """Copy the game store ``source`` into the new file ``target`` with SQLite's backup API: a
+    consistent copy even while a server writes to ``source``. The copy is written beside
+    ``target`` and renamed into place when complete. Returns the number of games copied.
+    Raises StoreError for a source that is not a game store of this schema version."""
+    target = Path(target)
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        src = sqlite3.connect(f"file:{Path(source).resolve()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{source}: cannot be opened ({exc})") from None
+    try:
+        try:
+            row = src.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{source}: not a usable game store ({exc})") from None
+        if row is None or row[0] != SCHEMA_VERSION:
+            raise StoreError(f"{source}: game store schema version {row and row[0]}, this server reads {SCHEMA_VERSION}")
+        partial.unlink(missing_ok=True)
+        dst = sqlite3.connect(partial)
+        try:
+            src.backup(dst)
+            dst.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+            games = dst.execute("SELECT COUNT(*) FROM games").fetchone()[0]
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    os.replace(partial, target)
+    return games
+
+
+def export_games(store: GameStore, folder: str | os.PathLike) -> list[Path]:
+    """Write every finished game into ``folder`` as games files (JSON lines, the format of
+    :mod:`orderchaos.arena.game_files`), one file per pairing of players, named
+    ``web_<order>_vs_<chaos>.jsonl``; returns the files written."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    groups: dict[tuple[str, str], list[str]] = {}
+    for game_id in store.ids(finished=True):
+        stored = store.load(game_id)
+        assert stored is not None
+        if stored.winner is None:  # aborted: nobody won, nothing to learn from
+            continue
+        game = stored.saved()
+        line = game_line(game.record, game.order, game.chaos, len(groups.get((game.order, game.chaos), [])))
+        groups.setdefault((game.order, game.chaos), []).append(line)
+    written = []
+    for (order, chaos), lines in sorted(groups.items()):
+        safe = "_vs_".join("".join(ch if ch.isalnum() else "-" for ch in label) for label in (order, chaos))
+        path = out / f"web_{safe}.jsonl"
+        atomic_write_bytes(path, "".join(line + "\n" for line in lines).encode())  # never half a file
+        written.append(path)
+    return written
