@@ -163,7 +163,7 @@ def test_the_checker_imports_only_the_rules_engine_and_the_format() -> None:
     allowed = {"orderchaos.envs.rules", "orderchaos.proof.certificate", "orderchaos.files"}
     stdlib = {"__future__", "json", "os", "tempfile", "time", "dataclasses", "pathlib", "collections.abc"}
     for name in ("certificate_check.py", "certificate.py"):
-        tree = ast.parse((ROOT / "arena" / name).read_text())
+        tree = ast.parse((ROOT / "proof" / name).read_text())
         imported = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
