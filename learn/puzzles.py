@@ -51,13 +51,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orderchaos.agents.solver import Solver, generated_moves
-from orderchaos.agents.strategy import CENTRE_CELLS, PAIRS, PARTNER
+from orderchaos.agents.strategy import CENTRE_CELLS, PARTNER, pair_states
 from orderchaos.arena.game_files import json_lines, load_games
 from orderchaos.arena.glicko2 import puzzle_start_rating
 from orderchaos.envs.rules import (
     CHAOS,
     ORDER,
     SIZE,
+    SYMBOLS,
     BoardStringError,
     State,
     action_name,
@@ -188,20 +189,6 @@ def is_double_four(state: State) -> bool:
     return len(threats) >= 2
 
 
-def _symbol_at(state: State, cell: int) -> int | None:
-    if state.x >> cell & 1:
-        return 0
-    if state.o >> cell & 1:
-        return 1
-    return None
-
-
-def _empty_or_mixed(state: State, a: int, b: int) -> bool:
-    """The border pair ``a``, ``b`` is empty or holds one X and one O."""
-    sa, sb = _symbol_at(state, a), _symbol_at(state, b)
-    return (sa is None and sb is None) or (sa is not None and sb is not None and sa != sb)
-
-
 def themes(state: State, kind: str, line: Sequence[int]) -> list[str]:
     """The themes of a puzzle (module docstring), from its position and solution actions."""
     key = line[0]
@@ -218,9 +205,10 @@ def themes(state: State, kind: str, line: Sequence[int]) -> list[str]:
             end = end.apply(action)
         if has_six(end):
             found.append("six counts")
-    if cell in PARTNER and _symbol_at(state, PARTNER[cell]) == 1 - symbol:
+    if cell in PARTNER and state.cell(PARTNER[cell]) == SYMBOLS[1 - symbol]:
         found.append("border answer")
-    if cell in CENTRE_CELLS and all(_empty_or_mixed(after, a, b) for a, b in PAIRS):
+    half_pairs, others_empty_or_mixed = pair_states(after)
+    if cell in CENTRE_CELLS and others_empty_or_mixed and not half_pairs:
         found.append("centre game")
     if kind == CHAOS_SURVIVES:
         cells = {c for c, _ in threat_pairs(state.x, state.o)}
