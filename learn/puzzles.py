@@ -268,15 +268,18 @@ class _Prover:
                 return quick, plies
         raise ValueError("none of the moves wins")
 
+    def forced_length(self, state: State) -> int:
+        """The plies Order needs to force a five from ``state`` (won for Order), both sides counted."""
+        plies = 0
+        while not self.order_wins_within(state, plies):
+            plies += 1
+            if plies > state.num_empty:
+                raise ValueError("Order does not win this position")
+        return plies
+
     def forced_plies(self, state: State, action: int) -> int:
         """The plies to Order's five after Order's ``action`` with best defence, the action counted."""
-        child = state.apply(action)
-        plies = 1
-        while not self.order_wins_within(child, plies - 1):
-            plies += 2
-            if plies > state.num_empty:
-                raise ValueError("the move does not win")
-        return plies
+        return 1 + self.forced_length(state.apply(action))
 
 
 def _order_line(prover: _Prover, state: State, key: int, plies: int) -> list[int]:
@@ -749,16 +752,6 @@ def _puzzle_over(kind: str, state: State) -> bool:
     return state.decided or state.is_full
 
 
-def _forced_length(prover: _Prover, state: State) -> int:
-    """The plies Order needs to force a five from ``state`` (won for Order), both sides counted."""
-    plies = 0
-    while not prover.order_wins_within(state, plies):
-        plies += 1
-        if plies > state.num_empty:
-            raise ValueError("Order does not win this position")
-    return plies
-
-
 def _slowest_defence(prover: _Prover, state: State, plies: int) -> int:
     """Chaos's move in ``state``, where Order forces a five in ``plies`` plies and no fewer,
     after which Order needs the most plies: ``plies - 1``. With ``plies`` 1 every move
@@ -771,7 +764,7 @@ def _slowest_defence(prover: _Prover, state: State, plies: int) -> int:
 
 def best_defence(prover: _Prover, state: State) -> int:
     """Chaos's answer in a lost position: a move after which Order needs the most plies."""
-    return _slowest_defence(prover, state, _forced_length(prover, state))
+    return _slowest_defence(prover, state, prover.forced_length(state))
 
 
 def _winning_line(prover: _Prover, state: State, kind: str) -> list[int]:
