@@ -30,7 +30,6 @@ from orderchaos.envs.rules import AGENTS, State
 from orderchaos.arena.mistakes import collect_mistakes, labelled_rows, mistake_rows, ranked_moves
 from orderchaos.train.replay_buffer import ReplayBuffer
 from orderchaos.train.config_schema import (
-    AUGMENT,
     COMPILED_INFERENCE,
     MISTAKE_CANDIDATES,
     MISTAKE_CAPACITY,
@@ -379,11 +378,9 @@ class AlphaZeroTrainer(Trainer):
         net.train()
         totals = np.zeros(3)
         for _ in range(updates):
-            planes, masks, targets, values = buffer.sample(
-                cfg.optim.batch_size - from_mistakes, self.rng, AUGMENT
-            )
+            planes, masks, targets, values = buffer.sample(cfg.optim.batch_size - from_mistakes, self.rng)
             if from_mistakes:
-                extra = mistakes.sample(from_mistakes, self.rng, AUGMENT)
+                extra = mistakes.sample(from_mistakes, self.rng)
                 planes, masks, targets, values = (
                     np.concatenate(pair) for pair in zip((planes, masks, targets, values), extra)
                 )
