@@ -331,13 +331,11 @@ def winning_rows(
     return encode_states(states), action_masks(states), policies, np.ones(len(states), np.float32)
 
 
-def labelled_rows(
-    positions: Sequence["LabelledPosition"], roles: Sequence[str]
-) -> dict[str, tuple[np.ndarray, ...]]:
+def labelled_rows(positions: Sequence["LabelledPosition"]) -> dict[str, tuple[np.ndarray, ...]]:
     """:func:`winning_rows` for solver-labelled positions (``orderchaos.arena.positions``),
-    split by the side to move; only ``roles`` are kept, and a role with no position is left out."""
+    split by the side to move; a role with no position is left out."""
     out: dict[str, tuple[np.ndarray, ...]] = {}
-    for role in roles:
+    for role in AGENTS:
         mine = [p for p in positions if p.state.to_play == role]
         if mine:
             out[role] = winning_rows([p.state for p in mine], [p.good_actions for p in mine])

@@ -192,7 +192,7 @@ class AlphaZeroTrainer(Trainer):
             except PositionsFileError as exc:
                 raise ValueError(f"mistakes.positions: {exc}") from None
         capacity = self.mistake_settings.capacity
-        for role, role_rows in labelled_rows(positions, AGENTS).items():
+        for role, role_rows in labelled_rows(positions).items():
             if len(role_rows[-1]) > capacity:
                 raise ValueError(
                     f"mistakes.positions: {len(role_rows[-1])} positions with {role} to move do not "
