@@ -162,9 +162,9 @@ def mistake_job(
     start_ply: int,
     others: list[int] | None = None,
 ) -> Mistake | Unlisted | None:
-    """:func:`find_mistake` for one lost game as a :class:`~orderchaos.agents.solver_pool.SolverPool`
-    job. The worker's solver is cleared first, so the result does not depend on which
-    worker ran it or what it solved before. Without ``others``, a won position whose
+    """:func:`find_mistake` for one lost game on ``solver`` (the first argument, as a
+    :class:`~orderchaos.agents.solver_pool.SolverPool` job takes it). The solver is cleared
+    first, so the result does not depend on what it solved before. Without ``others``, a won position whose
     winning moves were not listed comes back :class:`Unlisted`; run again with ``others``
     (the player's preferred moves there, other than the one played: the same walk is
     repeated), the first of them proven to win becomes the winning move."""
