@@ -35,6 +35,7 @@ from orderchaos.agents.mcts import (
     _load_kernels,
     check_evaluator,
     check_positive,
+    check_search_states,
 )
 from orderchaos.agents.mcts_kernels import _select_many
 from orderchaos.agents.rollout import splitmix64
@@ -230,12 +231,7 @@ class GumbelSearch:
     ) -> list[GumbelResult]:
         """Search every state in its own tree, evaluating the leaves of all trees together
         (one ``evaluate`` call per wave). ``add_noise`` draws the root's Gumbel variables."""
-        states = list(states)
-        for i, s in enumerate(states):
-            if not isinstance(s, State):
-                raise TypeError(f"states[{i}] must be an orderchaos.envs.rules.State, got {type(s).__name__}")
-            if s.is_terminal:
-                raise ValueError(f"states[{i}] is terminal ({s.winner} won); there is nothing to search")
+        states = check_search_states(states)
         if not states:
             return []
         budget = int(simulations or self.simulations)

@@ -220,6 +220,18 @@ def check_positive(name: str, value: object, kind: type, allow_none: bool = Fals
         raise ValueError(f"{name} must be {accepted}, got {value!r}")
 
 
+def check_search_states(states: Sequence[State]) -> list[State]:
+    """``states`` as a list; refuse (naming its index) one that is not a State or is a
+    finished game, where there is nothing to search."""
+    states = list(states)
+    for i, s in enumerate(states):
+        if not isinstance(s, State):
+            raise TypeError(f"states[{i}] must be an orderchaos.envs.rules.State, got {type(s).__name__}")
+        if s.is_terminal:
+            raise ValueError(f"states[{i}] is terminal ({s.winner} won); there is nothing to search")
+    return states
+
+
 class MCTS:
     """UCT / PUCT tree search with MCTS-Solver backups (see the module docstring).
 
@@ -287,12 +299,7 @@ class MCTS:
         ``simulations`` overrides the per-tree budget for this call. ``add_noise`` mixes
         Dirichlet noise into each root's priors (needs ``dirichlet_alpha``).
         """
-        states = list(states)
-        for i, s in enumerate(states):
-            if not isinstance(s, State):
-                raise TypeError(f"states[{i}] must be an orderchaos.envs.rules.State, got {type(s).__name__}")
-            if s.is_terminal:
-                raise ValueError(f"states[{i}] is terminal ({s.winner} won); there is nothing to search")
+        states = check_search_states(states)
         check_positive("simulations", simulations, int, allow_none=True)
         if add_noise and self.dirichlet_alpha is None:
             raise ValueError("add_noise=True needs MCTS(..., dirichlet_alpha=...) to be set")

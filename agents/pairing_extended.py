@@ -204,12 +204,6 @@ def _half(pair: int, symbol: int) -> Tables:
     return half_pair_table(PAIR_IMAGES[(pair, symbol)][1])
 
 
-def _fill(state: State, half: tuple[int, int, int]) -> State:
-    """``state`` with the empty end of ``half`` given the other symbol (a mixed pair)."""
-    _, symbol, empty = half
-    return state.apply_unchecked(2 * empty + (1 - symbol))
-
-
 def _case(state: State) -> str | None:
     """Which extended case (``"equal"``, ``"half"``, ``"equal+half"``, ``"two halves"``) the
     position is in, when the tables prove it; None otherwise. Assumes no five to complete."""

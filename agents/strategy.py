@@ -170,8 +170,9 @@ def centre_string(state: State) -> str:
     return "".join(state.cell(c) for c in CENTRE_CELLS)
 
 
-def _pair_states(state: State) -> tuple[list[int], bool]:
-    """The pairs holding exactly one stone, and whether every other pair is empty or mixed."""
+def pair_states(state: State) -> tuple[list[int], bool]:
+    """The pairs (indices into :data:`PAIRS`) holding exactly one stone, and whether every
+    other pair is empty or mixed (one X and one O); when it is not, the list may stop short."""
     half: list[int] = []
     for i, (p, q) in enumerate(PAIRS):
         stones = (state.x >> p & 1) + (state.o >> p & 1) + (state.x >> q & 1) + (state.o >> q & 1)
@@ -191,7 +192,7 @@ def covers(state: State) -> bool:
     order_to_move = state.to_play == ORDER
     if order_to_move and threat_pairs(state.x, state.o):
         return True
-    half, ok = _pair_states(state)
+    half, ok = pair_states(state)
     if not ok or len(half) > (1 if order_to_move else 0):
         return False
     return bool(centre_table()[centre_index(state)] >= 0)
@@ -223,7 +224,7 @@ def move(state: State) -> int:
     if fives:
         cell, symbol = fives[0]
         return 2 * cell + symbol
-    half, _ = _pair_states(state)
+    half, _ = pair_states(state)
     if half:
         p, q = PAIRS[half[0]]
         if (state.x | state.o) >> q & 1:

@@ -5,15 +5,18 @@ what each worker keeps warm for it.
 solver with its kernels compiled, the pretrained network loaded, and one agent of each
 given spec built and played once, so that no move of a game waits for a build. The jobs
 (:func:`build`, :func:`move`, :func:`hint`, :func:`study`) are top-level functions called as
-``job(bench, ...)`` in a worker, or with a bench of the caller's own.
+``job(bench, ...)`` in a worker, or with a bench of the caller's own: the web server without
+workers runs them on its own bench, from several threads.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from orderchaos.agents import cancel
@@ -32,8 +35,8 @@ board and the first replies, so the networks, the book and the searches have all
 
 class Bench:
     """What one worker keeps from job to job: the solver, the network evaluator (or None
-    when no policy can be loaded) and the agents of recent games by key. Used by one thread
-    at a time."""
+    when no policy can be loaded) and the agents of recent games by key. The solver and the
+    evaluator may be used from several threads (one solve at a time); the agents from one."""
 
     def __init__(self, max_agents: int = MAX_AGENTS) -> None:
         self.max_agents = max_agents
@@ -41,30 +44,41 @@ class Bench:
         self._solver: Any = None
         self._evaluator: Any = None
         self._evaluator_failed = False
+        self._solver_lock = threading.Lock()
+        self._evaluator_lock = threading.Lock()
         self.warm_seconds: float | None = None
         """How long :func:`warm_bench` took, once it has."""
+
+    @contextlib.contextmanager
+    def solver(self) -> Iterator[Any]:
+        """The bench's exact solver (built on first use), held for the caller alone: the
+        solver is not thread-safe."""
+        from orderchaos.agents.solver import Solver
+
+        with self._solver_lock:
+            if self._solver is None:
+                self._solver = Solver()
+            yield self._solver
 
     def solve(self, state: State, *, time_limit: float | None = None, node_limit: int | None = None,
               moves: bool = False) -> Any:
         """The bench's exact solver's ``SolveResult`` for ``state``."""
-        from orderchaos.agents.solver import Solver
-
-        if self._solver is None:
-            self._solver = Solver()
-        return self._solver.solve(state, time_limit=time_limit, node_limit=node_limit, moves=moves)
+        with self.solver() as solver:
+            return solver.solve(state, time_limit=time_limit, node_limit=node_limit, moves=moves)
 
     def evaluator(self) -> Any:
         """The pretrained network evaluator, or None when it cannot be loaded."""
-        if self._evaluator is None and not self._evaluator_failed:
-            try:
-                from orderchaos.agents.network_agent import shared_evaluator
-                from orderchaos.agents.policy_files import pretrained_dir
+        with self._evaluator_lock:
+            if self._evaluator is None and not self._evaluator_failed:
+                try:
+                    from orderchaos.agents.network_agent import shared_evaluator
+                    from orderchaos.agents.policy_files import pretrained_dir
 
-                self._evaluator = shared_evaluator(pretrained_dir())
-            except Exception:  # a missing or broken policy disables values only
-                log.exception("the pretrained network could not be loaded")
-                self._evaluator_failed = True
-        return self._evaluator
+                    self._evaluator = shared_evaluator(pretrained_dir())
+                except Exception:  # a missing or broken policy disables values only
+                    log.exception("the pretrained network could not be loaded")
+                    self._evaluator_failed = True
+            return self._evaluator
 
     def agent(self, key: str, spec: str) -> Agent:
         """The agent of ``key`` (built from ``spec`` with seed 0 when the bench has none)."""

@@ -29,7 +29,6 @@ from orderchaos.envs.rules import ACTIONS, AGENTS, ORDER, State
 
 if TYPE_CHECKING:
     from orderchaos.agents.solver import SolveResult, Solver
-    from orderchaos.agents.solver_pool import SolverPool
     from orderchaos.arena.game_files import GameRecord
     from orderchaos.arena.positions import LabelledPosition
 
@@ -163,9 +162,9 @@ def mistake_job(
     start_ply: int,
     others: list[int] | None = None,
 ) -> Mistake | Unlisted | None:
-    """:func:`find_mistake` for one lost game as a :class:`~orderchaos.agents.solver_pool.SolverPool`
-    job. The worker's solver is cleared first, so the result does not depend on which
-    worker ran it or what it solved before. Without ``others``, a won position whose
+    """:func:`find_mistake` for one lost game on ``solver`` (the first argument, as a
+    :class:`~orderchaos.agents.solver_pool.SolverPool` job takes it). The solver is cleared
+    first, so the result does not depend on what it solved before. Without ``others``, a won position whose
     winning moves were not listed comes back :class:`Unlisted`; run again with ``others``
     (the player's preferred moves there, other than the one played: the same walk is
     repeated), the first of them proven to win becomes the winning move."""
@@ -249,7 +248,6 @@ def collect_mistakes(
     node_limit: int,
     preferences: Preferences | None = None,
     rollouts: int = 0,
-    pool: "SolverPool | None" = None,
 ) -> MistakeHunt:
     """Play ``learner`` as ``role`` against each opponent spec for ``games`` games
     (``orderchaos.arena.matches.play_match`` with ``openings`` random plies, seeds from ``seed``) and
@@ -257,43 +255,29 @@ def collect_mistakes(
     with ``rollouts`` (and ``preferences``), a practical one
     (:func:`find_practical_mistake`) where the solver finds none.
 
-    The lost games are walked by :func:`mistake_job` on ``pool`` (default: in this process),
-    while the next opponent's games are played; each walk starts from a cleared solver, so
-    what is found does not depend on what was solved before (a node-limited proof depends on
-    the transposition table's contents) nor on the number of workers. The mistakes come in
+    The lost games are walked by :func:`mistake_job` in this process; each walk starts from
+    a cleared solver, so what is found does not depend on what was solved before (a
+    node-limited proof depends on the transposition table's contents). The mistakes come in
     the order of the games.
     """
     from orderchaos.agents.registry import make
-    from orderchaos.agents.solver_pool import SolverPool
+    from orderchaos.agents.solver import Solver
     from orderchaos.arena.matches import play_match
 
-    own = pool is None
-    pool = SolverPool() if pool is None else pool
-    try:
-        played = 0
-        lost: list[tuple[int, str, int, GameRecord]] = []  # (opponent index, spec, game index, record)
-        batches = []
-        for k, spec in enumerate(opponents):
-            pair = (learner, spec) if role == ORDER else (spec, learner)
-            match = play_match(*pair, games, seed=seed + k, openings=openings, keep_games=True)
-            played += len(match.records)
-            mine = [(k, spec, index, r) for index, r in enumerate(match.records) if r.winner != role]
-            batches.append(pool.map_async(
-                mistake_job, [(r.actions, role, node_limit, r.opening_plies) for _, _, _, r in mine]
-            ))
-            lost.extend(mine)
-        walks = [walk for batch in batches for walk in batch.wait()]
-        again = [i for i, walk in enumerate(walks) if isinstance(walk, Unlisted)]
-        retried = pool.map(mistake_job, [
-            (lost[i][3].actions, role, node_limit, lost[i][3].opening_plies,
-             _alternatives(walks[i].state, preferences, walks[i].played))
-            for i in again
-        ]) if preferences is not None else [None] * len(again)
-        for i, walk in zip(again, retried):
-            walks[i] = walk
-    finally:
-        if own:
-            pool.close()
+    played = 0
+    lost: list[tuple[int, str, int, GameRecord]] = []  # (opponent index, spec, game index, record)
+    for k, spec in enumerate(opponents):
+        pair = (learner, spec) if role == ORDER else (spec, learner)
+        match = play_match(*pair, games, seed=seed + k, openings=openings, keep_games=True)
+        played += len(match.records)
+        lost.extend((k, spec, index, r) for index, r in enumerate(match.records) if r.winner != role)
+    solver = Solver()
+    walks = [mistake_job(solver, r.actions, role, node_limit, r.opening_plies) for _, _, _, r in lost]
+    for i, walk in enumerate(walks):
+        if isinstance(walk, Unlisted):
+            walks[i] = None if preferences is None else mistake_job(
+                solver, lost[i][3].actions, role, node_limit, lost[i][3].opening_plies,
+                _alternatives(walk.state, preferences, walk.played))
     found: list[Mistake] = []
     for (k, spec, index, record), mistake in zip(lost, walks):
         if mistake is None and rollouts and preferences is not None:
@@ -331,13 +315,11 @@ def winning_rows(
     return encode_states(states), action_masks(states), policies, np.ones(len(states), np.float32)
 
 
-def labelled_rows(
-    positions: Sequence["LabelledPosition"], roles: Sequence[str]
-) -> dict[str, tuple[np.ndarray, ...]]:
+def labelled_rows(positions: Sequence["LabelledPosition"]) -> dict[str, tuple[np.ndarray, ...]]:
     """:func:`winning_rows` for solver-labelled positions (``orderchaos.arena.positions``),
-    split by the side to move; only ``roles`` are kept, and a role with no position is left out."""
+    split by the side to move; a role with no position is left out."""
     out: dict[str, tuple[np.ndarray, ...]] = {}
-    for role in roles:
+    for role in AGENTS:
         mine = [p for p in positions if p.state.to_play == role]
         if mine:
             out[role] = winning_rows([p.state for p in mine], [p.good_actions for p in mine])

@@ -51,13 +51,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orderchaos.agents.solver import Solver, generated_moves
-from orderchaos.agents.strategy import CENTRE_CELLS, PAIRS, PARTNER
+from orderchaos.agents.strategy import CENTRE_CELLS, PARTNER, pair_states
 from orderchaos.arena.game_files import json_lines, load_games
 from orderchaos.arena.glicko2 import puzzle_start_rating
 from orderchaos.envs.rules import (
     CHAOS,
     ORDER,
     SIZE,
+    SYMBOLS,
     BoardStringError,
     State,
     action_name,
@@ -188,20 +189,6 @@ def is_double_four(state: State) -> bool:
     return len(threats) >= 2
 
 
-def _symbol_at(state: State, cell: int) -> int | None:
-    if state.x >> cell & 1:
-        return 0
-    if state.o >> cell & 1:
-        return 1
-    return None
-
-
-def _empty_or_mixed(state: State, a: int, b: int) -> bool:
-    """The border pair ``a``, ``b`` is empty or holds one X and one O."""
-    sa, sb = _symbol_at(state, a), _symbol_at(state, b)
-    return (sa is None and sb is None) or (sa is not None and sb is not None and sa != sb)
-
-
 def themes(state: State, kind: str, line: Sequence[int]) -> list[str]:
     """The themes of a puzzle (module docstring), from its position and solution actions."""
     key = line[0]
@@ -218,9 +205,10 @@ def themes(state: State, kind: str, line: Sequence[int]) -> list[str]:
             end = end.apply(action)
         if has_six(end):
             found.append("six counts")
-    if cell in PARTNER and _symbol_at(state, PARTNER[cell]) == 1 - symbol:
+    if cell in PARTNER and state.cell(PARTNER[cell]) == SYMBOLS[1 - symbol]:
         found.append("border answer")
-    if cell in CENTRE_CELLS and all(_empty_or_mixed(after, a, b) for a, b in PAIRS):
+    half_pairs, others_empty_or_mixed = pair_states(after)
+    if cell in CENTRE_CELLS and others_empty_or_mixed and not half_pairs:
         found.append("centre game")
     if kind == CHAOS_SURVIVES:
         cells = {c for c, _ in threat_pairs(state.x, state.o)}
@@ -280,15 +268,18 @@ class _Prover:
                 return quick, plies
         raise ValueError("none of the moves wins")
 
+    def forced_length(self, state: State) -> int:
+        """The plies Order needs to force a five from ``state`` (won for Order), both sides counted."""
+        plies = 0
+        while not self.order_wins_within(state, plies):
+            plies += 1
+            if plies > state.num_empty:
+                raise ValueError("Order does not win this position")
+        return plies
+
     def forced_plies(self, state: State, action: int) -> int:
         """The plies to Order's five after Order's ``action`` with best defence, the action counted."""
-        child = state.apply(action)
-        plies = 1
-        while not self.order_wins_within(child, plies - 1):
-            plies += 2
-            if plies > state.num_empty:
-                raise ValueError("the move does not win")
-        return plies
+        return 1 + self.forced_length(state.apply(action))
 
 
 def _order_line(prover: _Prover, state: State, key: int, plies: int) -> list[int]:
@@ -761,16 +752,6 @@ def _puzzle_over(kind: str, state: State) -> bool:
     return state.decided or state.is_full
 
 
-def _forced_length(prover: _Prover, state: State) -> int:
-    """The plies Order needs to force a five from ``state`` (won for Order), both sides counted."""
-    plies = 0
-    while not prover.order_wins_within(state, plies):
-        plies += 1
-        if plies > state.num_empty:
-            raise ValueError("Order does not win this position")
-    return plies
-
-
 def _slowest_defence(prover: _Prover, state: State, plies: int) -> int:
     """Chaos's move in ``state``, where Order forces a five in ``plies`` plies and no fewer,
     after which Order needs the most plies: ``plies - 1``. With ``plies`` 1 every move
@@ -783,7 +764,7 @@ def _slowest_defence(prover: _Prover, state: State, plies: int) -> int:
 
 def best_defence(prover: _Prover, state: State) -> int:
     """Chaos's answer in a lost position: a move after which Order needs the most plies."""
-    return _slowest_defence(prover, state, _forced_length(prover, state))
+    return _slowest_defence(prover, state, prover.forced_length(state))
 
 
 def _winning_line(prover: _Prover, state: State, kind: str) -> list[int]:

@@ -30,7 +30,6 @@ from orderchaos.envs.rules import AGENTS, State
 from orderchaos.arena.mistakes import collect_mistakes, labelled_rows, mistake_rows, ranked_moves
 from orderchaos.train.replay_buffer import ReplayBuffer
 from orderchaos.train.config_schema import (
-    AUGMENT,
     COMPILED_INFERENCE,
     MISTAKE_CANDIDATES,
     MISTAKE_CAPACITY,
@@ -193,7 +192,7 @@ class AlphaZeroTrainer(Trainer):
             except PositionsFileError as exc:
                 raise ValueError(f"mistakes.positions: {exc}") from None
         capacity = self.mistake_settings.capacity
-        for role, role_rows in labelled_rows(positions, AGENTS).items():
+        for role, role_rows in labelled_rows(positions).items():
             if len(role_rows[-1]) > capacity:
                 raise ValueError(
                     f"mistakes.positions: {len(role_rows[-1])} positions with {role} to move do not "
@@ -379,11 +378,9 @@ class AlphaZeroTrainer(Trainer):
         net.train()
         totals = np.zeros(3)
         for _ in range(updates):
-            planes, masks, targets, values = buffer.sample(
-                cfg.optim.batch_size - from_mistakes, self.rng, AUGMENT
-            )
+            planes, masks, targets, values = buffer.sample(cfg.optim.batch_size - from_mistakes, self.rng)
             if from_mistakes:
-                extra = mistakes.sample(from_mistakes, self.rng, AUGMENT)
+                extra = mistakes.sample(from_mistakes, self.rng)
                 planes, masks, targets, values = (
                     np.concatenate(pair) for pair in zip((planes, masks, targets, values), extra)
                 )

@@ -84,11 +84,10 @@ def collect_rollout(
     learner_seat: int,
     n_games: int,
     rng: np.random.Generator,
-    gamma: float,
-    lam: float,
     device: torch.device,
 ) -> Rollout:
-    """Play ``n_games`` games, learner in seat ``learner_seat`` (0 Order, 1 Chaos)."""
+    """Play ``n_games`` games, learner in seat ``learner_seat`` (0 Order, 1 Chaos); the
+    learner's advantages by :func:`gae` with :data:`PPO_GAMMA` and :data:`PPO_GAE_LAMBDA`."""
     learner.eval()
     opponent.eval()
     states = [State() for _ in range(n_games)]
@@ -121,7 +120,7 @@ def collect_rollout(
         values = np.array([s[4] for s in steps[g]], np.float32)
         rewards = np.zeros(len(values), np.float32)
         rewards[-1] = 1.0 if won else -1.0
-        adv = gae(rewards, values, gamma, lam)
+        adv = gae(rewards, values, PPO_GAMMA, PPO_GAE_LAMBDA)
         advantages.append(adv)
         returns.append(adv + values)
         rows.extend((s[0], s[1], s[2], s[3]) for s in steps[g])
@@ -223,8 +222,7 @@ class PPOTrainer(Trainer):
             other = AGENTS[1 - seat]
             started = time.perf_counter()
             rollout = collect_rollout(
-                self.nets[role], self._pick_opponent(other), seat, cfg.games, self.rng,
-                PPO_GAMMA, PPO_GAE_LAMBDA, self.device,
+                self.nets[role], self._pick_opponent(other), seat, cfg.games, self.rng, self.device
             )
             play_seconds += time.perf_counter() - started
             games += rollout.games

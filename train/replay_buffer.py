@@ -2,7 +2,7 @@
 
 Each entry is one position seen by one role's network: the observation planes (encoding
 v1), the legal-action mask, the search policy target and the value target (outcome from the
-view of the player to move). Sampling can map each sampled position through a random one of
+view of the player to move). Sampling maps each sampled position through a random one of
 the 16 symmetries of the game (``orderchaos.envs.symmetry``), so the network sees every image.
 """
 
@@ -57,27 +57,23 @@ class ReplayBuffer:
         self.total_added += n
 
     def sample(
-        self,
-        batch_size: int,
-        rng: np.random.Generator,
-        augment: bool = True,
+        self, batch_size: int, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``batch_size`` rows drawn uniformly with replacement, each mapped through a random
-        symmetry when ``augment``. Returns ``(planes, masks, policies, values)`` copies."""
+        symmetry. Returns ``(planes, masks, policies, values)`` copies."""
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         idx = rng.integers(self.size, size=batch_size)
         planes, masks = self.planes[idx], self.masks[idx]
         policies, values = self.policies[idx], self.values[idx].copy()
-        if augment:
-            images = rng.integers(NUM_SYMMETRIES, size=batch_size)
-            for g in np.unique(images):
-                if g == 0:
-                    continue
-                rows = images == g
-                planes[rows] = transform_planes(planes[rows], int(g))
-                masks[rows] = transform_policy(masks[rows], int(g))
-                policies[rows] = transform_policy(policies[rows], int(g))
+        images = rng.integers(NUM_SYMMETRIES, size=batch_size)
+        for g in np.unique(images):
+            if g == 0:
+                continue
+            rows = images == g
+            planes[rows] = transform_planes(planes[rows], int(g))
+            masks[rows] = transform_policy(masks[rows], int(g))
+            policies[rows] = transform_policy(policies[rows], int(g))
         return planes, masks, policies, values
 
     def state_dict(self) -> dict[str, Any]:

@@ -26,7 +26,6 @@ import hashlib
 import json
 import random
 import re
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -56,7 +55,8 @@ def _error(message: str, code: str, status: int = 400) -> JSONResponse:
 
 
 class PuzzleRoom:
-    """The puzzle set, the store's ratings and the solver behind the routes."""
+    """The puzzle set and the store's ratings behind the routes; moves are judged by the
+    services' solver."""
 
     def __init__(self, services: Services, puzzles: list[Puzzle] | None = None,
                  rng: random.Random | None = None, today: Callable[[], datetime.date] | None = None) -> None:
@@ -66,8 +66,6 @@ class PuzzleRoom:
         self.by_id = {p.id: p for p in self.puzzles}
         self.rng = rng or random.Random()
         self.today = today or (lambda: datetime.datetime.now(datetime.timezone.utc).date())
-        self._solver: Any = None
-        self._solver_lock = threading.Lock()
         daily = [p for p in self.puzzles if "only block" not in p.themes and p.plies > 1]
         self.daily_pool = sorted(daily or self.puzzles, key=lambda p: p.id)
 
@@ -114,14 +112,10 @@ class PuzzleRoom:
 
     # -- judging moves ---------------------------------------------------------------------
     def judge(self, puzzle: Puzzle, moves: list[int]) -> Any:
-        """:func:`attempt_step` with this room's solver (one caller at a time)."""
-        from orderchaos.agents.solver import Solver
-
-        with self._solver_lock:
-            if self._solver is None:
-                self._solver = Solver()
+        """:func:`attempt_step` with the services' solver (held for the whole judgement)."""
+        with self.services.solver() as solver:
             try:
-                return attempt_step(puzzle, moves, self._solver)
+                return attempt_step(puzzle, moves, solver)
             except AttemptError as exc:
                 raise WebError(str(exc), "bad_attempt") from None
             except Unproven:

@@ -122,8 +122,6 @@ class Services:
     _slots: asyncio.Semaphore | None = None
     _count_lock: threading.Lock = field(default_factory=threading.Lock)
     _bench: agent_work.Bench = field(default_factory=agent_work.Bench)
-    _solver_lock: threading.Lock = field(default_factory=threading.Lock)
-    _evaluator_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def running(self) -> int:
@@ -139,24 +137,27 @@ class Services:
     def solve(self, state: State, *, time_limit: float | None = None, node_limit: int | None = None,
               moves: bool = False) -> Any:
         """The shared exact solver's ``SolveResult`` (it is not thread-safe: one at a time)."""
-        with self._solver_lock:
-            return self._bench.solve(state, time_limit=time_limit, node_limit=node_limit, moves=moves)
+        return self._bench.solve(state, time_limit=time_limit, node_limit=node_limit, moves=moves)
+
+    def solver(self) -> contextlib.AbstractContextManager[Any]:
+        """The shared exact solver, held for the caller alone while the ``with`` block runs
+        (the puzzle room's judging, which asks it more than :meth:`solve` does)."""
+        return self._bench.solver()
 
     def evaluator(self) -> Any:
         """The pretrained network evaluator, or None when it cannot be loaded."""
-        with self._evaluator_lock:
-            return self._bench.evaluator()
+        return self._bench.evaluator()
 
     def hint(self, state: State) -> analysis.Hint:
-        """:func:`orderchaos.arena.analysis.hint` with the shared solver and network (in a
+        """:func:`orderchaos.arena.agent_work.hint` on this process's solver and network (in a
         worker thread: the first call loads the network). :meth:`run` sends it to a worker
         when there are workers."""
-        return analysis.hint(state, self.solve, self.limits.hint_time, self.evaluator())
+        return agent_work.hint(self._bench, state, self.limits.hint_time)
 
     def study(self, actions: list[int]) -> dict[str, Any]:
-        """:func:`orderchaos.arena.analysis.study` of a game with the shared solver and network
-        (:meth:`run` sends it to a worker when there are workers)."""
-        return analysis.study(actions, self.solve, self.limits.study_time, self.evaluator())
+        """:func:`orderchaos.arena.agent_work.study` of a game on this process's solver and
+        network (:meth:`run` sends it to a worker when there are workers)."""
+        return agent_work.study(self._bench, actions, self.limits.study_time)
 
     def warm_up(self) -> None:
         """Start the workers, if any, which build their agents in the background; compile (or

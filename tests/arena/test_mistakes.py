@@ -115,12 +115,10 @@ def test_a_walk_job_starts_from_a_cleared_solver() -> None:
     assert mistake_job(warm, actions, role, 1000, 14) == mistake_job(Solver(tt_bits=16), actions, role, 1000, 14)
 
 
-def test_hunts_find_the_same_mistakes_whatever_the_workers() -> None:
-    """A hunt on two worker processes, and one in this process, find what walking each lost
-    game with a fresh solver finds, in game order; preferred moves place wins the solver
-    could not list (a second walk of those games)."""
+def test_a_hunt_finds_what_a_fresh_solver_finds_in_each_lost_game() -> None:
+    """A hunt finds what walking each lost game with a fresh solver finds, in game order;
+    preferred moves place wins the solver could not list (a second walk of those games)."""
     from orderchaos.agents.solver import Solver
-    from orderchaos.agents.solver_pool import SolverPool
     from orderchaos.arena.matches import play_match
 
     opponents, seed, limit = ["random", "heuristic"], 3, 20_000
@@ -133,13 +131,11 @@ def test_hunts_find_the_same_mistakes_whatever_the_workers() -> None:
                              solver=Solver()) for r in lost]
     expected = [m for m in expected if m is not None]
 
-    def hunt(pool=None, preferences=liked):
+    def hunt(preferences=liked):
         return collect_mistakes(make("random", seed=0), ORDER, opponents, 6, seed, openings=2, node_limit=limit,
-                                preferences=preferences, pool=pool)
+                                preferences=preferences)
 
     inline = hunt()
-    with SolverPool("processes", 2) as pool:
-        assert hunt(pool) == inline
     assert inline.mistakes == expected and inline.lost == len(lost)
     assert len(hunt(preferences=None).mistakes) < len(expected)
 

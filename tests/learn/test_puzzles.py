@@ -357,7 +357,8 @@ def test_shipped_set_is_proven() -> None:
 
 def test_chaos_forced_to_complete_a_five_still_answers() -> None:
     """The last empty cell makes a five with either symbol: every Chaos move loses at once,
-    and the defence and Order's line still name one (they once raised StopIteration)."""
+    and the defence, the forced length and Order's line still name one (they once raised
+    StopIteration, or ValueError for a length counted in Order's moves only)."""
     from orderchaos.agents.solver import Solver
     from orderchaos.learn.puzzles import _order_line, _Prover, best_defence
 
@@ -368,5 +369,6 @@ def test_chaos_forced_to_complete_a_five_still_answers() -> None:
     assert defence in forced.legal_actions() and forced.apply(defence).has_five
     before = parse_board(".XXXXO/OXOOXX/OOXOOO/OXXOOX/OXXXOO/XOOXX.")
     key = 2 * 35  # X in the last corner; Chaos must then fill the other corner
+    assert prover.forced_plies(before, key) == 2  # Chaos's forced move is the second ply
     line = _order_line(prover, before, key, 2)
     assert line[0] == key and len(line) == 2 and before.apply(key).apply(line[1]).has_five

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from orderchaos.bench.train import random_positions
 from orderchaos.envs.encoding import action_mask, encode_states
 from orderchaos.envs.rules import ACTIONS
+from orderchaos.envs.symmetry import NUM_SYMMETRIES, transform_planes
 from orderchaos.train.replay_buffer import ReplayBuffer
 
 
@@ -33,15 +34,25 @@ def test_replay_keeps_the_newest_rows_and_augments_consistently(capacity: int, b
     assert len(buffer) == min(capacity, len(added))
     newest = {a[0].tobytes() for a in added[-len(buffer):]}
     assert {p.tobytes() for p in buffer.planes[: len(buffer)]} == newest
-    planes, masks, policies, values = buffer.sample(16, np.random.default_rng(seed), augment=True)
+    planes, masks, policies, values = buffer.sample(16, np.random.default_rng(seed))
     empty = 1 - planes[:, 0] - planes[:, 1]  # an augmented image keeps the mask on its empty cells
     assert np.array_equal(masks, np.repeat(empty.reshape(16, -1), 2, axis=1))
     assert np.all(policies[masks == 0] == 0)
     assert np.allclose(policies.sum(1), 1.0, atol=1e-5)
     restored = ReplayBuffer(capacity)
     restored.load_state_dict(buffer.state_dict())
-    again = restored.sample(16, np.random.default_rng(seed), augment=True)
+    again = restored.sample(16, np.random.default_rng(seed))
     assert all(np.array_equal(x, y) for x, y in zip(again, (planes, masks, policies, values)))
+
+
+def test_samples_are_symmetric_images_of_the_stored_rows() -> None:
+    buffer = ReplayBuffer(8)
+    buffer.add(*_random_rows(8, 0))
+    stored = {p.tobytes() for p in buffer.planes}
+    images = {transform_planes(p[None], g)[0].tobytes() for p in buffer.planes for g in range(NUM_SYMMETRIES)}
+    planes, _, _, _ = buffer.sample(64, np.random.default_rng(1))
+    sampled = {p.tobytes() for p in planes}
+    assert sampled <= images and sampled - stored  # every row an image, and not all the identity
 
 
 def test_an_empty_buffer_restores() -> None:

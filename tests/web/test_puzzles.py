@@ -117,3 +117,17 @@ def test_next_is_near_the_rating_and_the_daily_puzzle_changes_daily() -> None:
         day["today"] = datetime.date(2026, 12, 5) + datetime.timedelta(days=offset)
         days.add(room.daily_puzzle().id)
     assert len(days) >= 8
+
+
+def test_moves_are_judged_on_the_services_solver() -> None:
+    """The room builds no solver of its own (each holds a table of tens of MB): its
+    judgement fills the table of the one the hints and the lesson use."""
+    services = Services(store=GameStore(":memory:"))
+    room = PuzzleRoom(services, load_puzzles(), random.Random(0))
+    puzzle = next(p for p in room.puzzles if p.kind == "order_wins" and p.plies > 1)
+    with services.solver() as solver:
+        assert solver.tt_entries == 0
+    step = room.judge(puzzle, [parse_move(puzzle.solution[0])])
+    assert step.kept and not step.over and step.reply == parse_move(puzzle.solution[1])
+    with services.solver() as solver:
+        assert solver.tt_entries > 0
