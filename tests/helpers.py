@@ -323,11 +323,43 @@ def free_loopback_port() -> int:
     return port
 
 
+SOCKET_DEADLINE = 60.0
+"""Seconds a web test waits for the server's next message before it fails: far more than any
+answer takes on a busy machine, so only a message that never comes reaches it."""
+
+
+def receive_json(ws: Any, seconds: float = SOCKET_DEADLINE) -> Any:
+    """The next JSON message on a web test socket (Starlette's TestClient), as
+    ``ws.receive_json()`` gives it (WebSocketDisconnect when the server closed the socket),
+    but an AssertionError when none comes within ``seconds``: the TestClient's own receive
+    waits forever, so a server that never answers would hang the run instead of failing.
+
+    It waits on the socket's stream of messages from the app (``_send_rx``, an anyio
+    memory stream) in the TestClient's event loop, so a message that comes late is not lost."""
+    import json
+
+    import anyio
+
+    stream = getattr(ws, "_send_rx", None)
+    assert stream is not None, "this Starlette's TestClient has no _send_rx stream to wait on with a deadline"
+
+    async def within_deadline() -> Any:
+        with anyio.fail_after(seconds):
+            return await stream.receive()
+
+    try:
+        message = ws.portal.call(within_deadline)
+    except TimeoutError:
+        raise AssertionError(f"no message came from the server within {seconds:g} s") from None
+    ws._raise_on_close(message)
+    return json.loads(message["text"])
+
+
 def next_message(ws: Any, kind: str, limit: int = 50) -> dict:
     """The next message of type ``kind`` on a web test socket (Starlette's TestClient),
     skipping up to ``limit`` others."""
     for _ in range(limit):
-        msg = ws.receive_json()
+        msg = receive_json(ws)
         if msg["type"] == kind:
             return msg
     raise AssertionError(f"no {kind} message came")

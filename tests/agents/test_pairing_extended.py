@@ -95,6 +95,7 @@ def _index(x: int, o: int) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("kind", ["restricted", "half"])
 def test_tables_agree_with_minimax_on_random_centres(diagonal_tables: dict[str, pe.Tables], kind: str) -> None:
     rng = np.random.default_rng(52)
@@ -143,6 +144,7 @@ def every_table() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 @settings(max_examples=500, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture])
 @given(extended_positions())
@@ -157,6 +159,7 @@ def test_every_extended_claim_is_an_order_win_by_the_exact_solver(every_table: N
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_the_border_first_moves_are_claimed_and_were_unclaimed(diagonal_tables: dict[str, pe.Tables]) -> None:
     a1 = State().apply(2 * parse_cell("a1"))
     assert not strategy.covers(a1) and pe.covers_extended(a1)

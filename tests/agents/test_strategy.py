@@ -185,6 +185,7 @@ def test_strategy_and_solver_as_order_never_lose(order_spec: str, chaos_spec: st
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("order_spec", ["strategy", "solver", "pretrained:solver=26"])
 @pytest.mark.parametrize("chaos_spec,games", [("pretrained", 20), ("solver:time=0.2", 10), ("random", 100)])
 def test_strategy_players_as_order_never_lose_against_strong_chaos(order_spec: str, chaos_spec: str,

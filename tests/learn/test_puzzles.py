@@ -351,6 +351,7 @@ def test_shipped_sample_is_proven() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_shipped_set_is_proven() -> None:
     assert check_puzzles(SHIPPED_PUZZLES) == len(load_puzzles(SHIPPED_PUZZLES))
 

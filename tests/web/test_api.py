@@ -5,7 +5,6 @@ caps, cancellation of abandoned work, the store across a restart, watch and stud
 from __future__ import annotations
 
 import asyncio
-import faulthandler
 import json
 import re
 import subprocess
@@ -41,7 +40,7 @@ from orderchaos.web.services import Limits, Services  # noqa: E402
 from orderchaos.web.store import GameStore  # noqa: E402
 from orderchaos.envs.rules import State  # noqa: E402
 
-from helpers import HEURISTIC_VS_RANDOM_GAME, RANDOM_SEED_3_GAME  # noqa: E402
+from helpers import HEURISTIC_VS_RANDOM_GAME, RANDOM_SEED_3_GAME, receive_json  # noqa: E402
 
 STATIC = Path(sessions.__file__).parent / "static"
 FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, max_message_bytes=4096, max_upload_bytes=8192,
@@ -52,7 +51,7 @@ def receive(ws: Any, kind: str, mode: str | None = None, skip_errors: bool = Fal
     """The next message of type ``kind`` (and ``mode``), skipping others; fails on an
     unexpected error message."""
     for _ in range(400):
-        msg = ws.receive_json()
+        msg = receive_json(ws)
         if msg["type"] == kind and (mode is None or msg.get("mode") == mode):
             return msg
         if msg["type"] == "error" and not skip_errors:
@@ -81,15 +80,6 @@ def sockets(client: TestClient) -> ExitStack:
     return stack
 
 
-@pytest.fixture(autouse=True)
-def no_hang() -> Iterator[None]:
-    """A test waiting for a message that never comes ends the run with a traceback after
-    two minutes instead of hanging (the TestClient's receive has no timeout)."""
-    faulthandler.dump_traceback_later(120, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()
-
-
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
     """A TestClient over an app whose games folder is ``tmp_path/games``; the sockets that
@@ -104,9 +94,27 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
 def connect(client: TestClient) -> Any:
     """Open a socket (closed with the client) and read the greeting."""
     ws = sockets(client).enter_context(client.websocket_connect("/ws"))
-    hello = ws.receive_json()
+    hello = receive_json(ws)
     assert hello["type"] == "hello" and hello["levels"]["strongest"] == "pretrained:sims=200,solver=26"
     return ws
+
+
+def test_a_message_that_never_comes_fails_the_wait_instead_of_hanging(client: TestClient) -> None:
+    ws = connect(client)  # after its greeting the server says nothing until asked
+    with pytest.raises(AssertionError, match=r"^no message came from the server within 0.2 s$"):
+        receive_json(ws, seconds=0.2)
+    ws.send_json({"type": "state"})  # the socket still works, and no message was lost
+    assert receive_json(ws)["type"] == "state"
+
+
+def test_no_test_waits_on_a_socket_without_a_deadline() -> None:
+    """Starlette's own receive waits forever: every test receives through
+    ``helpers.receive_json``, which fails when no message comes."""
+    tests = Path(__file__).resolve().parent.parent
+    bare = [f"{path.relative_to(tests)}:{number}" for path in sorted(tests.rglob("*.py")) if path.name != "helpers.py"
+            for number, line in enumerate(path.read_text().splitlines(), 1)
+            if re.search(r"[\w)\]]\.receive(_json|_text|_bytes)?\(", line)]
+    assert bare == []
 
 
 def first_empty(view: dict) -> int:
@@ -296,14 +304,14 @@ def test_a_burst_of_messages_is_refused_past_the_rate_limit_and_the_connection_s
         ws = connect(quick)
         for _ in range(30):
             ws.send_json({"type": "state"})
-        answers = [ws.receive_json() for _ in range(30)]
+        answers = [receive_json(ws) for _ in range(30)]
         refused = [a for a in answers if a["type"] == "error" and a["code"] == "rate"]
         assert len(refused) == 25 and [a["type"] for a in answers if a not in refused] == ["state"] * 5
         now[0] = 1.0  # the bucket refills: the connection is open and served again
         ws.send_json({"type": "state"})
-        assert ws.receive_json()["type"] == "state"
+        assert receive_json(ws)["type"] == "state"
         ws.send_json({"type": "state"})
-        assert ws.receive_json()["code"] == "rate"
+        assert receive_json(ws)["code"] == "rate"
 
 
 def test_rate_limit_refills_at_its_rate_up_to_its_burst() -> None:
@@ -380,9 +388,9 @@ def test_connections_past_the_cap_are_told_the_server_is_busy() -> None:
         capped.sockets = stack  # type: ignore[attr-defined]
         connect(capped), connect(capped)
         with capped.websocket_connect("/ws") as third:
-            assert third.receive_json()["code"] == "busy"
+            assert receive_json(third)["code"] == "busy"
             with pytest.raises(WebSocketDisconnect):
-                third.receive_json()
+                receive_json(third)
 
 
 def test_games_past_the_cap_are_refused_as_busy() -> None:
@@ -401,7 +409,7 @@ def test_reopening_a_saved_game_counts_against_the_cap_too() -> None:
     with TestClient(create_app(None, Limits(max_games=1))) as capped, ExitStack() as stack:
         capped.sockets = stack  # type: ignore[attr-defined]
         with capped.websocket_connect("/ws") as one:
-            one.receive_json()
+            receive_json(one)
             one.send_json({"type": "play_friend", "side": "order"})
             saved = receive(one, "joined")["game"]
         two = connect(capped)
@@ -410,7 +418,7 @@ def test_reopening_a_saved_game_counts_against_the_cap_too() -> None:
         receive(two, "joined")
         three = connect(capped)
         three.send_json({"type": "open", "game": saved})
-        answer = three.receive_json()
+        answer = receive_json(three)
         assert (answer["type"], answer.get("code")) == ("error", "busy"), answer
 
 
@@ -453,7 +461,7 @@ def test_closing_the_tab_stops_the_agents_search(monkeypatch: pytest.MonkeyPatch
     with TestClient(create_app(None, Limits(move_time=600))) as quick:
         services = quick.app.state.services  # type: ignore[attr-defined]
         with quick.websocket_connect("/ws") as ws:
-            ws.receive_json()
+            receive_json(ws)
             ws.send_json({"type": "new_game", "side": "chaos", "opponent": "random"})
             assert search.started.wait(10)
         assert search.stopped.wait(5), "the search went on after its tab closed"
@@ -474,7 +482,7 @@ def test_a_newer_hint_replaces_the_older_and_closing_stops_it(monkeypatch: pytes
     with TestClient(create_app(None, Limits(move_time=5, hint_time=600))) as quick:
         services = quick.app.state.services  # type: ignore[attr-defined]
         with quick.websocket_connect("/ws") as ws:
-            ws.receive_json()
+            receive_json(ws)
             new_agent_game(ws, "order", "random")
             ws.send_json({"type": "hint"})
             assert wait_until(lambda: len(searches) == 1 and searches[0].started.is_set())
@@ -814,7 +822,7 @@ def test_study_upload_names_are_made_safe_and_no_server_path_is_shown(client: Te
 def test_cross_site_sockets_are_refused(client: TestClient) -> None:
     with pytest.raises(WebSocketDisconnect):
         with client.websocket_connect("/ws", headers={"origin": "http://evil.example"}) as ws:
-            ws.receive_json()
+            receive_json(ws)
 
 
 def test_requests_to_other_host_names_are_refused_when_asked() -> None:
