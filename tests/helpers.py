@@ -323,6 +323,37 @@ def free_loopback_port() -> int:
     return port
 
 
+def wait_until_serving(base: str, still_starting: Callable[[], None], *, workers: int = 0,
+                       context: Any = None) -> None:
+    """Wait until the ``orderchaos serve`` at ``base`` (e.g. ``http://127.0.0.1:8000``)
+    answers ``/healthz`` with 200 and, with ``workers``, until that many of its search
+    workers are warm (``orderchaos_workers_ready`` on ``/metrics``): a site still warming up
+    on a busy machine is slow to answer its first page or game. ``still_starting`` is called
+    before each try and raises, with the server's log, when a process the site needs has
+    ended. No deadline of its own: a slow start is waited for, and a site that never gets
+    ready fails at the test's timeout (pytest-timeout)."""
+    import re
+    import time
+    import urllib.request
+
+    def answer(path: str) -> str | None:
+        try:
+            with urllib.request.urlopen(base + path, timeout=5, context=context) as got:
+                return got.read().decode() if got.status == 200 else None
+        except OSError:  # not listening yet, not ready (503), or slow to answer
+            return None
+
+    def ready_workers() -> float:
+        found = re.search(r"^orderchaos_workers_ready (\S+)$", answer("/metrics") or "", re.M)
+        return float(found.group(1)) if found else 0.0
+
+    while True:
+        still_starting()
+        if answer("/healthz") is not None and (workers == 0 or ready_workers() >= workers):
+            return
+        time.sleep(0.1)
+
+
 SOCKET_DEADLINE = 60.0
 """Seconds a web test waits for the server's next message before it fails: far more than any
 answer takes on a busy machine, so only a message that never comes reaches it."""
