@@ -70,6 +70,12 @@ class Limits:
     """Solver time for a hint."""
     study_time: float = 0.25
     """Solver time for each position of a studied game."""
+    hint_nodes: int | None = None
+    """When set, a hint's solver calls stop after this many nodes instead of after
+    ``hint_time`` (the same answers on any machine, however busy)."""
+    study_nodes: int | None = None
+    """When set, a study's solver calls stop after this many nodes instead of after
+    ``study_time``."""
     max_message_bytes: int = 64 * 1024
     """Largest message other than an upload."""
     max_upload_bytes: int = 2 * 1024 * 1024
@@ -151,12 +157,14 @@ class Services:
         """:func:`orderchaos.arena.analysis.hint` with the shared solver and network (in a
         worker thread: the first call loads the network). :meth:`run` sends it to a worker
         when there are workers."""
-        return analysis.hint(state, self.solve, self.limits.hint_time, self.evaluator())
+        return analysis.hint(state, self.solve, self.limits.hint_time, self.evaluator(),
+                             node_limit=self.limits.hint_nodes)
 
     def study(self, actions: list[int]) -> dict[str, Any]:
         """:func:`orderchaos.arena.analysis.study` of a game with the shared solver and network
         (:meth:`run` sends it to a worker when there are workers)."""
-        return analysis.study(actions, self.solve, self.limits.study_time, self.evaluator())
+        return analysis.study(actions, self.solve, self.limits.study_time, self.evaluator(),
+                              node_limit=self.limits.study_nodes)
 
     def warm_up(self) -> None:
         """Start the workers, if any, which build their agents in the background; compile (or
@@ -183,9 +191,9 @@ class Services:
             agent, state = args
             return agent_work.move, (agent.key, agent.spec, state)
         if fn == self.hint:
-            return agent_work.hint, (*args, self.limits.hint_time)
+            return agent_work.hint, (*args, self.limits.hint_time, self.limits.hint_nodes)
         if fn == self.study:
-            return agent_work.study, (*args, self.limits.study_time)
+            return agent_work.study, (*args, self.limits.study_time, self.limits.study_nodes)
         return None
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout: float, what: str) -> T:

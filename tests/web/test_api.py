@@ -38,13 +38,14 @@ from orderchaos.web.protocol import RateLimit, nesting_depth  # noqa: E402
 from orderchaos.web.proxy import is_loopback  # noqa: E402
 from orderchaos.web.services import Limits, Services  # noqa: E402
 from orderchaos.web.store import GameStore  # noqa: E402
-from orderchaos.envs.rules import State  # noqa: E402
+from orderchaos.envs.rules import State, parse_action_name  # noqa: E402
 
-from helpers import HEURISTIC_VS_RANDOM_GAME, RANDOM_SEED_3_GAME, receive_json  # noqa: E402
+from helpers import HEURISTIC_VS_RANDOM_GAME, RANDOM_SEED_3_GAME, SOCKET_DEADLINE, receive_json  # noqa: E402
 
 STATIC = Path(sessions.__file__).parent / "static"
-FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, max_message_bytes=4096, max_upload_bytes=8192,
-              rate=1000, burst=1000)
+# hints and studies stop the solver by nodes, not seconds: the same answers on a busy machine
+FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, hint_nodes=20_000, study_nodes=2_000,
+              max_message_bytes=4096, max_upload_bytes=8192, rate=1000, burst=1000)
 
 
 def receive(ws: Any, kind: str, mode: str | None = None, skip_errors: bool = False) -> dict:
@@ -425,8 +426,10 @@ def test_reopening_a_saved_game_counts_against_the_cap_too() -> None:
 # -- cancellation --------------------------------------------------------------------------
 
 
-def wait_until(condition: Any, seconds: float = 5.0) -> bool:
-    """Poll ``condition`` until true or ``seconds`` passed; its last value."""
+def wait_until(condition: Any, seconds: float = SOCKET_DEADLINE) -> bool:
+    """Poll ``condition`` until true or ``seconds`` passed; its last value. The default is
+    far more than any condition here takes on a busy machine: only one that never holds
+    reaches it."""
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > deadline:
@@ -463,8 +466,8 @@ def test_closing_the_tab_stops_the_agents_search(monkeypatch: pytest.MonkeyPatch
         with quick.websocket_connect("/ws") as ws:
             receive_json(ws)
             ws.send_json({"type": "new_game", "side": "chaos", "opponent": "random"})
-            assert search.started.wait(10)
-        assert search.stopped.wait(5), "the search went on after its tab closed"
+            assert search.started.wait(SOCKET_DEADLINE)
+        assert search.stopped.wait(SOCKET_DEADLINE), "the search went on after its tab closed"
         steps = search.steps
         assert wait_until(lambda: services.running == 0)
         time.sleep(0.05)
@@ -474,7 +477,7 @@ def test_closing_the_tab_stops_the_agents_search(monkeypatch: pytest.MonkeyPatch
 def test_a_newer_hint_replaces_the_older_and_closing_stops_it(monkeypatch: pytest.MonkeyPatch) -> None:
     searches: list[EndlessSearch] = []
 
-    def endless_hint(*args: Any) -> Any:
+    def endless_hint(*args: Any, **options: Any) -> Any:
         searches.append(EndlessSearch())
         return searches[-1]()
 
@@ -488,9 +491,9 @@ def test_a_newer_hint_replaces_the_older_and_closing_stops_it(monkeypatch: pytes
             assert wait_until(lambda: len(searches) == 1 and searches[0].started.is_set())
             ws.send_json({"type": "hint"})
             assert wait_until(lambda: len(searches) == 2 and searches[1].started.is_set())
-            assert searches[0].stopped.wait(5), "the replaced hint went on"
+            assert searches[0].stopped.wait(SOCKET_DEADLINE), "the replaced hint went on"
             assert not searches[1].stopped.is_set()
-        assert searches[1].stopped.wait(5), "the hint went on after its tab closed"
+        assert searches[1].stopped.wait(SOCKET_DEADLINE), "the hint went on after its tab closed"
         assert wait_until(lambda: services.running == 0)
 
 
@@ -509,7 +512,18 @@ def test_hint_gives_the_solvers_winning_move(client: TestClient) -> None:
                                    "actions": [8], "moves": ["e1 X"], "source": "solver", "more": 0, "value": None}
     near_win = State.from_string("XXXX." + "." * 31)  # X on e1 is the one five
     services = Services(FAST)
-    assert analysis.hint(near_win, services.solve, 0.3) == analysis.Hint("order", [8], "solver", 0)
+    assert analysis.hint(near_win, services.solve, 0.3, node_limit=FAST.hint_nodes) == analysis.Hint("order", [8], "solver", 0)
+
+
+def test_a_node_limit_bounds_hints_and_studies_instead_of_their_time() -> None:
+    """An hour of solver time but 100 nodes a call: the empty board is not proven (the
+    network's favourites come instead) and a study proves only the last four positions;
+    had the node limit been dropped, each call would have run for its hour."""
+    services = Services(Limits(hint_time=3600, study_time=3600, hint_nodes=100, study_nodes=100))
+    found = services.hint(State())
+    assert (found.winner, found.source, len(found.actions)) == (None, "network", 3)
+    actions = [parse_action_name(move) for move in HEURISTIC_VS_RANDOM_GAME]
+    assert services.study(actions)["verdicts"] == [None] * 6 + ["order"] * 4
 
 
 # -- against a friend ------------------------------------------------------------------------
