@@ -33,6 +33,7 @@ from orderchaos.web import games as web_games  # noqa: E402
 from orderchaos.web import sessions  # noqa: E402
 from orderchaos.web import app as web_app  # noqa: E402
 from orderchaos.web.app import create_app, pick_language  # noqa: E402
+from orderchaos.web.clocks import PRESETS, GameClock  # noqa: E402
 from orderchaos.web.errors import TimedOut  # noqa: E402
 from orderchaos.web.protocol import RateLimit, nesting_depth  # noqa: E402
 from orderchaos.web.proxy import is_loopback  # noqa: E402
@@ -1073,7 +1074,11 @@ def test_an_unknown_time_control_is_refused_with_a_code(tmp_path: Path) -> None:
         assert error_of(ws)["code"] == "time_control"
 
 
-def test_the_agent_thinks_within_its_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def agent_budgets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, control: str,
+                  first_move: float) -> tuple[list[float], float]:
+    """The budgets the agent (Chaos, ``random``) gets for its first two moves on ``control``
+    when its first move takes ``first_move`` seconds and the second none (time is a clock
+    the test moves), and its time left after them."""
     now = {"t": 1000.0}
     budgets: list[float] = []
     real_run = Services.run
@@ -1081,7 +1086,7 @@ def test_the_agent_thinks_within_its_clock(tmp_path: Path, monkeypatch: pytest.M
     async def recording_run(self: Services, fn: Any, *args: Any, timeout: float, what: str) -> Any:
         if what == "the opponent's move":
             budgets.append(timeout)
-            now["t"] += 58 if len(budgets) == 1 else 0  # its first move takes 58 of its 60 s
+            now["t"] += first_move if len(budgets) == 1 else 0
         return await real_run(self, fn, *args, timeout=timeout, what=what)
 
     monkeypatch.setattr(Services, "run", recording_run)
@@ -1089,7 +1094,7 @@ def test_the_agent_thinks_within_its_clock(tmp_path: Path, monkeypatch: pytest.M
     with TestClient(create_app(None, FAST, db=store)) as client, ExitStack() as stack:
         client.sockets = stack  # type: ignore[attr-defined]
         ws = connect(client)
-        ws.send_json({"type": "new_game", "side": "order", "opponent": "random", "time_control": "1+0"})
+        ws.send_json({"type": "new_game", "side": "order", "opponent": "random", "time_control": control})
         receive(ws, "joined")
         view = receive(ws, "state", "play")
         for _ in range(2):
@@ -1097,9 +1102,23 @@ def test_the_agent_thinks_within_its_clock(tmp_path: Path, monkeypatch: pytest.M
             count = len(view["moves"]) + 2
             while len(view["moves"]) < count:
                 view = receive(ws, "state", "play")
-        assert view["clock"]["left"]["chaos"] == 2.0
+    return budgets, view["clock"]["left"]["chaos"]
+
+
+def test_the_agent_thinks_within_its_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # 60 s left for its 18 moves to come, then 2 s for its 17: the time left shared over them
-    assert budgets == pytest.approx([60 / 18, 2 / 17])
+    budgets, left = agent_budgets(tmp_path, monkeypatch, "1+0", 58)
+    assert budgets == pytest.approx([60 / 18, 2 / 17]) and left == 2.0
+
+
+def test_the_agents_budget_is_the_servers_cap_and_never_more_than_half_its_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On 3+2 its share of 180 s over 18 moves plus 2 s is 12 s, past the server's cap of
+    5 s; after a first move of 179 s it has 3 s (1 left and the increment): its share over
+    17 moves plus the increment, 2.18 s, is more than half of what is left, 1.5 s."""
+    budgets, left = agent_budgets(tmp_path, monkeypatch, "3+2", 179)
+    assert budgets == pytest.approx([FAST.move_time, 1.5]) and left == 5.0
 
 
 def test_an_agent_out_of_budget_on_the_clock_still_moves_in_time(tmp_path: Path,
@@ -1244,6 +1263,31 @@ def test_undo_back_to_the_empty_board_is_a_fresh_start_for_the_clock_and_the_abo
         view = until_turn(ws, "order")
         assert view["reason"] is None and len(view["moves"]) == 2
         assert view["clock"]["left"] == {"order": 40.0, "chaos": 60.0}
+
+
+def test_undo_back_to_the_empty_board_takes_back_only_the_increments_earned(tmp_path: Path) -> None:
+    """On 3+2 the first move earns no increment (it is not charged either), Chaos's answer
+    does: an undo of both leaves Order 180 s less the 20 s since the answer, Chaos 180 s."""
+    now = {"t": 1000.0}
+    with site_on_a_hand_clock(tmp_path, now) as (client, store):
+        ws, view = clocked_agent_game(client, "3+2")
+        now["t"] += 50
+        view = play_first_empty(ws, view)
+        assert view["clock"]["left"] == {"order": 180.0, "chaos": 182.0}
+        now["t"] += 20
+        ws.send_json({"type": "undo"})
+        view = receive(ws, "state", "play")
+        assert view["moves"] == [] and view["clock"] == {"control": "3+2", "left": {"order": 160.0, "chaos": 180.0},
+                                                         "running": None}
+        stored = store.load(view["game"])
+        assert stored is not None and stored.clock is not None
+        assert stored.clock.remaining == {"order": 160.0, "chaos": 180.0} and stored.clock.turn_started is None
+
+
+def test_a_take_back_never_leaves_a_clock_below_zero() -> None:
+    clock = GameClock(PRESETS["3+2"], {"order": 1.5, "chaos": 100.0}, turn_started=10.0)
+    clock.take_back("chaos", ["order", "order"], 12.0, started=True)  # two increments Order no longer has
+    assert clock.remaining == {"order": 0.0, "chaos": 98.0} and clock.turn_started == 12.0
 
 
 def test_a_move_after_the_flag_fell_loses_on_time_even_before_the_server_looks(tmp_path: Path) -> None:
