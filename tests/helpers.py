@@ -239,6 +239,39 @@ def order_wins_within(state: State, plies: int) -> bool:
     return any(children) if state.to_play == ORDER else all(children)
 
 
+@lru_cache(maxsize=1)
+def _centre_line_bits() -> list[int]:
+    from orderchaos.agents.strategy import CENTRE_LINES
+
+    return [sum(1 << i for i in line) for line in CENTRE_LINES]
+
+
+@lru_cache(maxsize=None)
+def brute_centre(x: int, o: int) -> int:
+    """The centre game (the strategy's 4x4, cell i of the centre bit i) by plain minimax over
+    16-bit boards: plies to a line of four with best play (Order hastens, Chaos delays), or
+    -1 when Chaos fills the 4x4 without one. Fast from about nine stones on."""
+    if any(x & m == m or o & m == m for m in _centre_line_bits()):
+        return 0
+    empty = [i for i in range(16) if not (x | o) >> i & 1]
+    if not empty:
+        return -1
+    values = [brute_centre(x | 1 << i, o) for i in empty] + [brute_centre(x, o | 1 << i) for i in empty]
+    if bin(x | o).count("1") % 2 == 0:  # Order to move
+        wins = [v for v in values if v >= 0]
+        return 1 + min(wins) if wins else -1
+    return -1 if min(values) < 0 else 1 + max(values)
+
+
+def centre_bits(state: State) -> tuple[int, int]:
+    """``state``'s central 4x4 as the 16-bit X and O boards :func:`brute_centre` takes."""
+    from orderchaos.agents.strategy import CENTRE_CELLS
+
+    x = sum(1 << i for i, c in enumerate(CENTRE_CELLS) if state.x >> c & 1)
+    o = sum(1 << i for i, c in enumerate(CENTRE_CELLS) if state.o >> c & 1)
+    return x, o
+
+
 def naive_lines() -> list[list[tuple[int, int]]]:
     """Every run of five cells along a row, column or diagonal, as (row, col) pairs."""
     lines = []

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -16,23 +14,7 @@ from orderchaos.agents.strategy import CENTRE_CELLS, CENTRE_LINES, PAIRS, Strate
 from orderchaos.arena.matches import play_game
 from orderchaos.envs.rules import CHAOS, ORDER, IllegalActionError, State, parse_cell
 
-LINE_BITS = [sum(1 << i for i in line) for line in CENTRE_LINES]
-
-
-@lru_cache(maxsize=None)
-def brute_centre(x: int, o: int) -> int:
-    """The centre game by plain minimax over 16-bit boards: plies to a line of four with
-    best play (Order hastens, Chaos delays), or -1 when Chaos fills the 4x4 without one."""
-    if any(x & m == m or o & m == m for m in LINE_BITS):
-        return 0
-    empty = [i for i in range(16) if not (x | o) >> i & 1]
-    if not empty:
-        return -1
-    values = [brute_centre(x | 1 << i, o) for i in empty] + [brute_centre(x, o | 1 << i) for i in empty]
-    if bin(x | o).count("1") % 2 == 0:  # Order to move
-        wins = [v for v in values if v >= 0]
-        return 1 + min(wins) if wins else -1
-    return -1 if min(values) < 0 else 1 + max(values)
+from helpers import brute_centre
 
 
 def centre_state(x: int, o: int) -> State:
