@@ -12,9 +12,9 @@ from orderchaos.agents.registry import SpecError, check_role
 from orderchaos.agents.solver import SolverAgent, solve
 from orderchaos.agents.strategy import CENTRE_CELLS, CENTRE_LINES, PAIRS, StrategyAgent, covers, move
 from orderchaos.arena.matches import play_game
-from orderchaos.envs.rules import CHAOS, ORDER, IllegalActionError, State, parse_cell
+from orderchaos.envs.rules import CHAOS, ORDER, IllegalActionError, State, parse_board, parse_cell
 
-from helpers import brute_centre
+from helpers import brute_centre, endgames, naive_facts, winning_moves
 
 
 def centre_state(x: int, o: int) -> State:
@@ -137,6 +137,33 @@ def test_a_pair_with_equal_symbols_or_two_half_pairs_is_not_covered() -> None:
     assert not covers(two_half)
     with pytest.raises(ValueError, match="does not cover"):
         move(equal)
+
+
+def test_a_move_that_completes_a_five_keeps_the_win() -> None:
+    """Row 3 reads XXX.XX: X on d3 makes a six (a win), O there does not."""
+    state = parse_board("......" "......" "XXX.XX" "O....." "......" "......")
+    assert state.to_play == ORDER
+    assert strategy.keeps_win(state, 2 * parse_cell("d3"))
+    assert not strategy.keeps_win(state, 2 * parse_cell("d3") + 1)
+    assert 2 * parse_cell("d3") in strategy.keeping_moves(state)
+
+
+def test_keeping_moves_hold_every_five_and_only_moves_that_win() -> None:
+    """On seeded endgames (Order to move, six empty cells): every move that completes a
+    five (by the brute-force board reading) keeps the win, and every keeping move wins by
+    plain minimax; with Chaos to move there are none."""
+    fives = 0
+    for state in endgames(40, 6, seed=7):
+        keeping = strategy.keeping_moves(state)
+        board = state.to_string()
+        completing = [a for a in state.legal_actions()
+                      if naive_facts(board[:a >> 1] + "XO"[a & 1] + board[(a >> 1) + 1:])["winner"] == ORDER]
+        assert set(completing) <= set(keeping) <= set(winning_moves(state)), board
+        assert keeping == sorted(keeping)
+        fives += len(completing)
+        some_reply = state.apply(state.legal_actions()[0])
+        assert some_reply.is_terminal or strategy.keeping_moves(some_reply) == []
+    assert fives >= 10
 
 
 def test_the_strategy_player_plays_order_only() -> None:
