@@ -213,7 +213,7 @@ def test_a_running_server_behind_a_public_url_backs_up_tells_its_tabs_on_sigterm
             server.send_signal(signal.SIGTERM)
             told = json.loads(ws.recv(timeout=SOCKET_DEADLINE))
             assert told["type"] == "error" and told["code"] == "restarting"
-        assert server.wait(timeout=10) == 0
+        assert server.wait(timeout=SOCKET_DEADLINE) == 0
         out, err = server.communicate()
         assert "the game store is closed" in out and "Traceback" not in err
         assert f"client=127.0.0.1 game={game['game']} move" in err

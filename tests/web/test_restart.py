@@ -21,7 +21,7 @@ pytest.importorskip("playwright.sync_api", reason="Playwright is not installed: 
 
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
-from helpers import free_loopback_port, wait_until_serving  # noqa: E402
+from helpers import SOCKET_DEADLINE, free_loopback_port, wait_until_serving  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 TIMEOUT_MS = 30_000
@@ -69,7 +69,7 @@ def test_sigterm_tells_the_page_in_its_language_and_the_page_comes_back(tmp_path
                 game_url = tab.url
                 server.send_signal(signal.SIGTERM)
                 expect(status).to_have_text(RESTARTING)
-                assert server.wait(timeout=10) == 0
+                assert server.wait(timeout=SOCKET_DEADLINE) == 0
                 server = start_server(db, port, log)
                 # reconnected by itself, back in the seat of the same game; the page backs off
                 # up to 5 s between tries while the server is down, past expect's 5 s default
