@@ -57,7 +57,7 @@ from orderchaos.web.sessions import Connection
 from orderchaos.web.store import GameStore
 
 STATIC_DIR = Path(__file__).parent / "static"
-PROOF_DOC = Path(__file__).resolve().parents[2] / "docs" / "proof.md"
+PROOF_DOC = Path(__file__).resolve().parents[1] / "docs" / "proof.md"
 """Where the proof's status page lies in a checkout of the repository."""
 LANGUAGES = ("en", "sv", "nb", "de")
 """The page's languages; each has ``static/i18n/<code>.json``."""
