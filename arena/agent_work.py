@@ -142,11 +142,11 @@ def move(bench: Bench, key: str, spec: str, state: State) -> int:
         raise
 
 
-def hint(bench: Bench, state: State, time_limit: float) -> analysis.Hint:
+def hint(bench: Bench, state: State, time_limit: float, node_limit: int | None = None) -> analysis.Hint:
     """:func:`orderchaos.arena.analysis.hint` with the bench's solver and network."""
-    return analysis.hint(state, bench.solve, time_limit, bench.evaluator())
+    return analysis.hint(state, bench.solve, time_limit, bench.evaluator(), node_limit=node_limit)
 
 
-def study(bench: Bench, actions: list[int], time_limit: float) -> dict[str, Any]:
+def study(bench: Bench, actions: list[int], time_limit: float, node_limit: int | None = None) -> dict[str, Any]:
     """:func:`orderchaos.arena.analysis.study` with the bench's solver and network."""
-    return analysis.study(actions, bench.solve, time_limit, bench.evaluator())
+    return analysis.study(actions, bench.solve, time_limit, bench.evaluator(), node_limit=node_limit)

@@ -137,17 +137,21 @@ class Hint:
                 "source": self.source, "more": self.more, "value": self.value}
 
 
-def hint(state: State, solve: Solve, time_limit: float, evaluator: Any = None, shown: int = 3) -> Hint:
+def hint(state: State, solve: Solve, time_limit: float, evaluator: Any = None, shown: int = 3,
+         node_limit: int | None = None) -> Hint:
     """The solver's answer for the side to move within ``time_limit`` seconds (up to
-    ``shown`` winning moves), else the network's (``evaluator.evaluate``), else nothing."""
+    ``shown`` winning moves), else the network's (``evaluator.evaluate``), else nothing.
+    A ``node_limit`` bounds each solver call by nodes instead of the time limit: the same
+    answer however busy the machine is."""
     if state.is_terminal:
         raise ValueError("the game is over; there is nothing to hint")
     mover = state.to_play
-    result = solve(state, time_limit=time_limit, moves=True)
+    seconds = None if node_limit is not None else time_limit
+    result = solve(state, time_limit=seconds, node_limit=node_limit, moves=True)
     if result.winner is not None:
         best = list(result.best_actions or [])
         if result.winner == mover and not best:
-            found = winning_move(state, solve, time_limit=time_limit)
+            found = winning_move(state, solve, time_limit=seconds, node_limit=node_limit)
             best = [] if found is None else [found]
         if result.winner != mover:
             best = []
@@ -240,17 +244,20 @@ def strategy_marks(actions: Sequence[int]) -> list[str | None]:
     return marks
 
 
-def study(actions: Sequence[int], solve: Solve, time_limit: float, evaluator: Any = None) -> dict[str, Any]:
+def study(actions: Sequence[int], solve: Solve, time_limit: float, evaluator: Any = None,
+          node_limit: int | None = None) -> dict[str, Any]:
     """A game's analysis: ``verdicts`` (per position, the solver's winner or None when not
-    proven within ``time_limit``), ``marks`` (per move, :func:`move_marks`),
+    proven within ``time_limit`` seconds, or within ``node_limit`` nodes when one is given),
+    ``marks`` (per move, :func:`move_marks`),
     ``strategy`` (per move, :func:`strategy_marks`) and ``values``
     (per position, the network's value for Order, None without an evaluator; ±1 at the end)."""
+    seconds = None if node_limit is not None else time_limit
     states = [State()]
     for a in actions:
         states.append(states[-1].apply(a))
     verdicts: list[str | None] = [None] * len(states)
     for i in reversed(range(len(states))):  # late positions first: their proofs help earlier ones
-        verdicts[i] = solve(states[i], time_limit=time_limit).winner
+        verdicts[i] = solve(states[i], time_limit=seconds, node_limit=node_limit).winner
     live = [s for s in states if not s.is_terminal]
     net_values = iter(evaluator.evaluate(live)[1].tolist() if evaluator is not None and live else [])
     values: list[float | None] = []

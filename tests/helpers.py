@@ -239,6 +239,39 @@ def order_wins_within(state: State, plies: int) -> bool:
     return any(children) if state.to_play == ORDER else all(children)
 
 
+@lru_cache(maxsize=1)
+def _centre_line_bits() -> list[int]:
+    from orderchaos.agents.strategy import CENTRE_LINES
+
+    return [sum(1 << i for i in line) for line in CENTRE_LINES]
+
+
+@lru_cache(maxsize=None)
+def brute_centre(x: int, o: int) -> int:
+    """The centre game (the strategy's 4x4, cell i of the centre bit i) by plain minimax over
+    16-bit boards: plies to a line of four with best play (Order hastens, Chaos delays), or
+    -1 when Chaos fills the 4x4 without one. Fast from about nine stones on."""
+    if any(x & m == m or o & m == m for m in _centre_line_bits()):
+        return 0
+    empty = [i for i in range(16) if not (x | o) >> i & 1]
+    if not empty:
+        return -1
+    values = [brute_centre(x | 1 << i, o) for i in empty] + [brute_centre(x, o | 1 << i) for i in empty]
+    if bin(x | o).count("1") % 2 == 0:  # Order to move
+        wins = [v for v in values if v >= 0]
+        return 1 + min(wins) if wins else -1
+    return -1 if min(values) < 0 else 1 + max(values)
+
+
+def centre_bits(state: State) -> tuple[int, int]:
+    """``state``'s central 4x4 as the 16-bit X and O boards :func:`brute_centre` takes."""
+    from orderchaos.agents.strategy import CENTRE_CELLS
+
+    x = sum(1 << i for i, c in enumerate(CENTRE_CELLS) if state.x >> c & 1)
+    o = sum(1 << i for i, c in enumerate(CENTRE_CELLS) if state.o >> c & 1)
+    return x, o
+
+
 def naive_lines() -> list[list[tuple[int, int]]]:
     """Every run of five cells along a row, column or diagonal, as (row, col) pairs."""
     lines = []
@@ -323,11 +356,74 @@ def free_loopback_port() -> int:
     return port
 
 
+def wait_until_serving(base: str, still_starting: Callable[[], None], *, workers: int = 0,
+                       context: Any = None) -> None:
+    """Wait until the ``orderchaos serve`` at ``base`` (e.g. ``http://127.0.0.1:8000``)
+    answers ``/healthz`` with 200 and, with ``workers``, until that many of its search
+    workers are warm (``orderchaos_workers_ready`` on ``/metrics``): a site still warming up
+    on a busy machine is slow to answer its first page or game. ``still_starting`` is called
+    before each try and raises, with the server's log, when a process the site needs has
+    ended. No deadline of its own: a slow start is waited for, and a site that never gets
+    ready fails at the test's timeout (pytest-timeout)."""
+    import re
+    import time
+    import urllib.request
+
+    def answer(path: str) -> str | None:
+        try:
+            with urllib.request.urlopen(base + path, timeout=5, context=context) as got:
+                return got.read().decode() if got.status == 200 else None
+        except OSError:  # not listening yet, not ready (503), or slow to answer
+            return None
+
+    def ready_workers() -> float:
+        found = re.search(r"^orderchaos_workers_ready (\S+)$", answer("/metrics") or "", re.M)
+        return float(found.group(1)) if found else 0.0
+
+    while True:
+        still_starting()
+        if answer("/healthz") is not None and (workers == 0 or ready_workers() >= workers):
+            return
+        time.sleep(0.1)
+
+
+SOCKET_DEADLINE = 60.0
+"""Seconds a web test waits for the server's next message before it fails: far more than any
+answer takes on a busy machine, so only a message that never comes reaches it."""
+
+
+def receive_json(ws: Any, seconds: float = SOCKET_DEADLINE) -> Any:
+    """The next JSON message on a web test socket (Starlette's TestClient), as
+    ``ws.receive_json()`` gives it (WebSocketDisconnect when the server closed the socket),
+    but an AssertionError when none comes within ``seconds``: the TestClient's own receive
+    waits forever, so a server that never answers would hang the run instead of failing.
+
+    It waits on the socket's stream of messages from the app (``_send_rx``, an anyio
+    memory stream) in the TestClient's event loop, so a message that comes late is not lost."""
+    import json
+
+    import anyio
+
+    stream = getattr(ws, "_send_rx", None)
+    assert stream is not None, "this Starlette's TestClient has no _send_rx stream to wait on with a deadline"
+
+    async def within_deadline() -> Any:
+        with anyio.fail_after(seconds):
+            return await stream.receive()
+
+    try:
+        message = ws.portal.call(within_deadline)
+    except TimeoutError:
+        raise AssertionError(f"no message came from the server within {seconds:g} s") from None
+    ws._raise_on_close(message)
+    return json.loads(message["text"])
+
+
 def next_message(ws: Any, kind: str, limit: int = 50) -> dict:
     """The next message of type ``kind`` on a web test socket (Starlette's TestClient),
     skipping up to ``limit`` others."""
     for _ in range(limit):
-        msg = ws.receive_json()
+        msg = receive_json(ws)
         if msg["type"] == kind:
             return msg
     raise AssertionError(f"no {kind} message came")

@@ -70,6 +70,12 @@ class Limits:
     """Solver time for a hint."""
     study_time: float = 0.25
     """Solver time for each position of a studied game."""
+    hint_nodes: int | None = None
+    """When set, a hint's solver calls stop after this many nodes instead of after
+    ``hint_time`` (the same answers on any machine, however busy)."""
+    study_nodes: int | None = None
+    """When set, a study's solver calls stop after this many nodes instead of after
+    ``study_time``."""
     max_message_bytes: int = 64 * 1024
     """Largest message other than an upload."""
     max_upload_bytes: int = 2 * 1024 * 1024
@@ -152,12 +158,12 @@ class Services:
         """:func:`orderchaos.arena.agent_work.hint` on this process's solver and network (in a
         worker thread: the first call loads the network). :meth:`run` sends it to a worker
         when there are workers."""
-        return agent_work.hint(self._bench, state, self.limits.hint_time)
+        return agent_work.hint(self._bench, state, self.limits.hint_time, self.limits.hint_nodes)
 
     def study(self, actions: list[int]) -> dict[str, Any]:
         """:func:`orderchaos.arena.agent_work.study` of a game on this process's solver and
         network (:meth:`run` sends it to a worker when there are workers)."""
-        return agent_work.study(self._bench, actions, self.limits.study_time)
+        return agent_work.study(self._bench, actions, self.limits.study_time, self.limits.study_nodes)
 
     def warm_up(self) -> None:
         """Start the workers, if any, which build their agents in the background; compile (or
@@ -184,9 +190,9 @@ class Services:
             agent, state = args
             return agent_work.move, (agent.key, agent.spec, state)
         if fn == self.hint:
-            return agent_work.hint, (*args, self.limits.hint_time)
+            return agent_work.hint, (*args, self.limits.hint_time, self.limits.hint_nodes)
         if fn == self.study:
-            return agent_work.study, (*args, self.limits.study_time)
+            return agent_work.study, (*args, self.limits.study_time, self.limits.study_nodes)
         return None
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout: float, what: str) -> T:

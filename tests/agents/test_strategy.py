@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -14,25 +12,9 @@ from orderchaos.agents.registry import SpecError, check_role
 from orderchaos.agents.solver import SolverAgent, solve
 from orderchaos.agents.strategy import CENTRE_CELLS, CENTRE_LINES, PAIRS, StrategyAgent, covers, move
 from orderchaos.arena.matches import play_game
-from orderchaos.envs.rules import CHAOS, ORDER, IllegalActionError, State, parse_cell
+from orderchaos.envs.rules import CHAOS, ORDER, IllegalActionError, State, parse_board, parse_cell
 
-LINE_BITS = [sum(1 << i for i in line) for line in CENTRE_LINES]
-
-
-@lru_cache(maxsize=None)
-def brute_centre(x: int, o: int) -> int:
-    """The centre game by plain minimax over 16-bit boards: plies to a line of four with
-    best play (Order hastens, Chaos delays), or -1 when Chaos fills the 4x4 without one."""
-    if any(x & m == m or o & m == m for m in LINE_BITS):
-        return 0
-    empty = [i for i in range(16) if not (x | o) >> i & 1]
-    if not empty:
-        return -1
-    values = [brute_centre(x | 1 << i, o) for i in empty] + [brute_centre(x, o | 1 << i) for i in empty]
-    if bin(x | o).count("1") % 2 == 0:  # Order to move
-        wins = [v for v in values if v >= 0]
-        return 1 + min(wins) if wins else -1
-    return -1 if min(values) < 0 else 1 + max(values)
+from helpers import brute_centre, endgames, naive_facts, winning_moves
 
 
 def centre_state(x: int, o: int) -> State:
@@ -157,6 +139,33 @@ def test_a_pair_with_equal_symbols_or_two_half_pairs_is_not_covered() -> None:
         move(equal)
 
 
+def test_a_move_that_completes_a_five_keeps_the_win() -> None:
+    """Row 3 reads XXX.XX: X on d3 makes a six (a win), O there does not."""
+    state = parse_board("......" "......" "XXX.XX" "O....." "......" "......")
+    assert state.to_play == ORDER
+    assert strategy.keeps_win(state, 2 * parse_cell("d3"))
+    assert not strategy.keeps_win(state, 2 * parse_cell("d3") + 1)
+    assert 2 * parse_cell("d3") in strategy.keeping_moves(state)
+
+
+def test_keeping_moves_hold_every_five_and_only_moves_that_win() -> None:
+    """On seeded endgames (Order to move, six empty cells): every move that completes a
+    five (by the brute-force board reading) keeps the win, and every keeping move wins by
+    plain minimax; with Chaos to move there are none."""
+    fives = 0
+    for state in endgames(40, 6, seed=7):
+        keeping = strategy.keeping_moves(state)
+        board = state.to_string()
+        completing = [a for a in state.legal_actions()
+                      if naive_facts(board[:a >> 1] + "XO"[a & 1] + board[(a >> 1) + 1:])["winner"] == ORDER]
+        assert set(completing) <= set(keeping) <= set(winning_moves(state)), board
+        assert keeping == sorted(keeping)
+        fives += len(completing)
+        some_reply = state.apply(state.legal_actions()[0])
+        assert some_reply.is_terminal or strategy.keeping_moves(some_reply) == []
+    assert fives >= 10
+
+
 def test_the_strategy_player_plays_order_only() -> None:
     agent = make("strategy")
     assert isinstance(agent, StrategyAgent)
@@ -185,6 +194,7 @@ def test_strategy_and_solver_as_order_never_lose(order_spec: str, chaos_spec: st
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("order_spec", ["strategy", "solver", "pretrained:solver=26"])
 @pytest.mark.parametrize("chaos_spec,games", [("pretrained", 20), ("solver:time=0.2", 10), ("random", 100)])
 def test_strategy_players_as_order_never_lose_against_strong_chaos(order_spec: str, chaos_spec: str,

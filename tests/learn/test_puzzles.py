@@ -145,10 +145,17 @@ def test_check_refuses_planted_faults(mined, tmp_path, capsys) -> None:
     with pytest.raises(PuzzleCheckError, match="the kind is order_wins but Chaos is to move"):
         check_puzzles(_write(tmp_path / "side.jsonl", [flipped]))
 
-    # A wrong length.
-    short = Puzzle(**{**good.__dict__, "plies": good.plies + 2})
-    with pytest.raises(PuzzleCheckError, match="plies"):
-        check_puzzles(_write(tmp_path / "plies.jsonl", [short]))
+    # A wrong length, too long or too short, for either kind: each named exactly.
+    length = len(good.solution)
+    assert good.plies == length
+    for plies in (length + 2, length - 2):
+        wrong = Puzzle(**{**good.__dict__, "plies": plies})
+        assert _refusal(tmp_path, wrong) == f"the solution has {length} plies, the puzzle says {plies}"
+    empties = parse_board(chaos_one.board).num_empty
+    assert chaos_one.plies == empties
+    for plies in (empties + 2, empties - 2):
+        wrong = Puzzle(**{**chaos_one.__dict__, "plies": plies})
+        assert _refusal(tmp_path, wrong) == f"plies should be the {empties} empty cells, not {plies}"
 
     # A Chaos defence that is not the best one: a reply after which Order wins sooner.
     from orderchaos.agents.solver import Solver
@@ -165,6 +172,16 @@ def test_check_refuses_planted_faults(mined, tmp_path, capsys) -> None:
     path = _write(tmp_path / "mixed.jsonl", [*puzzles, flipped])
     assert main_check(path) == 1
     assert f"mixed.jsonl:{len(puzzles) + 1}" in capsys.readouterr().out
+
+
+def _refusal(tmp_path: Path, puzzle: Puzzle) -> str:
+    """The problem ``puzzles check`` names in a file of ``puzzle`` alone (after its place)."""
+    path = _write(tmp_path / "one.jsonl", [puzzle])
+    with pytest.raises(PuzzleCheckError) as refused:
+        check_puzzles(path)
+    where = f"{path}:1 ({puzzle.id}): "
+    assert str(refused.value).startswith(where), str(refused.value)
+    return str(refused.value)[len(where):]
 
 
 def _position_with(games: Path, wanted) -> State:
@@ -351,6 +368,7 @@ def test_shipped_sample_is_proven() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_shipped_set_is_proven() -> None:
     assert check_puzzles(SHIPPED_PUZZLES) == len(load_puzzles(SHIPPED_PUZZLES))
 

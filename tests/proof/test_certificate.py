@@ -214,6 +214,7 @@ def test_the_proof_book_agrees_with_the_strategy() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_the_check_with_one_border_move(cert_file: Path) -> None:
     done = prove("--check", str(cert_file), "--border-moves", "1", "--json")
     assert done.returncode == 0, done.stdout + done.stderr

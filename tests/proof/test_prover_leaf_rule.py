@@ -31,6 +31,7 @@ def test_a_fixed_first_move_is_not_settled_by_the_rule_at_the_root() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_the_extended_rule_settles_a_border_first_move_without_a_solver_task() -> None:
     """After a1 X the pair a1-f6 is half filled: outside the strategy, inside the extended
     argument (builds the diagonal's tables, a minute of CPU time)."""

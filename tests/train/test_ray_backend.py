@@ -164,6 +164,7 @@ def test_bad_input_gives_one_line_and_status_2(local_ray, tmp_path: Path, capsys
 
 
 @pytest.mark.slow  # a second Ray head and a CLI process: about a minute on 2 cores
+@pytest.mark.timeout(900)
 def test_train_joins_a_cluster_by_address(tmp_path: Path) -> None:
     """A head node of our own (loopback, no dashboard, one CPU, its own temp dir, token
     authentication); the CLI, not told of the token, is refused with a hint, then trains the
@@ -321,6 +322,7 @@ def _start_run(tmp_path: Path, backend: str) -> tuple[subprocess.Popen, list[int
 
 
 @pytest.mark.slow  # two Ray starts and a local run: about a minute on 2 cores
+@pytest.mark.timeout(900)
 def test_a_local_instance_listens_on_loopback_and_sigterm_ends_it_like_the_local_backend(tmp_path: Path) -> None:
     """Every listening socket of the run's processes is on loopback, no dashboard process
     runs, SIGTERM ends the run with the local backend's status, and nothing is left."""
@@ -349,6 +351,7 @@ def test_a_local_instance_listens_on_loopback_and_sigterm_ends_it_like_the_local
 
 
 @pytest.mark.slow  # a Ray start: about 30 s on 2 cores
+@pytest.mark.timeout(600)
 def test_no_process_outlives_a_killed_ray_run(tmp_path: Path) -> None:
     run, pids = _start_run(tmp_path, "ray")
     assert len(pids) >= 5  # watchdog, GCS, raylet, agents, the actor

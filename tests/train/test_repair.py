@@ -199,6 +199,7 @@ def test_no_refutation_line_through_a_covered_position_is_one_line(tmp_path: Pat
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_the_command_prints_the_rounds_then_writes_the_policy_and_the_report(tmp_path: Path,
                                                                              capsys: pytest.CaptureFixture[str]) -> None:
     out_file = tmp_path / "report.json"

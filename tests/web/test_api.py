@@ -5,7 +5,6 @@ caps, cancellation of abandoned work, the store across a restart, watch and stud
 from __future__ import annotations
 
 import asyncio
-import faulthandler
 import json
 import re
 import subprocess
@@ -34,25 +33,27 @@ from orderchaos.web import games as web_games  # noqa: E402
 from orderchaos.web import sessions  # noqa: E402
 from orderchaos.web import app as web_app  # noqa: E402
 from orderchaos.web.app import create_app, pick_language  # noqa: E402
+from orderchaos.web.clocks import PRESETS, GameClock  # noqa: E402
 from orderchaos.web.errors import TimedOut  # noqa: E402
 from orderchaos.web.protocol import RateLimit, nesting_depth  # noqa: E402
 from orderchaos.web.proxy import is_loopback  # noqa: E402
 from orderchaos.web.services import Limits, Services  # noqa: E402
 from orderchaos.web.store import GameStore  # noqa: E402
-from orderchaos.envs.rules import State  # noqa: E402
+from orderchaos.envs.rules import State, parse_action_name  # noqa: E402
 
-from helpers import HEURISTIC_VS_RANDOM_GAME, RANDOM_SEED_3_GAME  # noqa: E402
+from helpers import HEURISTIC_VS_RANDOM_GAME, RANDOM_SEED_3_GAME, SOCKET_DEADLINE, receive_json  # noqa: E402
 
 STATIC = Path(sessions.__file__).parent / "static"
-FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, max_message_bytes=4096, max_upload_bytes=8192,
-              rate=1000, burst=1000)
+# hints and studies stop the solver by nodes, not seconds: the same answers on a busy machine
+FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, hint_nodes=20_000, study_nodes=2_000,
+              max_message_bytes=4096, max_upload_bytes=8192, rate=1000, burst=1000)
 
 
 def receive(ws: Any, kind: str, mode: str | None = None, skip_errors: bool = False) -> dict:
     """The next message of type ``kind`` (and ``mode``), skipping others; fails on an
     unexpected error message."""
     for _ in range(400):
-        msg = ws.receive_json()
+        msg = receive_json(ws)
         if msg["type"] == kind and (mode is None or msg.get("mode") == mode):
             return msg
         if msg["type"] == "error" and not skip_errors:
@@ -81,15 +82,6 @@ def sockets(client: TestClient) -> ExitStack:
     return stack
 
 
-@pytest.fixture(autouse=True)
-def no_hang() -> Iterator[None]:
-    """A test waiting for a message that never comes ends the run with a traceback after
-    two minutes instead of hanging (the TestClient's receive has no timeout)."""
-    faulthandler.dump_traceback_later(120, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()
-
-
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
     """A TestClient over an app whose games folder is ``tmp_path/games``; the sockets that
@@ -104,9 +96,27 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
 def connect(client: TestClient) -> Any:
     """Open a socket (closed with the client) and read the greeting."""
     ws = sockets(client).enter_context(client.websocket_connect("/ws"))
-    hello = ws.receive_json()
+    hello = receive_json(ws)
     assert hello["type"] == "hello" and hello["levels"]["strongest"] == "pretrained:sims=200,solver=26"
     return ws
+
+
+def test_a_message_that_never_comes_fails_the_wait_instead_of_hanging(client: TestClient) -> None:
+    ws = connect(client)  # after its greeting the server says nothing until asked
+    with pytest.raises(AssertionError, match=r"^no message came from the server within 0.2 s$"):
+        receive_json(ws, seconds=0.2)
+    ws.send_json({"type": "state"})  # the socket still works, and no message was lost
+    assert receive_json(ws)["type"] == "state"
+
+
+def test_no_test_waits_on_a_socket_without_a_deadline() -> None:
+    """Starlette's own receive waits forever: every test receives through
+    ``helpers.receive_json``, which fails when no message comes."""
+    tests = Path(__file__).resolve().parent.parent
+    bare = [f"{path.relative_to(tests)}:{number}" for path in sorted(tests.rglob("*.py")) if path.name != "helpers.py"
+            for number, line in enumerate(path.read_text().splitlines(), 1)
+            if re.search(r"[\w)\]]\.receive(_json|_text|_bytes)?\(", line)]
+    assert bare == []
 
 
 def first_empty(view: dict) -> int:
@@ -296,14 +306,14 @@ def test_a_burst_of_messages_is_refused_past_the_rate_limit_and_the_connection_s
         ws = connect(quick)
         for _ in range(30):
             ws.send_json({"type": "state"})
-        answers = [ws.receive_json() for _ in range(30)]
+        answers = [receive_json(ws) for _ in range(30)]
         refused = [a for a in answers if a["type"] == "error" and a["code"] == "rate"]
         assert len(refused) == 25 and [a["type"] for a in answers if a not in refused] == ["state"] * 5
         now[0] = 1.0  # the bucket refills: the connection is open and served again
         ws.send_json({"type": "state"})
-        assert ws.receive_json()["type"] == "state"
+        assert receive_json(ws)["type"] == "state"
         ws.send_json({"type": "state"})
-        assert ws.receive_json()["code"] == "rate"
+        assert receive_json(ws)["code"] == "rate"
 
 
 def test_rate_limit_refills_at_its_rate_up_to_its_burst() -> None:
@@ -380,9 +390,9 @@ def test_connections_past_the_cap_are_told_the_server_is_busy() -> None:
         capped.sockets = stack  # type: ignore[attr-defined]
         connect(capped), connect(capped)
         with capped.websocket_connect("/ws") as third:
-            assert third.receive_json()["code"] == "busy"
+            assert receive_json(third)["code"] == "busy"
             with pytest.raises(WebSocketDisconnect):
-                third.receive_json()
+                receive_json(third)
 
 
 def test_games_past_the_cap_are_refused_as_busy() -> None:
@@ -401,7 +411,7 @@ def test_reopening_a_saved_game_counts_against_the_cap_too() -> None:
     with TestClient(create_app(None, Limits(max_games=1))) as capped, ExitStack() as stack:
         capped.sockets = stack  # type: ignore[attr-defined]
         with capped.websocket_connect("/ws") as one:
-            one.receive_json()
+            receive_json(one)
             one.send_json({"type": "play_friend", "side": "order"})
             saved = receive(one, "joined")["game"]
         two = connect(capped)
@@ -410,15 +420,17 @@ def test_reopening_a_saved_game_counts_against_the_cap_too() -> None:
         receive(two, "joined")
         three = connect(capped)
         three.send_json({"type": "open", "game": saved})
-        answer = three.receive_json()
+        answer = receive_json(three)
         assert (answer["type"], answer.get("code")) == ("error", "busy"), answer
 
 
 # -- cancellation --------------------------------------------------------------------------
 
 
-def wait_until(condition: Any, seconds: float = 5.0) -> bool:
-    """Poll ``condition`` until true or ``seconds`` passed; its last value."""
+def wait_until(condition: Any, seconds: float = SOCKET_DEADLINE) -> bool:
+    """Poll ``condition`` until true or ``seconds`` passed; its last value. The default is
+    far more than any condition here takes on a busy machine: only one that never holds
+    reaches it."""
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > deadline:
@@ -453,10 +465,10 @@ def test_closing_the_tab_stops_the_agents_search(monkeypatch: pytest.MonkeyPatch
     with TestClient(create_app(None, Limits(move_time=600))) as quick:
         services = quick.app.state.services  # type: ignore[attr-defined]
         with quick.websocket_connect("/ws") as ws:
-            ws.receive_json()
+            receive_json(ws)
             ws.send_json({"type": "new_game", "side": "chaos", "opponent": "random"})
-            assert search.started.wait(10)
-        assert search.stopped.wait(5), "the search went on after its tab closed"
+            assert search.started.wait(SOCKET_DEADLINE)
+        assert search.stopped.wait(SOCKET_DEADLINE), "the search went on after its tab closed"
         steps = search.steps
         assert wait_until(lambda: services.running == 0)
         time.sleep(0.05)
@@ -466,7 +478,7 @@ def test_closing_the_tab_stops_the_agents_search(monkeypatch: pytest.MonkeyPatch
 def test_a_newer_hint_replaces_the_older_and_closing_stops_it(monkeypatch: pytest.MonkeyPatch) -> None:
     searches: list[EndlessSearch] = []
 
-    def endless_hint(*args: Any) -> Any:
+    def endless_hint(*args: Any, **options: Any) -> Any:
         searches.append(EndlessSearch())
         return searches[-1]()
 
@@ -474,15 +486,15 @@ def test_a_newer_hint_replaces_the_older_and_closing_stops_it(monkeypatch: pytes
     with TestClient(create_app(None, Limits(move_time=5, hint_time=600))) as quick:
         services = quick.app.state.services  # type: ignore[attr-defined]
         with quick.websocket_connect("/ws") as ws:
-            ws.receive_json()
+            receive_json(ws)
             new_agent_game(ws, "order", "random")
             ws.send_json({"type": "hint"})
             assert wait_until(lambda: len(searches) == 1 and searches[0].started.is_set())
             ws.send_json({"type": "hint"})
             assert wait_until(lambda: len(searches) == 2 and searches[1].started.is_set())
-            assert searches[0].stopped.wait(5), "the replaced hint went on"
+            assert searches[0].stopped.wait(SOCKET_DEADLINE), "the replaced hint went on"
             assert not searches[1].stopped.is_set()
-        assert searches[1].stopped.wait(5), "the hint went on after its tab closed"
+        assert searches[1].stopped.wait(SOCKET_DEADLINE), "the hint went on after its tab closed"
         assert wait_until(lambda: services.running == 0)
 
 
@@ -501,7 +513,18 @@ def test_hint_gives_the_solvers_winning_move(client: TestClient) -> None:
                                    "actions": [8], "moves": ["e1 X"], "source": "solver", "more": 0, "value": None}
     near_win = State.from_string("XXXX." + "." * 31)  # X on e1 is the one five
     services = Services(FAST)
-    assert analysis.hint(near_win, services.solve, 0.3) == analysis.Hint("order", [8], "solver", 0)
+    assert analysis.hint(near_win, services.solve, 0.3, node_limit=FAST.hint_nodes) == analysis.Hint("order", [8], "solver", 0)
+
+
+def test_a_node_limit_bounds_hints_and_studies_instead_of_their_time() -> None:
+    """An hour of solver time but 100 nodes a call: the empty board is not proven (the
+    network's favourites come instead) and a study proves only the last four positions;
+    had the node limit been dropped, each call would have run for its hour."""
+    services = Services(Limits(hint_time=3600, study_time=3600, hint_nodes=100, study_nodes=100))
+    found = services.hint(State())
+    assert (found.winner, found.source, len(found.actions)) == (None, "network", 3)
+    actions = [parse_action_name(move) for move in HEURISTIC_VS_RANDOM_GAME]
+    assert services.study(actions)["verdicts"] == [None] * 6 + ["order"] * 4
 
 
 # -- against a friend ------------------------------------------------------------------------
@@ -814,7 +837,7 @@ def test_study_upload_names_are_made_safe_and_no_server_path_is_shown(client: Te
 def test_cross_site_sockets_are_refused(client: TestClient) -> None:
     with pytest.raises(WebSocketDisconnect):
         with client.websocket_connect("/ws", headers={"origin": "http://evil.example"}) as ws:
-            ws.receive_json()
+            receive_json(ws)
 
 
 def test_requests_to_other_host_names_are_refused_when_asked() -> None:
@@ -1051,7 +1074,11 @@ def test_an_unknown_time_control_is_refused_with_a_code(tmp_path: Path) -> None:
         assert error_of(ws)["code"] == "time_control"
 
 
-def test_the_agent_thinks_within_its_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def agent_budgets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, control: str,
+                  first_move: float) -> tuple[list[float], float]:
+    """The budgets the agent (Chaos, ``random``) gets for its first two moves on ``control``
+    when its first move takes ``first_move`` seconds and the second none (time is a clock
+    the test moves), and its time left after them."""
     now = {"t": 1000.0}
     budgets: list[float] = []
     real_run = Services.run
@@ -1059,7 +1086,7 @@ def test_the_agent_thinks_within_its_clock(tmp_path: Path, monkeypatch: pytest.M
     async def recording_run(self: Services, fn: Any, *args: Any, timeout: float, what: str) -> Any:
         if what == "the opponent's move":
             budgets.append(timeout)
-            now["t"] += 58 if len(budgets) == 1 else 0  # its first move takes 58 of its 60 s
+            now["t"] += first_move if len(budgets) == 1 else 0
         return await real_run(self, fn, *args, timeout=timeout, what=what)
 
     monkeypatch.setattr(Services, "run", recording_run)
@@ -1067,7 +1094,7 @@ def test_the_agent_thinks_within_its_clock(tmp_path: Path, monkeypatch: pytest.M
     with TestClient(create_app(None, FAST, db=store)) as client, ExitStack() as stack:
         client.sockets = stack  # type: ignore[attr-defined]
         ws = connect(client)
-        ws.send_json({"type": "new_game", "side": "order", "opponent": "random", "time_control": "1+0"})
+        ws.send_json({"type": "new_game", "side": "order", "opponent": "random", "time_control": control})
         receive(ws, "joined")
         view = receive(ws, "state", "play")
         for _ in range(2):
@@ -1075,9 +1102,23 @@ def test_the_agent_thinks_within_its_clock(tmp_path: Path, monkeypatch: pytest.M
             count = len(view["moves"]) + 2
             while len(view["moves"]) < count:
                 view = receive(ws, "state", "play")
-        assert view["clock"]["left"]["chaos"] == 2.0
+    return budgets, view["clock"]["left"]["chaos"]
+
+
+def test_the_agent_thinks_within_its_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # 60 s left for its 18 moves to come, then 2 s for its 17: the time left shared over them
-    assert budgets == pytest.approx([60 / 18, 2 / 17])
+    budgets, left = agent_budgets(tmp_path, monkeypatch, "1+0", 58)
+    assert budgets == pytest.approx([60 / 18, 2 / 17]) and left == 2.0
+
+
+def test_the_agents_budget_is_the_servers_cap_and_never_more_than_half_its_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On 3+2 its share of 180 s over 18 moves plus 2 s is 12 s, past the server's cap of
+    5 s; after a first move of 179 s it has 3 s (1 left and the increment): its share over
+    17 moves plus the increment, 2.18 s, is more than half of what is left, 1.5 s."""
+    budgets, left = agent_budgets(tmp_path, monkeypatch, "3+2", 179)
+    assert budgets == pytest.approx([FAST.move_time, 1.5]) and left == 5.0
 
 
 def test_an_agent_out_of_budget_on_the_clock_still_moves_in_time(tmp_path: Path,
@@ -1222,6 +1263,31 @@ def test_undo_back_to_the_empty_board_is_a_fresh_start_for_the_clock_and_the_abo
         view = until_turn(ws, "order")
         assert view["reason"] is None and len(view["moves"]) == 2
         assert view["clock"]["left"] == {"order": 40.0, "chaos": 60.0}
+
+
+def test_undo_back_to_the_empty_board_takes_back_only_the_increments_earned(tmp_path: Path) -> None:
+    """On 3+2 the first move earns no increment (it is not charged either), Chaos's answer
+    does: an undo of both leaves Order 180 s less the 20 s since the answer, Chaos 180 s."""
+    now = {"t": 1000.0}
+    with site_on_a_hand_clock(tmp_path, now) as (client, store):
+        ws, view = clocked_agent_game(client, "3+2")
+        now["t"] += 50
+        view = play_first_empty(ws, view)
+        assert view["clock"]["left"] == {"order": 180.0, "chaos": 182.0}
+        now["t"] += 20
+        ws.send_json({"type": "undo"})
+        view = receive(ws, "state", "play")
+        assert view["moves"] == [] and view["clock"] == {"control": "3+2", "left": {"order": 160.0, "chaos": 180.0},
+                                                         "running": None}
+        stored = store.load(view["game"])
+        assert stored is not None and stored.clock is not None
+        assert stored.clock.remaining == {"order": 160.0, "chaos": 180.0} and stored.clock.turn_started is None
+
+
+def test_a_take_back_never_leaves_a_clock_below_zero() -> None:
+    clock = GameClock(PRESETS["3+2"], {"order": 1.5, "chaos": 100.0}, turn_started=10.0)
+    clock.take_back("chaos", ["order", "order"], 12.0, started=True)  # two increments Order no longer has
+    assert clock.remaining == {"order": 0.0, "chaos": 98.0} and clock.turn_started == 12.0
 
 
 def test_a_move_after_the_flag_fell_loses_on_time_even_before_the_server_looks(tmp_path: Path) -> None:

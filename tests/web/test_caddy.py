@@ -19,8 +19,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,7 +29,7 @@ pytest.importorskip("playwright.sync_api", reason="Playwright is not installed: 
 
 from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 
-from helpers import free_loopback_port  # noqa: E402
+from helpers import free_loopback_port, wait_until_serving  # noqa: E402
 
 CADDY = Path("/usr/bin/caddy")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -86,24 +84,21 @@ class Site:
         self.server = subprocess.Popen(
             [sys.executable, "-m", "orderchaos", "serve", "--db", str(folder / "games.sqlite3"),
              "--port", str(self.backend), "--public-url", self.public, "--trusted-proxy", "127.0.0.1",
-             "--games-per-minute", str(GAMES_PER_MINUTE)],
+             "--games-per-minute", str(GAMES_PER_MINUTE), "--workers", "1"],
             stdout=subprocess.DEVNULL, stderr=self.server_log.open("w"), env=env)
         self.caddy = subprocess.Popen(
             [str(CADDY), "run", "--config", str(folder / "Caddyfile"), "--adapter", "caddyfile"],
             stdout=subprocess.DEVNULL, stderr=(folder / "caddy.log").open("w"), env=env, cwd=folder)
         insecure = ssl.create_default_context()
         insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
-        for _ in range(600):  # until both answer (the server's imports take a while on a busy machine)
+
+        def still_starting() -> None:
             for process, name in ((self.server, "serve.log"), (self.caddy, "caddy.log")):
                 if process.poll() is not None:
                     raise RuntimeError(f"{name} ended: {(folder / name).read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.public}/healthz", context=insecure, timeout=5) as answer:
-                    if answer.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("the site did not come up")
+
+        wait_until_serving(f"http://127.0.0.1:{self.backend}", still_starting, workers=1)
+        wait_until_serving(self.public, still_starting, context=insecure)  # through Caddy too
 
     def log(self) -> str:
         return self.server_log.read_text()

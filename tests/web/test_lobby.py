@@ -4,8 +4,6 @@ their tab, at most three per client address; "play anyone" pairing by time contr
 
 from __future__ import annotations
 
-import faulthandler
-from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
 
@@ -20,21 +18,15 @@ from orderchaos.web.errors import WebError  # noqa: E402
 from orderchaos.web.lobby import Lobby  # noqa: E402
 from orderchaos.web.services import Limits  # noqa: E402
 
+from helpers import receive_json  # noqa: E402
+
 FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, rate=1000, burst=1000)
-
-
-@pytest.fixture(autouse=True)
-def no_hang() -> Iterator[None]:
-    """A missing message ends the run with a traceback instead of hanging."""
-    faulthandler.dump_traceback_later(120, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()
 
 
 def receive(ws: Any, kind: str, *, error_ok: bool = False) -> dict:
     """The next message of type ``kind``, skipping others."""
     for _ in range(200):
-        msg = ws.receive_json()
+        msg = receive_json(ws)
         if msg["type"] == kind:
             return msg
         assert msg["type"] != "error" or error_ok, msg
@@ -115,7 +107,7 @@ class Site:
 
     def connect(self) -> Any:
         ws = self.stack.enter_context(self.client.websocket_connect("/ws"))
-        assert ws.receive_json()["type"] == "hello"
+        assert receive_json(ws)["type"] == "hello"
         return ws
 
     def close(self, ws: Any) -> None:
@@ -204,7 +196,7 @@ def until_moves(ws: Any, count: int) -> list[dict]:
     """The messages up to the first position with ``count`` moves, that one included."""
     seen = []
     for _ in range(200):
-        seen.append(ws.receive_json())
+        seen.append(receive_json(ws))
         if seen[-1]["type"] == "state" and len(seen[-1]["moves"]) == count:
             return seen
     raise AssertionError(f"no position with {count} moves came")

@@ -5,7 +5,6 @@ exits 0."""
 from __future__ import annotations
 
 import asyncio
-import faulthandler
 import gc
 import json
 import logging
@@ -15,10 +14,8 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,18 +32,9 @@ from orderchaos.web.ops import Metrics  # noqa: E402
 from orderchaos.web.services import Limits, Services  # noqa: E402
 from orderchaos.web.store import GameStore  # noqa: E402
 
-from helpers import free_loopback_port, next_message  # noqa: E402
+from helpers import SOCKET_DEADLINE, free_loopback_port, next_message, wait_until_serving  # noqa: E402
 
 FAST = Limits(move_time=5.0, hint_time=0.3, rate=1000, burst=1000)
-
-
-@pytest.fixture(autouse=True)
-def no_hang() -> Iterator[None]:
-    """A test waiting for a message that never comes fails after two minutes instead of hanging."""
-    faulthandler.dump_traceback_later(120, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()
-
 
 
 def samples(text: str) -> dict[str, float]:
@@ -186,7 +174,7 @@ def host_status(port: int, host: str) -> int:
     """The status of ``GET /healthz`` on 127.0.0.1:``port`` addressed to ``host``."""
     request = urllib.request.Request(f"http://127.0.0.1:{port}/healthz", headers={"Host": host})
     try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
+        with urllib.request.urlopen(request, timeout=SOCKET_DEADLINE) as answer:
             return answer.status
     except urllib.error.HTTPError as refused:
         return refused.code
@@ -199,26 +187,22 @@ def test_a_running_server_behind_a_public_url_backs_up_tells_its_tabs_on_sigterm
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
     server = subprocess.Popen(
         [sys.executable, "-m", "orderchaos", "serve", "--db", str(db), "--port", str(port),
-         "--public-url", "https://games.example.org"],
+         "--public-url", "https://games.example.org", "--workers", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        ws = None
-        for _ in range(600):  # until it listens (startup imports take a while on a busy machine)
-            try:
-                ws = connect(f"ws://127.0.0.1:{port}/ws", open_timeout=5)
-                break
-            except OSError:
-                assert server.poll() is None, server.communicate()
-                time.sleep(0.1)
-        assert ws is not None, "the server never listened"
+        def still_starting() -> None:
+            assert server.poll() is None, server.communicate()
+
+        wait_until_serving(f"http://127.0.0.1:{port}", still_starting, workers=1)
+        ws = connect(f"ws://127.0.0.1:{port}/ws", open_timeout=SOCKET_DEADLINE)
         # the public host is answered (a proxy passes it on), another host is not (DNS rebinding)
         assert host_status(port, "games.example.org") == 200 and host_status(port, "rebound.example") == 400
         with ws:
-            assert json.loads(ws.recv(timeout=30))["type"] == "hello"
+            assert json.loads(ws.recv(timeout=SOCKET_DEADLINE))["type"] == "hello"
             ws.send(json.dumps({"type": "new_game", "side": "order", "opponent": "easy"}))
-            game = next(m for m in (json.loads(ws.recv(timeout=30)) for _ in range(10)) if m["type"] == "joined")
+            game = next(m for m in (json.loads(ws.recv(timeout=SOCKET_DEADLINE)) for _ in range(10)) if m["type"] == "joined")
             ws.send(json.dumps({"type": "move", "cell": 0, "symbol": "X"}))
-            while len(json.loads(ws.recv(timeout=30)).get("moves", [])) < 2:  # the move and the reply
+            while len(json.loads(ws.recv(timeout=SOCKET_DEADLINE)).get("moves", [])) < 2:  # the move and the reply
                 pass
             # a copy of the live store, from another process, while the server holds it open
             copy = tmp_path / "copy.sqlite3"
@@ -227,9 +211,9 @@ def test_a_running_server_behind_a_public_url_backs_up_tells_its_tabs_on_sigterm
                 assert copied.execute("SELECT id FROM games").fetchall() == [(game["game"],)]
                 assert copied.execute("SELECT ply, action FROM moves ORDER BY ply").fetchall()[0] == (0, 0)
             server.send_signal(signal.SIGTERM)
-            told = json.loads(ws.recv(timeout=30))
+            told = json.loads(ws.recv(timeout=SOCKET_DEADLINE))
             assert told["type"] == "error" and told["code"] == "restarting"
-        assert server.wait(timeout=10) == 0
+        assert server.wait(timeout=SOCKET_DEADLINE) == 0
         out, err = server.communicate()
         assert "the game store is closed" in out and "Traceback" not in err
         assert f"client=127.0.0.1 game={game['game']} move" in err

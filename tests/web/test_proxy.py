@@ -4,9 +4,7 @@ page's links use the public URL, and the limits per client address."""
 
 from __future__ import annotations
 
-import faulthandler
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,19 +22,11 @@ from orderchaos.web.proxy import (  # noqa: E402
 from orderchaos.web.quotas import AddressLimits  # noqa: E402
 from orderchaos.web.services import Limits  # noqa: E402
 
-from helpers import next_message  # noqa: E402
+from helpers import next_message, receive_json  # noqa: E402
 
 FAST = Limits(move_time=5.0, hint_time=0.3, rate=1000, burst=1000)
 PUBLIC = parse_public_url("https://games.example.org")
 PROXY = [parse_trusted_proxy("127.0.0.2")]
-
-
-@pytest.fixture(autouse=True)
-def no_hang() -> Iterator[None]:
-    """A test waiting for a message that never comes fails after two minutes instead of hanging."""
-    faulthandler.dump_traceback_later(120, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()
 
 
 def proxied_app(quotas: AddressLimits | None = None) -> Any:
@@ -46,7 +36,7 @@ def proxied_app(quotas: AddressLimits | None = None) -> Any:
 
 
 def hello(ws: Any) -> dict:
-    msg = ws.receive_json()
+    msg = receive_json(ws)
     assert msg["type"] == "hello"
     return msg
 
@@ -95,7 +85,7 @@ def test_websockets_from_the_public_origin_are_accepted_and_others_refused() -> 
         with pytest.raises(WebSocketDisconnect):
             with client.websocket_connect("/ws", headers={"host": "games.example.org",
                                                           "origin": "https://evil.example"}) as ws:
-                ws.receive_json()
+                receive_json(ws)
 
 
 def test_forwarded_headers_are_read_only_from_a_trusted_proxy() -> None:
@@ -181,7 +171,7 @@ def test_connections_per_address_are_limited_after_proxy_resolution() -> None:
         with client.websocket_connect("/ws", headers=first) as a, client.websocket_connect("/ws", headers=first) as b:
             hello(a), hello(b)
             with client.websocket_connect("/ws", headers=first) as third:
-                refused = third.receive_json()
+                refused = receive_json(third)
                 assert refused["type"] == "error" and refused["code"] == "address_connections"
                 assert refused["args"] == {"limit": 2}
             # another client behind the same proxy is not counted with the first
@@ -219,9 +209,9 @@ def test_the_lobby_counts_towards_the_games_per_minute(kind: str) -> None:
             next_message(ws, "joined")
             asked = {"type": kind, "time_control": "none"} | ({"side": "order"} if kind == "challenge" else {})
             ws.send_json(asked)
-            answer = ws.receive_json()
+            answer = receive_json(ws)
             while answer["type"] not in ("error", "lobby"):  # the friend game's own updates
-                answer = ws.receive_json()
+                answer = receive_json(ws)
             assert answer["type"] == "error", answer  # not a challenge listed or a wait begun
             assert answer["code"] == "address_games" and answer["args"]["limit"] == 1
 

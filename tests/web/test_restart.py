@@ -12,8 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,7 @@ pytest.importorskip("playwright.sync_api", reason="Playwright is not installed: 
 
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
-from helpers import free_loopback_port  # noqa: E402
+from helpers import SOCKET_DEADLINE, free_loopback_port, wait_until_serving  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 TIMEOUT_MS = 30_000
@@ -40,17 +38,16 @@ if not CHROMIUM.exists():
 
 
 def start_server(db: Path, port: int, log: Path) -> subprocess.Popen:
-    """``orderchaos serve`` on 127.0.0.1:``port``, once it answers /healthz."""
-    server = subprocess.Popen([sys.executable, "-m", "orderchaos", "serve", "--db", str(db), "--port", str(port)],
+    """``orderchaos serve`` (one search worker) on 127.0.0.1:``port``, once it is ready."""
+    server = subprocess.Popen([sys.executable, "-m", "orderchaos", "serve", "--db", str(db), "--port", str(port),
+                               "--workers", "1"],
                               stdout=subprocess.DEVNULL, stderr=log.open("a"))
-    for _ in range(600):
+
+    def still_starting() -> None:
         assert server.poll() is None, log.read_text()[-2000:]
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5):
-                return server
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("the server did not come up")
+
+    wait_until_serving(f"http://127.0.0.1:{port}", still_starting, workers=1)
+    return server
 
 
 def test_sigterm_tells_the_page_in_its_language_and_the_page_comes_back(tmp_path: Path) -> None:
@@ -72,7 +69,7 @@ def test_sigterm_tells_the_page_in_its_language_and_the_page_comes_back(tmp_path
                 game_url = tab.url
                 server.send_signal(signal.SIGTERM)
                 expect(status).to_have_text(RESTARTING)
-                assert server.wait(timeout=10) == 0
+                assert server.wait(timeout=SOCKET_DEADLINE) == 0
                 server = start_server(db, port, log)
                 # reconnected by itself, back in the seat of the same game; the page backs off
                 # up to 5 s between tries while the server is down, past expect's 5 s default

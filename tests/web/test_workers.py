@@ -4,11 +4,9 @@ the worker; a warm worker answers the first Strongest move without building anyt
 
 from __future__ import annotations
 
-import faulthandler
 import os
 import signal
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,14 +27,6 @@ from helpers import next_message  # noqa: E402
 LIMITS = Limits(move_time=600.0, hint_time=0.3, rate=1000, burst=1000, max_sims=1_000_000)
 LONG_MOVE = "pretrained:sims=1000000"
 """An opponent whose move keeps its worker busy (far longer than any test waits for it)."""
-
-
-@pytest.fixture(autouse=True)
-def no_hang() -> Iterator[None]:
-    """A test waiting for a message that never comes ends with a traceback after three minutes."""
-    faulthandler.dump_traceback_later(180, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()
 
 
 def wait_for(condition: Any, seconds: float = 60.0) -> None:
