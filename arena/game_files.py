@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from orderchaos.envs.rules import IllegalActionError, State, action_name
-from orderchaos.files import JSONLimitError, atomic_write_bytes, loads_bounded
+from orderchaos.files import InputTooLargeError, JSONLimitError, atomic_write_bytes, loads_bounded, read_text_bounded
 
 
 @dataclass
@@ -119,13 +119,16 @@ def load_games(path: str | os.PathLike) -> list[SavedGame]:
 def json_lines(path: str | os.PathLike, error: type[ValueError]) -> Iterator[tuple[str, dict]]:
     """Yield ``("FILE:LINE", object)`` for every non-blank line of a JSON-lines file.
 
-    A missing file, unreadable text, bad JSON or a line that is not a JSON object raises
-    ``error`` naming the file and line.
+    A missing file, unreadable text, a file larger than
+    :data:`orderchaos.files.MAX_INPUT_BYTES`, bad JSON or a line that is not a JSON object
+    raises ``error`` naming the file and line.
     """
     try:
-        text = Path(path).read_text()
+        text = read_text_bounded(path)
     except FileNotFoundError:
         raise error(f"{path}: no such file") from None
+    except InputTooLargeError as exc:
+        raise error(f"{path}: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise error(f"{path}: cannot be read as text: {exc}") from None
     for lineno, line in enumerate(text.splitlines(), 1):

@@ -220,6 +220,20 @@ def test_json_beyond_bounds_is_refused_in_one_line(
     one_line_error(capsys, str(path), needle)
 
 
+@pytest.mark.parametrize("command", [["prove", "--check"], ["replay"], ["positions", "--agent", "random", "--file"]])
+def test_an_endless_or_too_large_input_file_is_refused_at_the_read_limit(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import orderchaos.files as files
+
+    monkeypatch.setattr(files, "MAX_INPUT_BYTES", 1000)  # the same check as at 256 MiB, without the memory
+    huge = tmp_path / "huge.jsonl"
+    huge.write_text('{"board": "' + "." * 36 + '", "good_actions": [0]}\n' * 100)
+    for path in ("/dev/zero", str(huge)):
+        assert main([*command, path]) == 2
+        one_line_error(capsys, path, "larger than 1,000 bytes")
+
+
 @pytest.mark.parametrize("bomb", ["deep", "digits"])
 def test_a_proof_book_side_file_beyond_bounds_is_refused(
     bomb: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
