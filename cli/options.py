@@ -87,19 +87,23 @@ SECONDS = number_in(0, MAX_SECONDS, above=True)
 
 
 def save_finished(
-    command: str, path: str | os.PathLike[str], write: Callable[[Path], None], what: str
+    command: str, path: str | os.PathLike[str], write: Callable[[Path], None], what: str,
+    last_resort: Callable[[], str] | None = None,
 ) -> tuple[Path | None, int]:
     """Write finished work with ``write(path)``, after its figures were printed. When that
     fails (a full disk, a path changed under the run) the work goes beside it or into a
     temporary folder (:func:`orderchaos.files.write_with_fallback`) and one line on stderr
-    says where. Returns where it went (None: nowhere) and the exit status: 0 when it went to
-    ``path``, 1 otherwise."""
+    says where. When no place can be written, ``last_resort()`` (if given) puts the work
+    where it is not lost, e.g. on stdout, and returns the words that end that line instead
+    of "nothing was saved". Returns where it went (None: nowhere) and the exit status: 0
+    when it went to ``path``, 1 otherwise."""
     from orderchaos.files import os_error_reason, write_with_fallback
 
     try:
         saved, error = write_with_fallback(path, write)
     except OSError as exc:
-        print(f"orderchaos {command}: cannot write {what} {path}: {os_error_reason(exc)}; nothing was saved",
+        kept = last_resort() if last_resort is not None else "nothing was saved"
+        print(f"orderchaos {command}: cannot write {what} {path}: {os_error_reason(exc)}; {kept}",
               file=sys.stderr)
         return None, 1
     if error is not None:

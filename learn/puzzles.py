@@ -66,6 +66,7 @@ from orderchaos.envs.rules import (
     threat_pairs,
 )
 from orderchaos.envs.symmetry import canonical_key
+from orderchaos.files import atomic_write_bytes
 
 ORDER_WINS = "order_wins"
 CHAOS_SURVIVES = "chaos_survives"
@@ -555,10 +556,10 @@ def select_puzzles(puzzles: Iterable[Puzzle], count: int, seed: int = 0, rerate:
 
 
 def save_puzzles(path: str | os.PathLike, puzzles: Iterable[Puzzle], *, export: bool = False) -> None:
-    """Write one puzzle a line; ``export`` keeps only :data:`EXPORT_KEYS`."""
-    with open(path, "w") as fh:
-        for p in puzzles:
-            fh.write(json.dumps(p.to_export() if export else p.to_dict()) + "\n")
+    """Write one puzzle a line, atomically (a failure, a full disk included, leaves no
+    partial file); ``export`` keeps only :data:`EXPORT_KEYS`."""
+    text = "".join(json.dumps(p.to_export() if export else p.to_dict()) + "\n" for p in puzzles)
+    atomic_write_bytes(path, text.encode())
 
 
 def load_puzzle_lines(path: str | os.PathLike) -> list[tuple[str, dict]]:
@@ -688,12 +689,16 @@ def check_puzzles(
     node_limit: int = CHECK_NODE_LIMIT,
 ) -> int:
     """Re-prove the puzzles of a file with a fresh solver; raise PuzzleCheckError naming the
-    first bad one (by file and line), a duplicate up to symmetry included. ``sample`` > 0
+    first bad one (by file and line), a duplicate up to symmetry included, and
+    PuzzleFileError for a file without puzzles. ``sample`` > 0
     checks that many puzzles drawn with ``seed`` (duplicates over the whole file still).
     Returns how many puzzles were proven."""
     import numpy as np
 
     lines = load_puzzle_lines(path)
+    if not lines:
+        raise PuzzleFileError(f"{path} holds no puzzles (a puzzle file has one JSON line per puzzle, "
+                              "as orderchaos puzzles generate writes)")
     puzzles: list[tuple[str, Puzzle]] = []
     for where, obj in lines:
         try:

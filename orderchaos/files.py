@@ -113,11 +113,14 @@ def write_with_fallback(
     """Call ``write(path)``; if it fails with OSError, write the same thing beside ``path``
     (``NAME.unsaved-PID``), else into a new temporary folder, so finished work is kept.
     Returns the path written and the first error (None when ``path`` itself worked);
-    raises the first error when no place could be written."""
+    raises the first error when no place could be written, and BrokenPipeError at once (the
+    path is a pipe whose reader left: there is no one to write for)."""
     p = Path(path)
     try:
         write(p)
         return p, None
+    except BrokenPipeError:
+        raise
     except OSError as first:
         candidates = [p.with_name(f"{p.name}.unsaved-{os.getpid()}")]
         try:
