@@ -116,11 +116,16 @@ def save_finished(
 def run_dir_failure(command: str, run_dir: Path, exc: OSError, *, resumable: bool) -> int:
     """Report in one line that a training run could not write ``run_dir`` (a full disk,
     the folder taken away during the run); returns exit status 1. ``resumable``: the run
-    had started, so its last checkpoint is there to continue from."""
+    had started, so the line names how to continue from its last checkpoint, or says that
+    none was written."""
+    from orderchaos.agents.policy_files import latest_checkpoint
     from orderchaos.files import os_error_reason
 
-    after = (f"; its last checkpoint is kept: continue with orderchaos train --resume {run_dir}"
-             if resumable else "")
+    after = ""
+    if resumable and latest_checkpoint(run_dir) is not None:
+        after = f"; its last checkpoint is kept: continue with orderchaos train --resume {run_dir}"
+    elif resumable:
+        after = "; no checkpoint was written yet, so there is nothing to resume: start the run again"
     print(f"orderchaos {command}: cannot write the run in {run_dir}: {os_error_reason(exc)}{after}",
           file=sys.stderr)
     return 1

@@ -265,13 +265,17 @@ def full_disk(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
     return fill
 
 
-def test_train_on_a_full_disk_is_one_line_and_names_the_resume(
+def test_train_on_a_full_disk_is_one_line_and_names_the_resume_only_with_a_checkpoint(
     tmp_path: Path, full_disk: Callable[[str], None], capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_dir = tmp_path / "run"
-    full_disk("checkpoints")  # the config is written, the first checkpoint is not
+    full_disk("step_0000002")  # the first checkpoint is written, the second is not
     assert main(["train", SMOKE, "--run-dir", str(run_dir)]) == 1
     one_line_error(capsys, "No space left on device", f"orderchaos train --resume {run_dir}", after_output=True)
+    full_disk("checkpoints")  # the config is written, the first checkpoint is not
+    assert main(["train", SMOKE, "--run-dir", str(tmp_path / "none")]) == 1
+    err = one_line_error(capsys, "No space left on device", "no checkpoint was written yet", after_output=True)
+    assert "--resume" not in err and "checkpoint is kept" not in err
     full_disk("")
     assert main(["train", SMOKE, "--run-dir", str(tmp_path / "other")]) == 1
     one_line_error(capsys, "cannot write the run in", "No space left on device")
