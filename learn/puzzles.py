@@ -433,7 +433,9 @@ def mine_puzzles(
     in file, game and ply order; the first of each position up to symmetry only, none whose
     id is in ``exclude``, at most ``per_game`` from one game (0: no cap; a cap spreads a set
     over more games). ``limit`` (0: no limit) stops after that many puzzles. The same
-    files and arguments give the same puzzles.
+    files and arguments give the same puzzles. A game that ended off the board (resigned or
+    lost on time, with its board still open) gives its positions like any other: a puzzle is
+    proven from its position alone, whatever became of the game.
 
     ``resume`` is ``(games, puzzles)`` from an interrupted run with the same arguments: the
     first ``games`` games are replayed without the solver, their puzzles taken from

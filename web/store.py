@@ -50,7 +50,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from orderchaos.arena.game_files import GameRecord, SavedGame, game_line
+from orderchaos.arena.game_files import OFF_BOARD_ENDS, GameRecord, SavedGame, game_line
 from orderchaos.arena.glicko2 import Rating
 from orderchaos.web.clocks import GameClock, TimeControl
 from orderchaos.envs.rules import AGENTS, State
@@ -201,10 +201,12 @@ class StoredGame:
         return self.labels.get(role) or self.specs[role] or PERSON
 
     def saved(self) -> SavedGame:
-        """The finished game as a :class:`SavedGame` (raises ValueError if unfinished or aborted)."""
+        """The finished game as a :class:`SavedGame`, saying how it ended when that was off
+        the board (resign, time); raises ValueError if unfinished or aborted."""
         if self.winner is None:
             raise ValueError(f"game {self.id} has no winner")
-        record = GameRecord(list(self.actions), self.winner, len(self.actions), 0)
+        off_board = self.reason if self.reason in OFF_BOARD_ENDS else None
+        record = GameRecord(list(self.actions), self.winner, len(self.actions), 0, off_board)
         return SavedGame(0, self.label("order"), self.label("chaos"), record)
 
 

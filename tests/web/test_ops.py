@@ -369,3 +369,26 @@ def test_an_address_that_cannot_be_listened_on_is_refused_before_the_server_says
 def test_a_public_url_on_port_0_is_refused(no_server: None, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--db", ":memory:", "--agents", "threads", "--public-url", "https://games.example.org:0"]) == 2
     one_line(capsys, "--public-url 'https://games.example.org:0' names port 0")
+
+
+def test_exported_games_that_ended_off_the_board_are_read_by_replay_and_puzzles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, out = tmp_path / "games.sqlite3", tmp_path / "out"
+    store = GameStore(db)
+    for game, reason, winner in (("resigned", "resign", "order"), ("late", "time", "chaos")):
+        store.create(game, {"order": None, "chaos": "random"}, {"order": None, "chaos": "easy"},
+                     {"order": "t", "chaos": None}, None)
+        for ply, action in enumerate([0, 13, 2][: 1 + (game == "late") * 2]):
+            store.add_move(game, ply, action, None)
+        store.finish(game, winner, reason)
+    store.close()
+    assert main(["serve", "--db", str(db), "--export-games", str(out)]) == 0
+    (exported,) = out.iterdir()
+    capsys.readouterr()
+    assert main(["replay", str(exported), "--list"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "game 0: person (order) vs easy (chaos): order wins by resignation after 1 plies (0 opening plies)",
+        "game 1: person (order) vs easy (chaos): chaos wins on time after 3 plies (0 opening plies)"]
+    assert main(["puzzles", "generate", "--games", str(exported), "--out", str(tmp_path / "p.jsonl"),
+                 "--empties", "1-35", "--node-limit", "1000"]) == 0
