@@ -59,7 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", "--max-searches", dest="workers", type=int, default=None, metavar="N",
         help="agent moves, hints and analyses computed at once, each on a worker of its own that keeps "
-        "its networks and solver tables warm (default: the CPU count)",
+        "its networks and solver tables warm (default and most: the CPU count; 1,024 on a Ray cluster at --ray-address)",
     )
     parser.add_argument(
         "--agents", choices=AGENT_BACKENDS, default="processes",
