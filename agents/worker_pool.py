@@ -84,6 +84,20 @@ class Request:
         return self.started.result() - self.queued_at
 
 
+MAX_CLUSTER_WORKERS = 1024
+"""The most Ray actors one pool starts on a cluster given by address."""
+
+
+def most_workers(kind: str = "processes", ray_address: str | None = None) -> int:
+    """The most workers that are worth starting: one per CPU core of this machine for local
+    processes, threads or a local Ray instance (a search keeps a core busy, so more only
+    queue for the same cores while each holds its own tables), and
+    :data:`MAX_CLUSTER_WORKERS` for a Ray cluster given by address, whose cores are elsewhere."""
+    if kind == "ray" and ray_address is not None:
+        return MAX_CLUSTER_WORKERS
+    return max(1, os.cpu_count() or 1)
+
+
 class WorkerPool:
     """``workers`` warm workers of one ``kind`` (see the module docstring). ``warm`` and
     ``warm_args`` build each worker's bench; ``grace`` is how long a job told to stop may

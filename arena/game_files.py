@@ -12,6 +12,12 @@ One line per game::
 
 ``actions`` is authoritative (``moves`` is for people); loading replays every game with the
 rules and refuses a file whose games are illegal, unfinished or disagree with ``winner``.
+
+A game that ended off the board, before a five or a full board decided it, says how with
+``"reason"``: ``"resign"`` (a player gave up) or ``"time"`` (a clock ran out); its
+``winner`` is then the file's word, and its actions must leave the game unfinished. A game
+without ``reason`` (or with ``"five"`` or ``"full_board"``, checked against the replay) ended
+on the board. The site's aborted games have no winner and are never written.
 """
 
 from __future__ import annotations
@@ -23,21 +29,33 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from orderchaos.envs.rules import IllegalActionError, State, action_name
-from orderchaos.files import JSONLimitError, atomic_write_bytes, loads_bounded
+from orderchaos.files import InputTooLargeError, JSONLimitError, atomic_write_bytes, loads_bounded, read_text_bounded
+
+
+BOARD_ENDS = ("five", "full_board")
+"""How a game ends on the board: Order's five, or a full board without one (Chaos wins)."""
+OFF_BOARD_ENDS = ("resign", "time")
+"""How a game ends before the board decides it: a resignation, or a clock that ran out."""
 
 
 @dataclass
 class GameRecord:
-    """One finished game: every action from the empty board (opening included)."""
+    """One finished game: every action from the empty board (opening included). ``reason``
+    None: it ended on the board (the replay shows how); one of :data:`OFF_BOARD_ENDS`: it
+    ended off the board, won by ``winner``, with the board still open."""
 
     actions: list[int]
     winner: str
     length: int
     opening_plies: int
+    reason: str | None = None
 
     def to_dict(self) -> dict:
-        """A JSON-ready dict of the record."""
-        return asdict(self)
+        """A JSON-ready dict of the record (``reason`` only for a game ended off the board)."""
+        out = asdict(self)
+        if self.reason is None:
+            del out["reason"]
+        return out
 
 
 
@@ -77,7 +95,7 @@ def load_games(path: str | os.PathLike) -> list[SavedGame]:
 
     Raises GameFileError naming the line and what is wrong (bad JSON, a missing or
     mistyped field, an illegal action, a game that does not end where the file says,
-    or a winner that disagrees with the replay).
+    or a winner or reason that disagrees with the replay).
     """
     games = []
     for where, obj in json_lines(path, GameFileError):
@@ -86,6 +104,10 @@ def load_games(path: str | os.PathLike) -> list[SavedGame]:
             isinstance(a, int) and not isinstance(a, bool) for a in actions
         ):
             raise GameFileError(f"{where}: 'actions' must be a list of integers 0..71")
+        reason = obj.get("reason")
+        if reason is not None and reason not in BOARD_ENDS + OFF_BOARD_ENDS:
+            raise GameFileError(f"{where}: 'reason' must be one of {', '.join(BOARD_ENDS + OFF_BOARD_ENDS)}, "
+                                f"got {reason!r}")
         state = State()
         for ply, a in enumerate(actions, 1):
             if state.is_terminal:
@@ -94,17 +116,31 @@ def load_games(path: str | os.PathLike) -> list[SavedGame]:
                 state = state.apply(a)
             except IllegalActionError as exc:
                 raise GameFileError(f"{where}: ply {ply}: {exc}") from None
-        if not state.is_terminal:
-            raise GameFileError(f"{where}: the game is not finished after {len(actions)} plies")
-        winner = obj.get("winner", state.winner)
-        if winner != state.winner:
-            raise GameFileError(
-                f"{where}: the file says {winner!r} won, but replaying gives {state.winner!r}"
-            )
+        if reason in OFF_BOARD_ENDS:
+            if state.is_terminal:
+                raise GameFileError(f"{where}: 'reason' is {reason!r}, but the board decides the game "
+                                    f"after {len(actions)} plies")
+            winner = obj.get("winner")
+            if winner not in ("order", "chaos"):
+                raise GameFileError(f"{where}: a game ended by {reason!r} needs 'winner': 'order' or 'chaos'")
+        else:
+            if not state.is_terminal:
+                raise GameFileError(f"{where}: the game is not finished after {len(actions)} plies (a game "
+                                    f"that ended off the board says how: 'reason': 'resign' or 'time')")
+            winner = obj.get("winner", state.winner)
+            if winner != state.winner:
+                raise GameFileError(
+                    f"{where}: the file says {winner!r} won, but replaying gives {state.winner!r}"
+                )
+            on_board = "five" if state.has_five else "full_board"
+            if reason not in (None, on_board):
+                raise GameFileError(f"{where}: the file says the game ended by {reason!r}, but replaying "
+                                    f"gives {on_board!r}")
         opening = obj.get("opening_plies", 0)
         if not isinstance(opening, int) or not 0 <= opening <= len(actions):
             raise GameFileError(f"{where}: 'opening_plies' must be an integer 0..{len(actions)}")
-        record = GameRecord(list(actions), state.winner, len(actions), opening)
+        record = GameRecord(list(actions), winner, len(actions), opening,
+                            reason if reason in OFF_BOARD_ENDS else None)
         games.append(
             SavedGame(
                 int(obj.get("game", len(games))),
@@ -119,13 +155,16 @@ def load_games(path: str | os.PathLike) -> list[SavedGame]:
 def json_lines(path: str | os.PathLike, error: type[ValueError]) -> Iterator[tuple[str, dict]]:
     """Yield ``("FILE:LINE", object)`` for every non-blank line of a JSON-lines file.
 
-    A missing file, unreadable text, bad JSON or a line that is not a JSON object raises
-    ``error`` naming the file and line.
+    A missing file, unreadable text, a file larger than
+    :data:`orderchaos.files.MAX_INPUT_BYTES`, bad JSON or a line that is not a JSON object
+    raises ``error`` naming the file and line.
     """
     try:
-        text = Path(path).read_text()
+        text = read_text_bounded(path)
     except FileNotFoundError:
         raise error(f"{path}: no such file") from None
+    except InputTooLargeError as exc:
+        raise error(f"{path}: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise error(f"{path}: cannot be read as text: {exc}") from None
     for lineno, line in enumerate(text.splitlines(), 1):

@@ -23,11 +23,12 @@ from __future__ import annotations
 import itertools
 import math
 import multiprocessing
+import signal
 import sys
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 
@@ -213,9 +214,34 @@ def _play_task(task: GameTask) -> GameRecord:
     return play_game(make(task.order, seed=order_seed), make(task.chaos, seed=chaos_seed), opening)
 
 
-def _play_tasks(tasks: list[GameTask]) -> list[GameRecord]:
-    """Play a chunk of tasks in one worker call (fewer round trips than one task per call)."""
-    return [_play_task(task) for task in tasks]
+CHUNK_SECONDS = 0.5
+"""About how long one worker call plays: chunks grow from one game up to this (at most
+:data:`MAX_CHUNK` games), so that fast games save round trips while slow ones reach the
+caller, and a stopped match, game by game."""
+MAX_CHUNK = 64
+
+
+def _play_tasks(tasks: list[GameTask]) -> tuple[list[GameRecord], float]:
+    """Play a chunk of tasks in one worker call (fewer round trips than one task per call);
+    returns the records and the seconds they took."""
+    start = time.perf_counter()
+    records = [_play_task(task) for task in tasks]
+    return records, time.perf_counter() - start
+
+
+def _ignore_interrupts() -> None:
+    """A worker's start: Ctrl-C (SIGINT to the whole process group) is the parent's to
+    handle, which keeps the finished games and ends the workers itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_now(pool: ProcessPoolExecutor) -> None:
+    """End ``pool`` without waiting for the chunks in flight (a stopped match keeps only the
+    games finished): cancel the chunks not started and end the worker processes."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # no public way before Python 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:
@@ -243,26 +269,36 @@ def run_tasks(
                 yield _play_task(task)
                 bar.update(1)
             return
-        chunk = max(1, min(64, total // (workers * 8)))
+        most = max(1, min(MAX_CHUNK, total // (workers * 8)))
+        chunk = 1  # until a chunk says how long a game takes
         source = iter(tasks)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(),
+                                 initializer=_ignore_interrupts) as pool:
             pending: deque = deque()
-            while True:
-                while len(pending) < 4 * workers:
-                    batch = list(itertools.islice(source, chunk))
-                    if not batch:
+            try:
+                while True:
+                    while len(pending) < 4 * workers:
+                        batch = list(itertools.islice(source, chunk))
+                        if not batch:
+                            break
+                        pending.append(pool.submit(_play_tasks, batch))
+                    if not pending:
                         break
-                    pending.append(pool.submit(_play_tasks, batch))
-                if not pending:
-                    break
-                try:
-                    chunk_records = pending.popleft().result()
-                except KeyboardInterrupt:  # stop now: the chunks not started are not played
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    raise
-                for record in chunk_records:
-                    yield record
-                    bar.update(1)
+                    try:
+                        chunk_records, seconds = pending.popleft().result()
+                    except KeyboardInterrupt:  # the chunks that had finished, in order, are games played
+                        for future in itertools.takewhile(_finished_well, list(pending)):
+                            for record in future.result()[0]:
+                                yield record
+                                bar.update(1)
+                        raise
+                    chunk = max(1, min(most, int(CHUNK_SECONDS * len(chunk_records) / max(seconds, 1e-9))))
+                    for record in chunk_records:
+                        yield record
+                        bar.update(1)
+            finally:
+                if pending:  # stopped (Ctrl-C, SIGTERM, the caller): the chunks in flight are not waited for
+                    _stop_now(pool)
     except BrokenProcessPool:
         raise WorkerCrashError(
             "a worker process died while playing (a crash inside an agent, e.g. in compiled "
@@ -270,6 +306,10 @@ def run_tasks(
         ) from None
     finally:
         bar.close()
+
+
+def _finished_well(future: Future) -> bool:
+    return future.done() and not future.cancelled() and future.exception() is None
 
 
 def check_games(n: object, what: str = "the number of games") -> None:
@@ -360,6 +400,10 @@ def play_match(
         if games == 0:
             raise
         stopped = exc
+    finally:
+        close = getattr(records, "close", None)
+        if close is not None:  # ends the worker processes now, not when the generator is collected
+            close()
     seconds = time.perf_counter() - start
     result = _result(games, order_wins, length_sum, seconds, kept,
                      agent_label(order_agent), agent_label(chaos_agent))

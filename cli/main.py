@@ -69,7 +69,7 @@ class _ReaderGoneSafe:
             try:
                 return self._stream.write(text)
             except BrokenPipeError:
-                self._drop_the_rest()
+                self.drop_the_rest()
         return len(text)
 
     def flush(self) -> None:
@@ -78,9 +78,10 @@ class _ReaderGoneSafe:
             try:
                 self._stream.flush()
             except BrokenPipeError:
-                self._drop_the_rest()
+                self.drop_the_rest()
 
-    def _drop_the_rest(self) -> None:
+    def drop_the_rest(self) -> None:
+        """From now on write nothing: the reader has gone."""
         self.reader_gone = True
         try:  # what is still buffered goes nowhere, so the interpreter's last flush is silent too
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -109,9 +110,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 2
     streams = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _ReaderGoneSafe(sys.stdout), _ReaderGoneSafe(sys.stderr)
+    out = _ReaderGoneSafe(sys.stdout)
+    sys.stdout, sys.stderr = out, _ReaderGoneSafe(sys.stderr)
     try:
         return int(args._module.run(args) or 0)
+    except BrokenPipeError:
+        # An output given as a path was a pipe whose reader left (`puzzles export /dev/stdout
+        # | head -1`): quiet as when stdout's reader leaves, but the file was cut short: 1.
+        out.drop_the_rest()
+        return 1
     except KeyboardInterrupt as stopped:  # nothing finished to keep: 130, or 143 for SIGTERM
         print("interrupted", file=sys.stderr)
         return 128 + getattr(stopped, "signum", 2)

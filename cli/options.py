@@ -87,19 +87,23 @@ SECONDS = number_in(0, MAX_SECONDS, above=True)
 
 
 def save_finished(
-    command: str, path: str | os.PathLike[str], write: Callable[[Path], None], what: str
+    command: str, path: str | os.PathLike[str], write: Callable[[Path], None], what: str,
+    last_resort: Callable[[], str] | None = None,
 ) -> tuple[Path | None, int]:
     """Write finished work with ``write(path)``, after its figures were printed. When that
     fails (a full disk, a path changed under the run) the work goes beside it or into a
     temporary folder (:func:`orderchaos.files.write_with_fallback`) and one line on stderr
-    says where. Returns where it went (None: nowhere) and the exit status: 0 when it went to
-    ``path``, 1 otherwise."""
+    says where. When no place can be written, ``last_resort()`` (if given) puts the work
+    where it is not lost, e.g. on stdout, and returns the words that end that line instead
+    of "nothing was saved". Returns where it went (None: nowhere) and the exit status: 0
+    when it went to ``path``, 1 otherwise."""
     from orderchaos.files import os_error_reason, write_with_fallback
 
     try:
         saved, error = write_with_fallback(path, write)
     except OSError as exc:
-        print(f"orderchaos {command}: cannot write {what} {path}: {os_error_reason(exc)}; nothing was saved",
+        kept = last_resort() if last_resort is not None else "nothing was saved"
+        print(f"orderchaos {command}: cannot write {what} {path}: {os_error_reason(exc)}; {kept}",
               file=sys.stderr)
         return None, 1
     if error is not None:
@@ -112,11 +116,16 @@ def save_finished(
 def run_dir_failure(command: str, run_dir: Path, exc: OSError, *, resumable: bool) -> int:
     """Report in one line that a training run could not write ``run_dir`` (a full disk,
     the folder taken away during the run); returns exit status 1. ``resumable``: the run
-    had started, so its last checkpoint is there to continue from."""
+    had started, so the line names how to continue from its last checkpoint, or says that
+    none was written."""
+    from orderchaos.agents.policy_files import latest_checkpoint
     from orderchaos.files import os_error_reason
 
-    after = (f"; its last checkpoint is kept: continue with orderchaos train --resume {run_dir}"
-             if resumable else "")
+    after = ""
+    if resumable and latest_checkpoint(run_dir) is not None:
+        after = f"; its last checkpoint is kept: continue with orderchaos train --resume {run_dir}"
+    elif resumable:
+        after = "; no checkpoint was written yet, so there is nothing to resume: start the run again"
     print(f"orderchaos {command}: cannot write the run in {run_dir}: {os_error_reason(exc)}{after}",
           file=sys.stderr)
     return 1

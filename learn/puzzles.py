@@ -67,6 +67,7 @@ from orderchaos.envs.rules import (
     threat_pairs,
 )
 from orderchaos.envs.symmetry import canonical_key
+from orderchaos.files import atomic_write_bytes
 
 ORDER_WINS = "order_wins"
 CHAOS_SURVIVES = "chaos_survives"
@@ -423,7 +424,9 @@ def mine_puzzles(
     in file, game and ply order; the first of each position up to symmetry only, none whose
     id is in ``exclude``, at most ``per_game`` from one game (0: no cap; a cap spreads a set
     over more games). ``limit`` (0: no limit) stops after that many puzzles. The same
-    files and arguments give the same puzzles.
+    files and arguments give the same puzzles. A game that ended off the board (resigned or
+    lost on time, with its board still open) gives its positions like any other: a puzzle is
+    proven from its position alone, whatever became of the game.
 
     ``resume`` is ``(games, puzzles)`` from an interrupted run with the same arguments: the
     first ``games`` games are replayed without the solver, their puzzles taken from
@@ -546,10 +549,10 @@ def select_puzzles(puzzles: Iterable[Puzzle], count: int, seed: int = 0, rerate:
 
 
 def save_puzzles(path: str | os.PathLike, puzzles: Iterable[Puzzle], *, export: bool = False) -> None:
-    """Write one puzzle a line; ``export`` keeps only :data:`EXPORT_KEYS`."""
-    with open(path, "w") as fh:
-        for p in puzzles:
-            fh.write(json.dumps(p.to_export() if export else p.to_dict()) + "\n")
+    """Write one puzzle a line, atomically (a failure, a full disk included, leaves no
+    partial file); ``export`` keeps only :data:`EXPORT_KEYS`."""
+    text = "".join(json.dumps(p.to_export() if export else p.to_dict()) + "\n" for p in puzzles)
+    atomic_write_bytes(path, text.encode())
 
 
 def load_puzzle_lines(path: str | os.PathLike) -> list[tuple[str, dict]]:
@@ -679,12 +682,16 @@ def check_puzzles(
     node_limit: int = CHECK_NODE_LIMIT,
 ) -> int:
     """Re-prove the puzzles of a file with a fresh solver; raise PuzzleCheckError naming the
-    first bad one (by file and line), a duplicate up to symmetry included. ``sample`` > 0
+    first bad one (by file and line), a duplicate up to symmetry included, and
+    PuzzleFileError for a file without puzzles. ``sample`` > 0
     checks that many puzzles drawn with ``seed`` (duplicates over the whole file still).
     Returns how many puzzles were proven."""
     import numpy as np
 
     lines = load_puzzle_lines(path)
+    if not lines:
+        raise PuzzleFileError(f"{path} holds no puzzles (a puzzle file has one JSON line per puzzle, "
+                              "as orderchaos puzzles generate writes)")
     puzzles: list[tuple[str, Puzzle]] = []
     for where, obj in lines:
         try:

@@ -1,6 +1,6 @@
 """Small file helpers shared by every floor: atomic writes, directory fsync, the git commit,
-the check that an output path can be written before any work starts, and a JSON reader
-bounded for files a user hands in.
+the check that an output path can be written before any work starts, and a text reader and
+a JSON parser bounded for files a user hands in.
 
 They know nothing about what the files hold; each on-disk format lives in its own module
 (policies and run directories in :mod:`orderchaos.agents.policy_files`, the proof book in
@@ -22,6 +22,11 @@ from typing import Any
 MAX_JSON_INT_DIGITS = 40
 """The most digits an integer in a JSON file may have (every count this project writes fits
 in 20); a longer one is refused before Python converts it."""
+MAX_INPUT_BYTES = 256 * 2**20
+"""The most bytes :func:`read_text_bounded` reads from a file a user hands in (256 MiB: a
+games, positions or puzzle file or a certificate is read whole and parsed in memory, and
+none this project writes comes near it); a larger file, or an endless one such as
+``/dev/zero``, is refused instead of filling the memory."""
 
 
 class OutputPathError(ValueError):
@@ -108,11 +113,14 @@ def write_with_fallback(
     """Call ``write(path)``; if it fails with OSError, write the same thing beside ``path``
     (``NAME.unsaved-PID``), else into a new temporary folder, so finished work is kept.
     Returns the path written and the first error (None when ``path`` itself worked);
-    raises the first error when no place could be written."""
+    raises the first error when no place could be written, and BrokenPipeError at once (the
+    path is a pipe whose reader left: there is no one to write for)."""
     p = Path(path)
     try:
         write(p)
         return p, None
+    except BrokenPipeError:
+        raise
     except OSError as first:
         candidates = [p.with_name(f"{p.name}.unsaved-{os.getpid()}")]
         try:
@@ -183,6 +191,27 @@ def git_commit(cwd: str | Path | None = None) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+class InputTooLargeError(ValueError):
+    """A file handed in that is larger than :data:`MAX_INPUT_BYTES` (or endless)."""
+
+
+def read_text_bounded(path: str | os.PathLike[str], limit: int | None = None) -> str:
+    """The UTF-8 text of ``path``, read only up to ``limit`` bytes (default
+    :data:`MAX_INPUT_BYTES`): a larger regular file is refused from its size without reading
+    it, and a device or pipe (``/dev/zero``) once more than ``limit`` bytes came. Raises
+    :class:`InputTooLargeError` (one line naming the limit), OSError and UnicodeDecodeError."""
+    limit = MAX_INPUT_BYTES if limit is None else limit
+    too_large = InputTooLargeError(
+        f"larger than {limit:,} bytes, the most read from a file handed in; is it the right file?")
+    with open(path, "rb") as fh:
+        if os.path.isfile(path) and os.fstat(fh.fileno()).st_size > limit:
+            raise too_large
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise too_large
+    return data.decode("utf-8")
 
 
 class JSONLimitError(ValueError):

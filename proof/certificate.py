@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orderchaos.envs.rules import SYMBOLS, parse_cell
-from orderchaos.files import JSONLimitError, loads_bounded
+from orderchaos.files import InputTooLargeError, JSONLimitError, loads_bounded, read_text_bounded
 
 FORMAT = "orderchaos-certificate"
 VERSION = 1
@@ -98,7 +98,9 @@ def read(path: str | os.PathLike[str]) -> Certificate:
     """Read and validate the shape of a certificate (not what its moves mean). Raises
     CertificateError naming the file and what is wrong with it."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text_bounded(path)
+    except InputTooLargeError as e:
+        raise CertificateError(f"certificate {path} is refused: {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise CertificateError(f"cannot read certificate {path}: {e}") from None
     try:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from orderchaos.files import OutputPathError, check_output_dir, check_output_file, write_with_fallback
+from orderchaos.files import (
+    MAX_INPUT_BYTES, InputTooLargeError, OutputPathError, check_output_dir, check_output_file, read_text_bounded,
+    write_with_fallback)
 
 UNWRITABLE = "/proc/orderchaos-nowhere"  # /proc refuses new entries, even to root
 
@@ -83,3 +85,18 @@ def test_fallback_raises_the_first_error_when_nothing_can_be_written() -> None:
 
     with pytest.raises(PermissionError):
         write_with_fallback("/tmp/whatever", write)
+
+
+def test_the_bounded_reader_refuses_a_file_over_the_limit_from_its_size_and_an_endless_one_as_it_reads(
+    tmp_path: Path,
+) -> None:
+    sparse = tmp_path / "huge.jsonl"
+    with open(sparse, "wb") as fh:
+        fh.truncate(MAX_INPUT_BYTES + 1)  # no disk and no memory: the size alone refuses it
+    with pytest.raises(InputTooLargeError, match=f"larger than {MAX_INPUT_BYTES:,} bytes"):
+        read_text_bounded(sparse)
+    with pytest.raises(InputTooLargeError, match="larger than 4,096 bytes"):
+        read_text_bounded("/dev/zero", 4096)
+    exact = tmp_path / "exact.txt"
+    exact.write_text("x" * 4096)
+    assert read_text_bounded(exact, 4096) == "x" * 4096

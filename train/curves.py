@@ -144,10 +144,25 @@ def curves_figure(curves: list[Curve], title: str | None = None, log: bool = Fal
     return fig
 
 
+def check_plot_path(path: str | Path) -> None:
+    """Raise ValueError, one line naming the accepted endings, unless ``path`` ends in a
+    file type matplotlib can draw (``.png``, ``.pdf``, ``.svg``, ...): checked before the
+    curves are read, so that a ``--out curves.txt`` fails before any work, not after it."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    kinds = sorted(FigureCanvasBase.get_supported_filetypes())
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in kinds:
+        raise ValueError(f"cannot draw {path}: a plot file ends in .png or another type matplotlib draws "
+                         f"({', '.join('.' + k for k in kinds)}), got {'.' + suffix if suffix else 'no ending'}")
+
+
 def plot_curves(curves: list[Curve], path: str | Path, title: str | None = None, log: bool = False) -> Path:
-    """:func:`curves_figure` as one PNG at ``path`` (its folder made if needed)."""
+    """:func:`curves_figure` at ``path`` (its folder made if needed), as PNG or the type its
+    ending names (:func:`check_plot_path`)."""
     import matplotlib.pyplot as plt
 
+    check_plot_path(path)
     fig = curves_figure(curves, title, log)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

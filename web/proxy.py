@@ -65,6 +65,8 @@ def parse_public_url(text: str) -> PublicURL:
         raise ValueError(f"{text!r} names no host (or carries a user name); {accepted}")
     if parts.path not in ("", "/") or parts.query or parts.fragment:
         raise ValueError(f"{text!r} has a path, query or fragment; {accepted}")
+    if port == 0:
+        raise ValueError(f"{text!r} names port 0, which nobody can reach; {accepted}, PORT from 1 to 65535")
     if port == DEFAULT_PORTS[parts.scheme]:
         port = None
     return PublicURL(parts.scheme, parts.hostname.lower(), port)

@@ -10,8 +10,11 @@ still stops at once.
 from __future__ import annotations
 
 import asyncio
+import errno
+import ipaddress
 import logging
 import signal
+import socket
 from types import FrameType
 
 import uvicorn
@@ -66,3 +69,29 @@ def serve(app: Starlette, host: str, port: int) -> None:
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", proxy_headers=False,
                             server_header=False, timeout_graceful_shutdown=GRACE_SECONDS)
     DrainingServer(config, app).run()
+
+
+def check_listen(host: str, port: int) -> None:
+    """Raise ValueError, one line, unless ``host:port`` can be listened on now: ``host`` is
+    an address (or a name) of this machine and no other program listens on the port. Bound
+    and closed again here, as uvicorn would bind it, so that a server that cannot start says
+    so before it announces its address."""
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if host.replace(".", "").isdigit():  # looks like an IPv4 address but is none: no DNS lookup
+            raise ValueError(f"--host {host}: not an IP address (four numbers 0-255, such as 127.0.0.1)") from None
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ValueError(f"--host {host}: not an address of this machine ({exc.strerror})") from None
+    for family, kind, proto, _, address in found:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                raise ValueError(f"cannot listen on {shown}: {exc.strerror}"
+                                 + ("; is another server running there? (--port chooses another)"
+                                    if exc.errno == errno.EADDRINUSE else "")) from None

@@ -40,6 +40,7 @@ server starts, so the time it was down is not charged.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import sqlite3
@@ -49,7 +50,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from orderchaos.arena.game_files import GameRecord, SavedGame, game_line
+from orderchaos.arena.game_files import OFF_BOARD_ENDS, GameRecord, SavedGame, game_line
 from orderchaos.arena.glicko2 import Rating
 from orderchaos.web.clocks import GameClock, TimeControl
 from orderchaos.envs.rules import AGENTS, State
@@ -141,6 +142,18 @@ class StoreError(ValueError):
     """A database file that cannot be used (not SQLite, another schema version, unwritable)."""
 
 
+def damage_found(db: sqlite3.Connection, check: str = "integrity_check") -> str | None:
+    """None when SQLite's ``PRAGMA quick_check`` or ``integrity_check`` finds the file whole,
+    else its first problem and how many it found, in one line (SQLite reports up to 100,
+    one a line)."""
+    problems = [line for (row,) in db.execute(f"PRAGMA {check}") for line in str(row).splitlines()
+                if line.strip() and not line.startswith("*** in database")]
+    if problems == ["ok"]:
+        return None
+    more = f"; {len(problems) - 1} more problems found" if len(problems) > 1 else ""
+    return f"{problems[0] if problems else 'no answer from the check'}{more}"
+
+
 def token_hash(token: str) -> str:
     """The SHA-256 (hex) of a seat token: what the store keeps instead of the token."""
     return hashlib.sha256(token.encode()).hexdigest()
@@ -188,10 +201,12 @@ class StoredGame:
         return self.labels.get(role) or self.specs[role] or PERSON
 
     def saved(self) -> SavedGame:
-        """The finished game as a :class:`SavedGame` (raises ValueError if unfinished or aborted)."""
+        """The finished game as a :class:`SavedGame`, saying how it ended when that was off
+        the board (resign, time); raises ValueError if unfinished or aborted."""
         if self.winner is None:
             raise ValueError(f"game {self.id} has no winner")
-        record = GameRecord(list(self.actions), self.winner, len(self.actions), 0)
+        off_board = self.reason if self.reason in OFF_BOARD_ENDS else None
+        record = GameRecord(list(self.actions), self.winner, len(self.actions), 0, off_board)
         return SavedGame(0, self.label("order"), self.label("chaos"), record)
 
 
@@ -248,9 +263,9 @@ class GameStore:
             if row is not None and row[0] == "2":
                 upgrade_from_2(self.db)
             self.db.executescript(SCHEMA)
-            damage = [row[0] for row in self.db.execute("PRAGMA quick_check")]
-            if damage != ["ok"]:  # corrupt pages would fail later games one by one
-                raise StoreError(f"{self.path}: the game store is damaged ({damage[0]}); "
+            damage = damage_found(self.db, "quick_check")
+            if damage is not None:  # corrupt pages would fail later games one by one
+                raise StoreError(f"{self.path}: the game store is damaged ({damage}); "
                                  f"move it aside (or export what is readable with sqlite3 .recover)")
             row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
@@ -263,6 +278,17 @@ class GameStore:
     def close(self) -> None:
         """Close the file."""
         self.db.close()
+
+    def check_writable(self) -> None:
+        """Raise StoreError unless a write can begin within the busy timeout: a file whose
+        write lock another program holds (a second server on it) is refused before a server
+        starts on it, not by its first write."""
+        try:
+            with self.db:
+                self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"{self.path}: cannot write the game store ({exc}); is another server "
+                             "or program writing to it?") from None
 
     def answers(self) -> bool:
         """True while the file answers a query (what ``/healthz`` reports)."""
@@ -452,8 +478,10 @@ class GameStore:
 def backup_store(source: str | os.PathLike, target: str | os.PathLike) -> int:
     """Copy the game store ``source`` into the new file ``target`` with SQLite's backup API: a
     consistent copy even while a server writes to ``source``. The copy is written beside
-    ``target`` and renamed into place when complete. Returns the number of games copied.
-    Raises StoreError for a source that is not a game store of this schema version."""
+    ``target``, checked whole (``PRAGMA integrity_check``) and renamed into place. Returns
+    the number of games copied. Raises StoreError for a source that is not a game store of
+    this schema version or is damaged, and OSError when the copy cannot be written (a full
+    disk: ENOSPC); either way no copy, whole or partial, is left."""
     target = Path(target)
     partial = target.with_name(f".{target.name}.partial")
     try:
@@ -468,16 +496,26 @@ def backup_store(source: str | os.PathLike, target: str | os.PathLike) -> int:
         if row is None or row[0] != SCHEMA_VERSION:
             raise StoreError(f"{source}: game store schema version {row and row[0]}, this server reads {SCHEMA_VERSION}")
         partial.unlink(missing_ok=True)
-        dst = sqlite3.connect(partial)
         try:
-            src.backup(dst)
-            dst.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
-            games = dst.execute("SELECT COUNT(*) FROM games").fetchone()[0]
+            dst = sqlite3.connect(partial)
+            try:
+                src.backup(dst)
+                dst.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+                damage = damage_found(dst)
+                games = dst.execute("SELECT COUNT(*) FROM games").fetchone()[0] if damage is None else 0
+            finally:
+                dst.close()
+            if damage is not None:
+                raise StoreError(f"{source}: the game store is damaged ({damage}), so a copy would be too; "
+                                 "none was made")
+            os.replace(partial, target)
+        except sqlite3.Error as exc:  # writing the copy failed: a full disk, a folder that refuses files
+            code = errno.ENOSPC if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" else errno.EIO
+            raise OSError(code, f"cannot write {partial} ({exc})") from None
         finally:
-            dst.close()
+            partial.unlink(missing_ok=True)
     finally:
         src.close()
-    os.replace(partial, target)
     return games
 
 

@@ -36,11 +36,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the curves, then draw them."""
     from orderchaos.files import check_output_file
-    from orderchaos.train.curves import CHAOS_ACCURACY_TAGS, curves_table, plot_curves, select_curves
+    from orderchaos.train.curves import (
+        CHAOS_ACCURACY_TAGS, check_plot_path, curves_table, plot_curves, select_curves)
 
     try:
         if args.out is not None:
             check_output_file(args.out, "plot")
+            check_plot_path(args.out)
         curves = select_curves(args.runs, args.tag or [CHAOS_ACCURACY_TAGS], args.label)
     except ValueError as exc:  # OutputPathError is one
         print(f"orderchaos curves: {exc}", file=sys.stderr)

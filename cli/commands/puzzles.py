@@ -67,11 +67,19 @@ def run(args: argparse.Namespace) -> int:
     from orderchaos.learn.puzzles import PuzzleFileError
     from orderchaos.files import OutputPathError
 
+    from orderchaos.files import os_error_reason
+
     try:
         return {"generate": _generate, "check": _check, "select": _select, "export": _export}[args.action](args)
     except (GameFileError, PuzzleFileError, OutputPathError, ValueError) as exc:
         print(f"orderchaos puzzles {args.action}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of an output left: main's quiet exit
+        raise
+    except OSError as exc:  # a full disk, a folder taken away: at run time, after the checks
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"orderchaos puzzles {args.action}: cannot write{where}: {os_error_reason(exc)}", file=sys.stderr)
+        return 1
 
 
 def _parse_empties(text: str) -> tuple[int, int]:
@@ -88,7 +96,7 @@ def _generate(args: argparse.Namespace) -> int:
 
     from orderchaos.learn.puzzles import (
         DEFAULT_NODE_LIMIT, MineStats, Puzzle, load_puzzles, mine_puzzles, save_puzzles)
-    from orderchaos.files import atomic_write_bytes, check_output_file, write_with_fallback
+    from orderchaos.files import atomic_write_bytes, check_output_file
 
     empties = _parse_empties(args.empties)
     check_output_file(args.out, "puzzle file")
@@ -114,13 +122,19 @@ def _generate(args: argparse.Namespace) -> int:
         resume = (saved["games"], load_puzzles(partial))
         print(f"resuming after {resume[0]} games ({len(resume[1])} puzzles) from {partial}", file=sys.stderr)
     lines = [len(kept_lines)]
+    checkpoint_error: list[OSError] = []
 
     def save_game(games: int, found: list[Puzzle]) -> None:
-        with open(partial, "a") as fh:
-            fh.writelines(json.dumps(p.to_dict()) + "\n" for p in found)
-        lines[0] += len(found)
-        atomic_write_bytes(progress_file, json.dumps(
-            {"settings": settings, "games": games, "lines": lines[0]}).encode())
+        if checkpoint_error:  # the disk refused a checkpoint: mine on, the puzzles are kept in memory
+            return
+        try:
+            with open(partial, "a") as fh:
+                fh.writelines(json.dumps(p.to_dict()) + "\n" for p in found)
+            lines[0] += len(found)
+            atomic_write_bytes(progress_file, json.dumps(
+                {"settings": settings, "games": games, "lines": lines[0]}).encode())
+        except OSError as exc:  # only an interruption would cost something: the games since
+            checkpoint_error.append(exc)
 
     def progress(s: MineStats) -> None:
         print(f"\r{s.games} games, {s.positions} positions, {s.puzzles} puzzles, {s.seconds:.0f} s",
@@ -136,22 +150,30 @@ def _generate(args: argparse.Namespace) -> int:
                f"(order_wins {kinds['order_wins']}, chaos_survives {kinds['chaos_survives']})")
     if not args.json:
         print(summary)
-    saved_to, error = write_with_fallback(args.out, lambda p: save_puzzles(p, puzzles))
-    if error is not None:
-        print(f"orderchaos puzzles generate: cannot write {args.out} ({error.strerror or error}); "
-              f"the puzzles went to {saved_to} instead", file=sys.stderr)
+
+    def print_them() -> str:  # no place could be written: the puzzles go to stdout, not lost
+        for p in puzzles:
+            print(json.dumps(p.to_dict()))
+        sys.stdout.flush()
+        kept = "" if checkpoint_error else f", and the same command finishes from {partial}"
+        return f"the {len(puzzles)} puzzles are printed on stdout as JSON lines{kept}"
+
+    saved_to, status = options.save_finished("puzzles generate", args.out, lambda p: save_puzzles(p, puzzles),
+                                             "puzzle file", last_resort=print_them)
+    if saved_to is None:
+        return status
     partial.unlink(missing_ok=True)
     progress_file.unlink(missing_ok=True)
     if args.json:
         print(json.dumps({"puzzles": len(puzzles), "out": str(saved_to), "node_limit": node_limit,
                           "resumed_games": resume[0], **stats.to_dict()}))
-        return 0
+        return status
     print(f"  written to {saved_to}")
     print(f"  {stats.games} games, {stats.positions} positions tried: mover lost {stats.mover_lost}, "
           f"several moves win {stats.several_moves_win}, unproven {stats.unproven} "
           f"(node limit {node_limit}), repeats up to symmetry {stats.duplicates}")
     print(f"  by plies: {dict(sorted(stats.by_plies.items()))}")
-    return 0
+    return status
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -170,10 +192,15 @@ def _check(args: argparse.Namespace) -> int:
 def _select(args: argparse.Namespace) -> int:
     from collections import Counter
 
+    from pathlib import Path
+
     from orderchaos.learn.puzzles import easy_kind, load_puzzles, save_puzzles, select_puzzles
     from orderchaos.files import check_output_file
 
-    check_output_file(args.out, "puzzle file")
+    out = check_output_file(args.out, "puzzle file")
+    for path in args.files:
+        if out.exists() and Path(path).exists() and out.samefile(path):
+            raise ValueError(f"--out {args.out} is also an input file; write the set to a new file")
     candidates = [p for path in args.files for p in load_puzzles(path)]
     solver = None
     if args.rerate:
@@ -181,23 +208,35 @@ def _select(args: argparse.Namespace) -> int:
 
         solver = Solver()
     chosen = select_puzzles(candidates, args.count, args.seed, rerate=solver)
-    save_puzzles(args.out, chosen)
     kinds = Counter(p.kind for p in chosen)
     easy = Counter(easy_kind(p) or "other" for p in chosen)
     bands = Counter(int(p.rating // 200) * 200 for p in chosen)
-    print(f"wrote {len(chosen)} of {len(candidates)} puzzles to {args.out}: "
+    print(f"chose {len(chosen)} of {len(candidates)} puzzles: "
           f"{', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))}")
     print(f"  {', '.join(f'{k} {v}' for k, v in sorted(easy.items()))}")
-    print(f"  by start rating: {', '.join(f'{b}-{b + 199}: {n}' for b, n in sorted(bands.items()))}")
-    return 0
+    print(f"  by start rating: {', '.join(f'{b}-{b + 199}: {n}' for b, n in sorted(bands.items()))}", flush=True)
+    saved, status = options.save_finished("puzzles select", args.out, lambda p: save_puzzles(p, chosen),
+                                          "puzzle file")
+    if saved is not None and status == 0:
+        print(f"  written to {saved}")
+    return status
 
 
 def _export(args: argparse.Namespace) -> int:
     from orderchaos.learn.puzzles import SHIPPED_PUZZLES, load_puzzles, save_puzzles
     from orderchaos.files import check_output_file
 
+    from orderchaos.files import os_error_reason
+
     check_output_file(args.file, "puzzle file")
     puzzles = load_puzzles(SHIPPED_PUZZLES)
-    save_puzzles(args.file, puzzles, export=True)
+    try:
+        save_puzzles(args.file, puzzles, export=True)
+    except BrokenPipeError:  # the reader of an output left: main's quiet exit
+        raise
+    except OSError as exc:  # the shipped set is where it was: only this copy failed
+        print(f"orderchaos puzzles export: cannot write {args.file}: {os_error_reason(exc)}; nothing was written",
+              file=sys.stderr)
+        return 1
     print(f"wrote {len(puzzles)} puzzles to {args.file}")
     return 0

@@ -46,9 +46,10 @@ def run(args: argparse.Namespace) -> int:
         games = chosen
     for game in games:
         r = game.record
+        how = {None: "in", "resign": "by resignation after", "time": "on time after"}[r.reason]
         print(
             f"game {game.index}: {game.order or '?'} (order) vs {game.chaos or '?'} (chaos): "
-            f"{r.winner} wins in {r.length} plies ({r.opening_plies} opening plies)"
+            f"{r.winner} wins {how} {r.length} plies ({r.opening_plies} opening plies)"
         )
         if not args.list:
             print(format_replay(game.record))

@@ -59,7 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", "--max-searches", dest="workers", type=int, default=None, metavar="N",
         help="agent moves, hints and analyses computed at once, each on a worker of its own that keeps "
-        "its networks and solver tables warm (default: the CPU count)",
+        "its networks and solver tables warm (default and most: the CPU count; 1,024 on a Ray cluster at --ray-address)",
     )
     parser.add_argument(
         "--agents", choices=AGENT_BACKENDS, default="processes",
@@ -126,6 +126,19 @@ def run(args: argparse.Namespace) -> int:
     if args.ray_address is not None and args.agents != "ray":
         print("orderchaos serve: --ray-address goes with --agents ray", file=sys.stderr)
         return 2
+    if args.workers is not None:
+        from orderchaos.agents.worker_pool import most_workers
+
+        most = most_workers(args.agents, args.ray_address)
+        if args.workers > most:
+            bound = "one per CPU core here" if args.ray_address is None else "the most one server starts"
+            print(f"orderchaos serve: --workers must be from 1 to {most} ({bound}), got {args.workers}",
+                  file=sys.stderr)
+            return 2
+    if args.backup is not None and args.export_games is not None:
+        print("orderchaos serve: --backup and --export-games each run alone; give one, then the other",
+              file=sys.stderr)
+        return 2
     if args.games_dir is not None and not Path(args.games_dir).is_dir():
         print(f"orderchaos serve: --games-dir {args.games_dir}: no such folder", file=sys.stderr)
         return 2
@@ -164,6 +177,13 @@ def run(args: argparse.Namespace) -> int:
     except (StoreError, OSError) as exc:
         print(f"orderchaos serve: --db {db}: {exc}", file=sys.stderr)
         return 2
+    if args.export_games is None:
+        try:
+            store.check_writable()
+        except StoreError as exc:
+            print(f"orderchaos serve: --db {db}: {exc}", file=sys.stderr)
+            store.close()
+            return 2
     if args.export_games is not None:
         try:
             written = export_games(store, args.export_games)
@@ -178,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         from orderchaos.web.app import create_app
         from orderchaos.web.proxy import allowed_hosts
         from orderchaos.web.quotas import AddressLimits
-        from orderchaos.web.server import serve
+        from orderchaos.web.server import check_listen, serve
         from orderchaos.web.services import Limits
     except ImportError as exc:
         print(
@@ -186,6 +206,13 @@ def run(args: argparse.Namespace) -> int:
             f"install it with: pip install 'orderchaos[web]'",
             file=sys.stderr,
         )
+        store.close()
+        return 2
+    try:
+        check_listen(args.host, args.port)
+    except ValueError as exc:
+        print(f"orderchaos serve: {exc}", file=sys.stderr)
+        store.close()
         return 2
     if not is_loopback(args.host):
         print(exposure(args), file=sys.stderr)
@@ -243,6 +270,7 @@ def backup(db: str, target: str) -> int:
     """``--backup``: check the target, copy the store into it, print what was written."""
     from pathlib import Path
 
+    from orderchaos.files import OutputPathError, check_output_file, os_error_reason
     from orderchaos.web.store import StoreError, backup_store
 
     out = Path(target)
@@ -256,10 +284,18 @@ def backup(db: str, target: str) -> int:
         print(f"orderchaos serve: --backup {target}: {out.parent} is not a writable folder", file=sys.stderr)
         return 2
     try:
+        check_output_file(out, "--backup copy")  # a folder that refuses new files (/proc) says so only when tried
+    except OutputPathError as exc:
+        print(f"orderchaos serve: {exc}", file=sys.stderr)
+        return 2
+    try:
         games = backup_store(db, out)
-    except (StoreError, OSError) as exc:
+    except StoreError as exc:
         print(f"orderchaos serve: --backup: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk: no copy is left, whole or partial
+        print(f"orderchaos serve: --backup {target}: {os_error_reason(exc)}; no copy was made", file=sys.stderr)
+        return 1
     print(f"orderchaos serve: copied {games} games from {db} into {target}")
     return 0
 

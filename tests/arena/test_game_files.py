@@ -121,7 +121,8 @@ def test_a_file_that_is_not_text_is_one_error(tmp_path) -> None:
         ('{"actions": "x"}', "{path}:1: 'actions' must be a list of integers 0..71"),
         ('{"actions": [0, 0]}', "{path}:1: ply 2: action 0 places X on a1 (cell 0), which already holds X; "
                                 "choose an empty cell"),
-        ('{"actions": [0, 2]}', "{path}:1: the game is not finished after 2 plies"),
+        ('{"actions": [0, 2]}', "{path}:1: the game is not finished after 2 plies (a game that ended off the "
+                                "board says how: 'reason': 'resign' or 'time')"),
         (json.dumps({"actions": [*FIVE_IN_NINE, 20]}), "{path}:1: the game is already over before ply 10"),
         (json.dumps({"actions": FIVE_IN_NINE, "winner": "chaos"}),
          "{path}:1: the file says 'chaos' won, but replaying gives 'order'"),
@@ -155,3 +156,37 @@ def test_players_default_to_empty_labels(tmp_path) -> None:
     save_games(path, [GameRecord(FIVE_IN_NINE, "order", 9, 0)])
     line = json.loads(path.read_text())
     assert (line["order"], line["chaos"]) == ("", "")
+
+
+def test_a_game_ended_off_the_board_says_how_and_reads_back(tmp_path) -> None:
+    from orderchaos.arena.game_files import GameRecord
+
+    resigned = GameRecord(FIVE_IN_NINE[:5], "chaos", 5, 0, "resign")
+    on_time = GameRecord(FIVE_IN_NINE[:4], "order", 4, 0, "time")
+    path = tmp_path / "games.jsonl"
+    save_games(path, [resigned, on_time, GameRecord(FIVE_IN_NINE, "order", 9, 0)])
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line.get("reason") for line in lines] == ["resign", "time", None]  # a board ending needs no word
+    assert [g.record for g in load_games(path)] == [resigned, on_time, GameRecord(FIVE_IN_NINE, "order", 9, 0)]
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ({"actions": FIVE_IN_NINE[:5], "winner": "chaos"}, ":1: the game is not finished after 5 plies (a game "
+         "that ended off the board says how: 'reason': 'resign' or 'time')"),
+        ({"actions": FIVE_IN_NINE, "winner": "chaos", "reason": "resign"},
+         ":1: 'reason' is 'resign', but the board decides the game after 9 plies"),
+        ({"actions": FIVE_IN_NINE[:5], "reason": "time"}, ":1: a game ended by 'time' needs 'winner': 'order' or 'chaos'"),
+        ({"actions": FIVE_IN_NINE[:5], "winner": "nobody", "reason": "resign"}, "needs 'winner'"),
+        ({"actions": FIVE_IN_NINE, "reason": "full_board"},
+         ":1: the file says the game ended by 'full_board', but replaying gives 'five'"),
+        ({"actions": FIVE_IN_NINE[:5], "reason": "gave up"}, ":1: 'reason' must be one of five, full_board, resign, time"),
+    ],
+)
+def test_a_reason_that_disagrees_with_the_board_is_refused(line: dict, message: str, tmp_path) -> None:
+    path = tmp_path / "games.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    with pytest.raises(GameFileError) as refused:
+        load_games(path)
+    assert message in str(refused.value)

@@ -220,6 +220,20 @@ def test_json_beyond_bounds_is_refused_in_one_line(
     one_line_error(capsys, str(path), needle)
 
 
+@pytest.mark.parametrize("command", [["prove", "--check"], ["replay"], ["positions", "--agent", "random", "--file"]])
+def test_an_endless_or_too_large_input_file_is_refused_at_the_read_limit(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import orderchaos.files as files
+
+    monkeypatch.setattr(files, "MAX_INPUT_BYTES", 1000)  # the same check as at 256 MiB, without the memory
+    huge = tmp_path / "huge.jsonl"
+    huge.write_text('{"board": "' + "." * 36 + '", "good_actions": [0]}\n' * 100)
+    for path in ("/dev/zero", str(huge)):
+        assert main([*command, path]) == 2
+        one_line_error(capsys, path, "larger than 1,000 bytes")
+
+
 @pytest.mark.parametrize("bomb", ["deep", "digits"])
 def test_a_proof_book_side_file_beyond_bounds_is_refused(
     bomb: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -251,13 +265,17 @@ def full_disk(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
     return fill
 
 
-def test_train_on_a_full_disk_is_one_line_and_names_the_resume(
+def test_train_on_a_full_disk_is_one_line_and_names_the_resume_only_with_a_checkpoint(
     tmp_path: Path, full_disk: Callable[[str], None], capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_dir = tmp_path / "run"
-    full_disk("checkpoints")  # the config is written, the first checkpoint is not
+    full_disk("step_0000002")  # the first checkpoint is written, the second is not
     assert main(["train", SMOKE, "--run-dir", str(run_dir)]) == 1
     one_line_error(capsys, "No space left on device", f"orderchaos train --resume {run_dir}", after_output=True)
+    full_disk("checkpoints")  # the config is written, the first checkpoint is not
+    assert main(["train", SMOKE, "--run-dir", str(tmp_path / "none")]) == 1
+    err = one_line_error(capsys, "No space left on device", "no checkpoint was written yet", after_output=True)
+    assert "--resume" not in err and "checkpoint is kept" not in err
     full_disk("")
     assert main(["train", SMOKE, "--run-dir", str(tmp_path / "other")]) == 1
     one_line_error(capsys, "cannot write the run in", "No space left on device")
@@ -431,3 +449,95 @@ def test_a_stopped_tournament_prints_and_writes_the_games_it_finished(
     assert saved["stopped"] is True and saved["games_played"] == [[3, 1], [0, 0]]
     assert sum(row["games"] for row in saved["pairings"]) == 4
     assert (out / "heatmap.png").stat().st_size > 0 and (out / "ratings.csv").exists()
+
+
+def test_an_output_path_whose_reader_left_ends_quietly_with_status_1() -> None:
+    """``orderchaos puzzles export /dev/stdout | head -1``: the file named is the pipe, closed
+    before the command writes; no BrokenPipeError reaches the terminal."""
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    argv = [sys.executable, "-m", "orderchaos", "puzzles", "export", "/dev/stdout"]
+    done = subprocess.run(argv, timeout=120, stdout=write_end, stderr=subprocess.PIPE)
+    os.close(write_end)
+    assert done.returncode == 1 and done.stderr == b"", done.stderr.decode()
+
+
+def test_puzzles_export_to_a_full_disk_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["puzzles", "export", "/dev/full"]) == 1
+    one_line_error(capsys, "orderchaos puzzles export: cannot write /dev/full: No space left on device")
+
+
+@pytest.fixture
+def full_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder where every puzzle file written fails as on a full disk (ENOSPC)."""
+    import orderchaos.learn.puzzles as puzzles_module
+
+    full, real = tmp_path / "full", puzzles_module.save_puzzles
+    full.mkdir()
+
+    def save_puzzles(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if Path(path).parent == full:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(puzzles_module, "save_puzzles", save_puzzles)
+    return full
+
+
+def test_puzzles_select_prints_the_set_then_keeps_it_elsewhere_when_the_disk_is_full(
+    full_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    from orderchaos.learn.puzzles import SHIPPED_PUZZLES, load_puzzles
+
+    out = full_folder / "set.jsonl"
+    assert main(["puzzles", "select", str(SHIPPED_PUZZLES), "--count", "30", "--out", str(out)]) == 1
+    err = one_line_error(capsys, f"cannot write puzzle file {out} (No space left on device); saved to ",
+                         after_output=True)
+    kept = Path(err.split("saved to ")[1].split(" instead")[0])
+    try:
+        assert len(load_puzzles(kept)) == 30 and not out.exists()
+    finally:
+        shutil.rmtree(kept.parent)
+
+
+def test_puzzles_select_refuses_to_write_over_its_own_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from orderchaos.learn.puzzles import SHIPPED_PUZZLES
+
+    pool = tmp_path / "pool.jsonl"
+    pool.write_bytes(Path(SHIPPED_PUZZLES).read_bytes())
+    assert main(["puzzles", "select", str(pool), "--count", "10", "--out", str(pool)]) == 2
+    one_line_error(capsys, f"--out {pool} is also an input file")
+    assert pool.read_bytes() == Path(SHIPPED_PUZZLES).read_bytes()
+
+
+def test_puzzles_generate_on_a_full_disk_prints_the_mined_puzzles(
+    tmp_path: Path, full_disk: Callable[[str], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from orderchaos.learn.puzzles import Puzzle
+
+    games, out = tmp_path / "g.jsonl", tmp_path / "p.jsonl"
+    assert main(["eval", "--order", "random", "--chaos", "random", "--games", "4", "--seed", "1",
+                 "--save-games", str(games)]) == 0
+    capsys.readouterr()
+    full_disk("")  # every checkpoint and every place for the puzzles fails
+    assert main(["puzzles", "generate", "--games", str(games), "--out", str(out), "--empties", "1-4"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [
+        f"orderchaos puzzles generate: cannot write puzzle file {out}: No space left on device; "
+        "the 3 puzzles are printed on stdout as JSON lines"]
+    printed = [Puzzle(**json.loads(line)) for line in captured.out.splitlines() if line.startswith("{")]
+    assert len(printed) == 3 and not out.exists()
+
+
+@pytest.mark.parametrize("text", ["", "\n\n  \n"])
+def test_puzzles_check_of_a_file_without_puzzles_is_bad_input(text: str, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "p.jsonl"
+    empty.write_text(text)
+    assert main(["puzzles", "check", str(empty)]) == 2
+    one_line_error(capsys, f"{empty} holds no puzzles")

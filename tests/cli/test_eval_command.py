@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from orderchaos.arena.game_files import load_games
 from orderchaos.cli.main import main
 
@@ -58,3 +60,68 @@ def test_eval_with_two_workers_gives_the_same_games(tmp_path, capsys) -> None:
     assert games[0] == games[1] and len(games[0]) == 6
     for key in ("games", "order_wins", "chaos_wins", "ci95", "mean_length"):
         assert results[0][key] == results[1][key]
+
+
+def _read_terminal(terminal: int, seconds: float, until: bytes = rb"\| [1-9][0-9]*/2000 ") -> bytes:
+    """What a command wrote to ``terminal`` (a pty's master side) until it matches ``until``
+    (by default, the progress bar counting a finished game) or the terminal closes; fail
+    after ``seconds`` without either."""
+    import os
+    import re
+    import select
+    import time
+
+    shown, deadline = b"", time.monotonic() + seconds
+    while not re.search(until, shown):
+        ready, _, _ = select.select([terminal], [], [], max(0.0, deadline - time.monotonic()))
+        assert ready, f"nothing matched {until!r} in {seconds:.0f} s: {shown[-300:]!r}"
+        try:
+            shown += os.read(terminal, 4096)
+        except OSError:  # the command has ended and closed it
+            break
+    return shown
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["parent", "process-group"])
+def test_a_match_on_two_workers_stopped_by_ctrl_c_prints_and_saves_its_finished_games_and_ends(
+    group: bool, tmp_path
+) -> None:
+    """SIGINT after the first finished game (the progress bar on a terminal counts it): the
+    games finished are printed and saved and the command ends at once, as with one worker,
+    also when the whole process group gets it (as Ctrl-C sends it to the workers too).
+    Games of most of a second each: chunks of 64 of them would keep the readiness wait and
+    the exit past their limits."""
+    import fcntl
+    import os
+    import pty
+    import re
+    import signal
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    saved = tmp_path / "g.jsonl"
+    terminal, progress_end = pty.openpty()
+    fcntl.ioctl(progress_end, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # tqdm needs a width
+    argv = [sys.executable, "-m", "orderchaos", "eval", "--order", "mcts:sims=5000", "--chaos", "mcts:sims=5000",
+            "--games", "2000", "--workers", "2", "--save-games", str(saved)]
+    match = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=progress_end, start_new_session=True)
+    os.close(progress_end)
+    try:
+        _read_terminal(terminal, 120)
+        if group:
+            os.killpg(match.pid, signal.SIGINT)
+        else:
+            match.send_signal(signal.SIGINT)
+        out, _ = match.communicate(timeout=15)  # a bound that only a wait for unfinished chunks passes
+        told = _read_terminal(terminal, 15, until=b"games\r?\n").decode(errors="replace")
+    finally:
+        if match.poll() is None:
+            os.killpg(match.pid, signal.SIGKILL)
+            match.communicate()
+        os.close(terminal)
+    games = int(re.search(r"games: (\d+)", out.decode()).group(1))
+    assert match.returncode == 130 and 1 <= games < 2000
+    assert f"orderchaos eval: stopped by SIGINT after {games} of 2000 games" in told and "Traceback" not in told
+    assert len(load_games(saved)) == games

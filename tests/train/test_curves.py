@@ -122,3 +122,13 @@ def test_cli_checks_the_output_before_reading_and_refuses_bad_input(two_runs, tm
     assert main(["curves", str(two_runs[0]), "--tag", "bogus"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "orderchaos curves: tag 'bogus' matches nothing" in err
+
+
+@pytest.mark.parametrize("name", ["chaos.txt", "chaos"])
+def test_cli_refuses_an_output_matplotlib_cannot_draw_before_any_work(name, two_runs, tmp_path, capsys):
+    out = tmp_path / name
+    assert main(["curves", *map(str, two_runs), "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert f"orderchaos curves: cannot draw {out}: a plot file ends in .png" in captured.err
+    assert ".svg" in captured.err and not out.exists()

@@ -221,3 +221,158 @@ def test_a_running_server_behind_a_public_url_backs_up_tells_its_tabs_on_sigterm
         if server.poll() is None:
             server.kill()
             server.communicate()
+
+
+@pytest.fixture
+def no_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if ``serve`` would start a server."""
+    import orderchaos.web.server as server
+
+    monkeypatch.setattr(server, "serve", lambda *a, **k: pytest.fail("the server started"))
+
+
+def one_line(capsys: pytest.CaptureFixture[str], *needles: str) -> str:
+    """The captured stderr, one line holding every needle; nothing on stdout."""
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and "Traceback" not in captured.err, captured
+    for needle in needles:
+        assert needle in captured.err, captured.err
+    return captured.err
+
+
+def damaged_store(path: Path) -> Path:
+    """A game store whose schema reads but whose later pages are overwritten (as a disk
+    fault leaves them): SQLite's quick_check finds many problems in it."""
+    store = GameStore(path)
+    for i in range(300):
+        store.create(f"g{i}", {"order": "random", "chaos": None}, {"order": None, "chaos": None},
+                     {"order": None, "chaos": None}, None)
+        for ply in range(5):
+            store.add_move(f"g{i}", ply, 2 * ply, None)
+    store.close()
+    data = bytearray(path.read_bytes())
+    for page in range(10, len(data) // 4096):
+        data[page * 4096 + 100:page * 4096 + 4000] = b"A" * 3900
+    path.write_bytes(data)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA quick_check").fetchone()[0] != "ok"  # the damage is there
+    return path
+
+
+def test_a_damaged_store_is_refused_in_one_line_and_not_backed_up(
+    tmp_path: Path, no_server: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = damaged_store(tmp_path / "games.sqlite3")
+    assert main(["serve", "--db", str(db), "--agents", "threads"]) == 2
+    one_line(capsys, "the game store is damaged (", "more problems found)")
+    copy = tmp_path / "copy.sqlite3"
+    assert main(["serve", "--db", str(db), "--backup", str(copy)]) == 2
+    one_line(capsys, "the game store is damaged", "none was made")
+    assert [p.name for p in tmp_path.iterdir() if "copy" in p.name] == []
+
+
+def test_a_backup_on_a_full_disk_fails_in_one_line_and_leaves_no_partial_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "games.sqlite3"
+    _finished_game_store(db)
+    real_connect = sqlite3.connect
+
+    def connect(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        db = real_connect(path, *args, **kwargs)
+        if str(path).endswith(".partial"):
+            db.execute("PRAGMA max_page_count=2")  # the copy's disk holds two pages: SQLITE_FULL
+        return db
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    copy = tmp_path / "copy.sqlite3"
+    assert main(["serve", "--db", str(db), "--backup", str(copy)]) == 1
+    one_line(capsys, f"--backup {copy}: cannot write", "database or disk is full", "no copy was made")
+    assert [p.name for p in tmp_path.iterdir() if "copy" in p.name] == []  # no 0-byte .partial either
+
+
+def test_a_backup_into_a_folder_that_refuses_files_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "games.sqlite3"
+    _finished_game_store(db)
+    assert main(["serve", "--db", str(db), "--backup", "/proc/orderchaos-backup.sqlite3"]) == 2
+    one_line(capsys, "cannot write --backup copy /proc/orderchaos-backup.sqlite3")
+
+
+def test_a_backup_beside_an_export_is_refused_not_half_done(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "games.sqlite3"
+    _finished_game_store(db)
+    out, copy = tmp_path / "out", tmp_path / "copy.sqlite3"
+    assert main(["serve", "--db", str(db), "--backup", str(copy), "--export-games", str(out)]) == 2
+    one_line(capsys, "--backup and --export-games each run alone")
+    assert not copy.exists() and not out.exists()
+
+
+def _finished_game_store(path: Path) -> None:
+    store = GameStore(path)
+    store.create("g1", {"order": "random", "chaos": None}, {"order": None, "chaos": None},
+                 {"order": None, "chaos": None}, None)
+    store.add_move("g1", 0, 0, None)
+    store.close()
+
+
+def test_a_store_another_program_is_writing_is_refused_before_the_server_starts(
+    tmp_path: Path, no_server: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "games.sqlite3"
+    _finished_game_store(db)
+    writer = sqlite3.connect(db, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")  # holds the write lock, as a second server mid-write
+        assert main(["serve", "--db", str(db), "--agents", "threads", "--port", str(free_loopback_port())]) == 2
+    finally:
+        writer.close()
+    one_line(capsys, f"--db {db}: ", "database is locked", "is another server or program writing to it?")
+
+
+@pytest.mark.parametrize("workers", [str((os.cpu_count() or 1) + 1), "100000"])
+def test_workers_are_bounded_by_the_cores(workers: str, no_server: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--db", ":memory:", "--agents", "threads", "--workers", workers]) == 2
+    one_line(capsys, f"--workers must be from 1 to {os.cpu_count() or 1} (one per CPU core here), got {workers}")
+
+
+def test_an_address_that_cannot_be_listened_on_is_refused_before_the_server_says_open(
+    no_server: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--db", ":memory:", "--agents", "threads", "--port", str(port)]) == 2
+    one_line(capsys, f"cannot listen on 127.0.0.1:{port}: Address already in use")
+    assert main(["serve", "--db", ":memory:", "--agents", "threads", "--host", "999.1.1.1"]) == 2
+    one_line(capsys, "--host 999.1.1.1: not an IP address")
+
+
+def test_a_public_url_on_port_0_is_refused(no_server: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--db", ":memory:", "--agents", "threads", "--public-url", "https://games.example.org:0"]) == 2
+    one_line(capsys, "--public-url 'https://games.example.org:0' names port 0")
+
+
+def test_exported_games_that_ended_off_the_board_are_read_by_replay_and_puzzles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, out = tmp_path / "games.sqlite3", tmp_path / "out"
+    store = GameStore(db)
+    for game, reason, winner in (("resigned", "resign", "order"), ("late", "time", "chaos")):
+        store.create(game, {"order": None, "chaos": "random"}, {"order": None, "chaos": "easy"},
+                     {"order": "t", "chaos": None}, None)
+        for ply, action in enumerate([0, 13, 2][: 1 + (game == "late") * 2]):
+            store.add_move(game, ply, action, None)
+        store.finish(game, winner, reason)
+    store.close()
+    assert main(["serve", "--db", str(db), "--export-games", str(out)]) == 0
+    (exported,) = out.iterdir()
+    capsys.readouterr()
+    assert main(["replay", str(exported), "--list"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "game 0: person (order) vs easy (chaos): order wins by resignation after 1 plies (0 opening plies)",
+        "game 1: person (order) vs easy (chaos): chaos wins on time after 3 plies (0 opening plies)"]
+    assert main(["puzzles", "generate", "--games", str(exported), "--out", str(tmp_path / "p.jsonl"),
+                 "--empties", "1-35", "--node-limit", "1000"]) == 0
