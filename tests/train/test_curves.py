@@ -12,12 +12,19 @@ from orderchaos.train.curves import Curve, curves_figure, curves_table, plot_cur
 
 
 def _run(directory: Path, scalars: dict[str, list[tuple[int, float]]], purge_step: int | None = None) -> Path:
+    """Write ``scalars`` to a new event file in ``directory``. The file is renamed to sort
+    after the folder's earlier ones: TensorBoard reads files in name order, and the names it
+    gives (time in seconds, then a per-process counter compared as text, so ``.10`` before
+    ``.9``) do not order two writers of one test."""
     directory.mkdir(parents=True, exist_ok=True)
+    before = set(directory.glob("events.out.tfevents.*"))
     writer = SummaryWriter(str(directory), purge_step=purge_step)
     for tag, points in scalars.items():
         for step, value in points:
             writer.add_scalar(tag, value, step)
     writer.close()
+    (written,) = set(directory.glob("events.out.tfevents.*")) - before
+    written.rename(directory / f"events.out.tfevents.{len(before) + 1:010d}.test")
     return directory
 
 
