@@ -21,8 +21,8 @@ from orderchaos.web.app import LANGUAGES, create_app  # noqa: E402
 from orderchaos.web.proof_page import FIGURES, number  # noqa: E402
 
 STATIC = Path(__file__).resolve().parents[2] / "web" / "static"
-TITLES = {"en": "Order and Chaos is solved: Order wins", "sv": "Ordning och Kaos är löst: Ordning vinner",
-          "nb": "Orden og Kaos er løst: Orden vinner", "de": "Ordnung und Chaos ist gelöst: Ordnung gewinnt"}
+TITLES = {"en": "Order and Chaos is solved: Order wins", "sv": "Ordning och kaos är löst: Ordning vinner",
+          "nb": "Orden og kaos er løst: Orden vinner", "de": "Ordnung und Chaos ist gelöst: Ordnung gewinnt"}
 
 
 def catalogue(lang: str) -> dict[str, str]:

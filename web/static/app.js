@@ -453,9 +453,9 @@ function renderLobby() {
   list.replaceChildren();
   for (const challenge of lobby.challenges) {
     const item = document.createElement("li");
-    const clock = challenge.time_control === "none" ? t("play.no_clock") : challenge.time_control;
     const sideName = challenge.side === "random" ? t("play.side_random") : side(challenge.side);
-    item.append(t("lobby.item", { side: sideName, time: clock }), " ");
+    item.append(challenge.time_control === "none" ? t("lobby.item_untimed", { side: sideName })
+      : t("lobby.item", { side: sideName, time: challenge.time_control }), " ");
     const button = document.createElement("button");
     button.type = "button";
     button.textContent = t(challenge.mine ? "lobby.cancel" : "lobby.accept");
