@@ -64,11 +64,12 @@ def read_move(msg: dict[str, Any], state: State) -> int:
     if "text" in msg:
         text = _field(msg, "text", str, "a move such as 'c3 X'")
         try:
-            return parse_move(text[:40], state)
+            action = parse_move(text[:40], State())  # the text alone; a taken cell is said below
         except MoveInputError as exc:
             raise WebError(str(exc), "move_text") from None
-    cell = msg.get("cell")
-    symbol = msg.get("symbol")
+        cell, symbol = action >> 1, SYMBOLS[action & 1]
+    else:
+        cell, symbol = msg.get("cell"), msg.get("symbol")
     if not isinstance(cell, int) or isinstance(cell, bool) or not 0 <= cell < CELLS:
         raise WebError(f"'move' needs 'cell': an integer 0..{CELLS - 1}", "bad_cell")
     if symbol not in ("X", "O"):
