@@ -120,8 +120,9 @@ class Play:
         await self.send(joined)
         # a tab that goes into a game stops waiting to be paired and withdraws its challenges
         was_waiting = self.hub.lobby.seeking_for(self) is not None
-        if self.hub.lobby.gone(self):
-            await self._tell_lobby()
+        withdrawn = self.hub.lobby.gone(self)
+        if withdrawn:
+            await self._tell_lobby(withdrawn)
         elif was_waiting:
             await self.show_lobby()
         await game.broadcast()
@@ -172,14 +173,19 @@ class Play:
         await self._join(game, None)
 
     # -- the lobby ----------------------------------------------------------------------------
-    async def show_lobby(self) -> None:
-        """Send this tab the open challenges and what it waits to be paired for."""
+    async def show_lobby(self, withdrawn: int = 0) -> None:
+        """Send this tab the open challenges and what it waits to be paired for; ``withdrawn``:
+        how many of its challenges just went because it went into a game (the page says so)."""
         lobby = self.hub.lobby
-        await self.send({"type": "lobby", "challenges": lobby.listing(self), "seeking": lobby.seeking_for(self)})
+        listing: dict[str, Any] = {"type": "lobby", "challenges": lobby.listing(self), "seeking": lobby.seeking_for(self)}
+        if withdrawn:
+            listing["withdrawn"] = withdrawn
+        await self.send(listing)
 
-    async def _tell_lobby(self) -> None:
+    async def _tell_lobby(self, withdrawn: int = 0) -> None:
+        """Every lobby viewer gets the new listing; this tab with ``withdrawn``."""
         for tab in list(self.hub.lobby_tabs):
-            await tab.show_lobby()
+            await tab.show_lobby(withdrawn if tab is self else 0)
 
     async def challenge(self, msg: dict[str, Any]) -> None:
         """Open a challenge: ``side`` the creator takes (or random), ``time_control``."""
