@@ -66,6 +66,22 @@ def test_an_unknown_language_gets_the_english_page(client: TestClient) -> None:
     assert answer.status_code == 200 and '<html lang="en">' in answer.text and TITLES["en"] in answer.text
 
 
+def test_an_unknown_language_gets_the_readers_language_when_the_browser_names_one(client: TestClient) -> None:
+    answer = client.get("/proof/xx", headers={"Accept-Language": "nb-NO,nb;q=0.9,en;q=0.5"})
+    assert answer.status_code == 200 and '<html lang="nb">' in answer.text and TITLES["nb"] in answer.text
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_a_missing_page_says_so_in_the_readers_language(client: TestClient, lang: str) -> None:
+    answer = client.get("/no/such/page", headers={"Accept-Language": f"{lang};q=1"})
+    words = catalogue(lang)
+    assert answer.status_code == 404 and answer.headers["content-type"].startswith("text/html")
+    assert f'<html lang="{lang}">' in answer.text
+    for key in ("notfound.title", "notfound.text", "proof.back"):
+        assert html.escape(words[key]) in answer.text, (lang, key)
+    assert "<script" not in answer.text
+
+
 def test_the_rules_panel_links_to_the_page_in_the_chosen_language() -> None:
     page = (STATIC / "index.html").read_text()
     assert 'data-i18n-attr="href:rules.proof_href"' in page  # the language switch rewrites the href
