@@ -426,6 +426,8 @@ function render() {
   else if (ui.mode === "study") view = studyView();
   else view = ui.views[ui.mode] || emptyView();
   drawBoard(view);
+  // on a phone, the form that starts a game comes first while there is no game to show
+  document.body.classList.toggle("no-game", ui.mode === "play" && !ui.views.play);
   const error = ui.errors[ui.mode];
   if (ui.restarting) setStatus(t("status.restarting"), "error");
   else if (!ui.connected) setStatus(t(socket ? "status.reconnecting" : "status.connecting"), "error");
