@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from orderchaos.envs.rules import cell_name, parse_board
 
 
@@ -42,20 +41,34 @@ def shown_puzzle(tab: Page):
     return SOLUTIONS[prompt.get_attribute("data-puzzle")]
 
 
-def test_a_puzzle_move_in_column_d_the_failed_box_the_goal_and_the_prompt_once(browser: Browser, server: Server) -> None:
+def first_puzzle(kind: str):
+    """The shipped puzzle of ``kind`` with the smallest id that has an empty cell in column d."""
+    return min((p for p in SOLUTIONS.values() if p.kind == kind and "." in p.board[3::6]), key=lambda p: p.id)
+
+
+@pytest.mark.parametrize("kind", ["order_wins", "chaos_survives"])
+def test_a_puzzle_move_in_column_d_the_failed_box_the_goal_and_the_prompt_once(
+    browser: Browser, server: Server, kind: str
+) -> None:
     """d starts a cell name (the daily puzzle is p); a failed attempt's box is red and names
-    the saving move for Chaos; the page says how many moves a win takes or when Chaos has
-    survived; the prompt is shown once, not in the status and the live region as well; a
-    typed move on a taken cell says the cell is taken."""
+    the winning move for Order, the saving move for Chaos; the page says how many moves a win
+    takes or when Chaos has survived; the prompt is shown once, not in the status and the live
+    region as well; a typed move on a taken cell says the cell is taken. The tab is given a
+    chosen puzzle of ``kind`` (the server's own moves judge it)."""
+    shown = first_puzzle(kind)
+    described = {"id": shown.id, "board": shown.board, "kind": shown.kind, "plies": shown.plies,
+                 "themes": shown.themes, "rating": 1500, "daily": False, "attempted": False,
+                 "player": {"rating": 1500, "deviation": 350}}
     context, tab = new_tab(browser, server.url)
+    tab.route("**/puzzles/next?*", lambda route: route.fulfill(json=described))
     tab.click("button[data-mode=puzzles]")
-    shown = shown_puzzle(tab)
-    prompt = "Order to play and win" if shown.kind == "order_wins" else "Chaos to play and survive"
+    assert shown_puzzle(tab) == shown
+    prompt = "Order to play and win" if kind == "order_wins" else "Chaos to play and survive"
     expect(tab.get_by_test_id("puzzle-prompt")).to_have_text(prompt)
     saying = [tab.get_by_test_id(t).inner_text() for t in ("puzzle-prompt", "status", "announce")]
     assert sum(prompt in text for text in saying) == 1, saying
     about = tab.locator(".puzzle-about")
-    if shown.kind == "order_wins":
+    if kind == "order_wins":
         expect(about).to_contain_text(f"Order makes five within {(shown.plies + 1) // 2} of its own moves")
     else:
         expect(about).to_contain_text("the puzzle ends once more than one move saves Chaos")
@@ -66,9 +79,8 @@ def test_a_puzzle_move_in_column_d_the_failed_box_the_goal_and_the_prompt_once(b
     tab.press("input[name=puzzle-move-text]", "Enter")
     expect(tab.get_by_test_id("status")).to_have_text(f"Error: {cell_name(taken)} is taken: choose an empty cell")
 
-    key = parse_board(shown.board) and shown.solution[0]
-    column_d = [a for a in state.legal_actions() if (a >> 1) % 6 == 3 and cell_name(a >> 1) + " " + "XO"[a & 1] != key]
-    wrong = column_d[0]
+    key = shown.solution[0]
+    wrong = next(a for a in state.legal_actions() if (a >> 1) % 6 == 3 and f"{cell_name(a >> 1)} {'XO'[a & 1]}" != key)
     tab.locator("body").click(position={"x": 5, "y": 5})  # keys go to the page, not a button
     for press in ("xo"[wrong & 1], *cell_name(wrong >> 1)):
         tab.keyboard.press(press)
@@ -76,7 +88,7 @@ def test_a_puzzle_move_in_column_d_the_failed_box_the_goal_and_the_prompt_once(b
     expect(tab.get_by_test_id("puzzle-prompt")).not_to_contain_text("Puzzle of the day")
     result = tab.get_by_test_id("puzzle-result")
     expect(result).to_be_visible(timeout=TIMEOUT_MS)
-    expect(result).to_contain_text(f"Not quite: the {'winning' if shown.kind == 'order_wins' else 'saving'} move was {key}.")
+    expect(result).to_contain_text(f"Not quite: the {'winning' if kind == 'order_wins' else 'saving'} move was {key}.")
     assert result.evaluate("box => getComputedStyle(box).borderTopColor") == ERROR_RED
 
     tab.locator("body").click(position={"x": 5, "y": 5})

@@ -36,7 +36,7 @@ def test_marks_drawn_as_text_reach_4_5_to_1() -> None:
     each reaches 4.5:1 on the page, on a cell, and on the highlighted current move."""
     css = (STATIC / "style.css").read_text()
     variables = dict(re.findall(r"--([\w-]+):\s*(#[0-9a-fA-F]{3,6})", css))
-    unknown = re.search(r"^\.unknown\s*\{\s*color:\s*(#[0-9a-fA-F]{3,6})", css, re.M)
+    unknown = re.search(r"^\.unknown\s*\{\s*color:\s*(#[0-9a-fA-F]{3,6})", css, re.MULTILINE)
     assert unknown is not None
     for name, colour, backgrounds in (
         ("study mark", unknown.group(1), ("bg", "cell", "last")),
