@@ -222,3 +222,19 @@ def test_the_border_rule_says_a_five_comes_first(lang: str) -> None:
     first = {"en": "five", "sv": "fem", "nb": "fem", "de": "fünf"}[lang]
     assert first in text, text
 
+
+
+@pytest.mark.parametrize("lang", ("en", "sv", "nb"))
+def test_errors_read_on_after_the_error_prefix(lang: str) -> None:
+    """Every error is shown after "Error: " ("Fel: ", "Feil: "), as the rest of that sentence:
+    it starts in lower case, as most of them always did. (German is left out: its nouns are
+    capitalised wherever they stand.)"""
+    capital = sorted(k for k, v in catalogue(lang).items() if k.startswith("error.") and v[:1].isupper())
+    assert not capital, f"{lang}.json: errors that start a new sentence after the prefix: {capital}"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_a_game_in_the_study_list_says_moves_after_its_length(lang: str) -> None:
+    """"won in 23" said nothing of what the 23 counts."""
+    item = catalogue(lang)["study.game_item"]
+    assert item.endswith("{length} " + {"en": "moves", "sv": "drag", "nb": "trekk", "de": "Zügen"}[lang]), item
