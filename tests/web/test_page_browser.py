@@ -2,32 +2,18 @@
 first screen, tap targets, rules table and taps; and what a screen reader is told (threats,
 the five, copied links, the lobby), and agent names in the reader's language.
 
-The harness (the live server, the browser) is test_browser's."""
+The harness (the live server, the browser) is test_browser's (:mod:`browser_harness`)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import pytest
+
+import browser_harness
 from orderchaos.envs.rules import cell_name, parse_board
 
-
-def _harness():
-    """test_browser as a module (the tests run in importlib mode, where test files do not
-    import each other by name); it skips this file too when Chromium or Playwright is missing."""
-    name = "orderchaos_web_browser_harness"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_browser.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-harness = _harness()
+harness = browser_harness.load()
 Browser, Page, Server, expect = harness.Browser, harness.Page, harness.Server, harness.expect
 browser, server = harness.browser, harness.server  # the fixtures, by name
 in_view, new_tab, SOLUTIONS, TIMEOUT_MS = harness.in_view, harness.new_tab, harness.SOLUTIONS, harness.TIMEOUT_MS
