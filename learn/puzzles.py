@@ -364,6 +364,34 @@ def start_rating(puzzle: Puzzle, solver: Solver, node_limit: int = CHECK_NODE_LI
     return _start_rating(_Prover(solver, node_limit), parse_board(puzzle.board), puzzle.kind, puzzle.plies, line)
 
 
+def forced_blocks(puzzle: Puzzle) -> int:
+    """How many of Chaos's moves in a row, from the start of a ``chaos_survives`` solution
+    (Order's replies between them), block the one cell where a five threatens."""
+    state = parse_board(puzzle.board)
+    count = 0
+    for i, move in enumerate(puzzle.solution):
+        action = parse_move(move)
+        if i % 2 == 0:
+            if {cell for cell, _ in state.threats()} != {action >> 1}:
+                break
+            count += 1
+        state = state.apply(action)
+    return count
+
+
+def served_rating(puzzle: Puzzle) -> float:
+    """The start rating the site gives a puzzle: an "only block" is rated by what it asks,
+    its run of :func:`forced_blocks` (each block a ply to read, Order's replies between, and
+    no tempting wrong move: any other move lets Order complete the five), not by the empty
+    cells its shipped rating was made from; every other puzzle keeps its shipped rating.
+
+    Computed when the site loads the set, without the solver: the shipped file stays what its
+    documented command makes, and regenerating it would mean mining the candidates again."""
+    if puzzle.kind != CHAOS_SURVIVES or "only block" not in puzzle.themes:
+        return puzzle.rating
+    return round(puzzle_start_rating(2 * forced_blocks(puzzle) - 1, 0).r, 1)
+
+
 def prove_puzzle(state: State, solver: Solver, node_limit: int, source: str = "") -> tuple[Puzzle | None, str]:
     """The puzzle at ``state`` if it is one, and why not otherwise (``"unproven"``,
     ``"mover lost"``, ``"several moves win"``, ``"finished"``); raises nothing for a

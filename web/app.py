@@ -46,7 +46,7 @@ from orderchaos.web import learn, puzzles
 from orderchaos.web.errors import Busy, WebError
 from orderchaos.web.games import Hub, valid_id
 from orderchaos.web.learn import learn_routes
-from orderchaos.web.proof_page import proof_page
+from orderchaos.web.proof_page import proof_page, render_not_found
 from orderchaos.web.ops import Metrics, RequestLog, health_route, metrics_route
 from orderchaos.web.protocol import RateLimit, decode
 from orderchaos.web.proxy import ClientAddress, IPNetwork, PublicURL, origin_allowed, request_client
@@ -162,6 +162,16 @@ def pick_language(header: str | None) -> str:
         if primary in LANGUAGES and q > 0:
             choices.append((-q, i, primary))
     return min(choices)[2] if choices else "en"
+
+
+def reader_language(request: Request) -> str:
+    """The language of the reader's browser among the page's (:func:`pick_language`)."""
+    return pick_language(request.headers.get("accept-language"))
+
+
+async def not_found(request: Request, exc: Exception) -> Response:
+    """Any address with nothing at it: a short page in the reader's language."""
+    return HTMLResponse(render_not_found(reader_language(request)), status_code=404)
 
 
 def create_app(
@@ -285,12 +295,13 @@ def create_app(
             Route("/docs/proof.md", proof),
             *learn_routes(services),
             *PuzzleRoom(services).routes(),
-            Route("/proof/{lang}", proof_page),
+            Route("/proof/{lang}", proof_page(reader_language)),
             WebSocketRoute("/ws", socket),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],
         lifespan=lifespan,
         middleware=middleware,
+        exception_handlers={404: not_found},
     )
     app.state.services = services
     app.state.hub = hub

@@ -63,14 +63,14 @@ class Lobby:
             raise WebError("that challenge is gone", "no_challenge")
         del self.challenges[challenge.id]
 
-    def gone(self, owner: Hashable) -> bool:
-        """Drop everything of a tab that closed or went into a game; True when a challenge
-        went with it."""
+    def gone(self, owner: Hashable) -> int:
+        """Drop everything of a tab that closed or went into a game; how many of its
+        challenges went with it."""
         self.seekers.pop(owner, None)
         mine = [i for i, c in self.challenges.items() if c.owner == owner]
         for challenge_id in mine:
             del self.challenges[challenge_id]
-        return bool(mine)
+        return len(mine)
 
     def listing(self, viewer: Hashable) -> list[dict[str, Any]]:
         """The open challenges as ``viewer`` sees them, oldest first."""

@@ -1,17 +1,19 @@
 """The proof page, ``/proof/<lang>``: why Order wins and the certificate's figures, in the
-page's language.
+page's language; and the page for an address with nothing at it (:func:`render_not_found`).
 
 Its words are the ``proof.*`` keys of the page's catalogues (``static/i18n/<lang>.json``), so
 the catalogue tests hold them to the same standard as the rest of the page; the rules panel
 links here through its ``rules.proof_href`` key, so the link follows the chosen language. The
 figures are the ones docs/proof.md reports, written as the language writes numbers. An
-unknown language gets the English page. The page has no script.
+unknown language gets the reader's language (their browser's ``Accept-Language``), else
+English. The page has no script.
 """
 
 from __future__ import annotations
 
 import html
 import json
+from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -102,6 +104,36 @@ def render(lang: str) -> str:
 """
 
 
-async def proof_page(request: Request) -> Response:
-    """``GET /proof/{lang}``: :func:`render` for the language in the path."""
-    return HTMLResponse(render(request.path_params["lang"]), headers={"Cache-Control": "no-store"})
+def render_not_found(lang: str) -> str:
+    """The page for an address with nothing at it, in ``lang`` (a language of the catalogues)."""
+    words = _catalogues()[lang]
+    say = {key: html.escape(words[key]) for key in ("notfound.title", "notfound.text", "proof.back")}
+    return f"""<!doctype html>
+<html lang="{lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{say["notfound.title"]}</title>
+<link rel="stylesheet" href="/static/proof.css">
+</head>
+<body>
+<main>
+<h1>{say["notfound.title"]}</h1>
+<p>{say["notfound.text"]}</p>
+<p><a href="/">{say["proof.back"]}</a></p>
+</main>
+</body>
+</html>
+"""
+
+
+def proof_page(reader_language: Callable[[Request], str]) -> Callable[[Request], Awaitable[Response]]:
+    """``GET /proof/{lang}``: :func:`render` for the language in the path, or for
+    ``reader_language(request)`` when the path names none of the catalogues'."""
+
+    async def page(request: Request) -> Response:
+        lang = request.path_params["lang"]
+        return HTMLResponse(render(lang if lang in _catalogues() else reader_language(request)),
+                            headers={"Cache-Control": "no-store"})
+
+    return page

@@ -21,6 +21,7 @@ Routes (JSON in and out; every error is ``{"error": text, "code": code}`` with s
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -34,7 +35,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from orderchaos.arena.glicko2 import Rating, rate_attempt
-from orderchaos.learn.puzzles import AttemptError, Puzzle, Unproven, attempt_step, load_puzzles
+from orderchaos.learn.puzzles import AttemptError, Puzzle, Unproven, attempt_step, load_puzzles, served_rating
 from orderchaos.web.errors import WebError
 from orderchaos.web.services import Services
 from orderchaos.envs.rules import action_name
@@ -62,7 +63,8 @@ class PuzzleRoom:
                  rng: random.Random | None = None, today: Callable[[], datetime.date] | None = None) -> None:
         self.services = services
         self.store = services.store
-        self.puzzles = puzzles if puzzles is not None else load_puzzles()
+        shipped = puzzles if puzzles is not None else load_puzzles()
+        self.puzzles = [dataclasses.replace(p, rating=served_rating(p)) for p in shipped]
         self.by_id = {p.id: p for p in self.puzzles}
         self.rng = rng or random.Random()
         self.today = today or (lambda: datetime.datetime.now(datetime.timezone.utc).date())

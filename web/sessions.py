@@ -64,11 +64,12 @@ def read_move(msg: dict[str, Any], state: State) -> int:
     if "text" in msg:
         text = _field(msg, "text", str, "a move such as 'c3 X'")
         try:
-            return parse_move(text[:40], state)
+            action = parse_move(text[:40], State())  # the text alone; a taken cell is said below
         except MoveInputError as exc:
             raise WebError(str(exc), "move_text") from None
-    cell = msg.get("cell")
-    symbol = msg.get("symbol")
+        cell, symbol = action >> 1, SYMBOLS[action & 1]
+    else:
+        cell, symbol = msg.get("cell"), msg.get("symbol")
     if not isinstance(cell, int) or isinstance(cell, bool) or not 0 <= cell < CELLS:
         raise WebError(f"'move' needs 'cell': an integer 0..{CELLS - 1}", "bad_cell")
     if symbol not in ("X", "O"):
@@ -119,8 +120,9 @@ class Play:
         await self.send(joined)
         # a tab that goes into a game stops waiting to be paired and withdraws its challenges
         was_waiting = self.hub.lobby.seeking_for(self) is not None
-        if self.hub.lobby.gone(self):
-            await self._tell_lobby()
+        withdrawn = self.hub.lobby.gone(self)
+        if withdrawn:
+            await self._tell_lobby(withdrawn)
         elif was_waiting:
             await self.show_lobby()
         await game.broadcast()
@@ -171,14 +173,19 @@ class Play:
         await self._join(game, None)
 
     # -- the lobby ----------------------------------------------------------------------------
-    async def show_lobby(self) -> None:
-        """Send this tab the open challenges and what it waits to be paired for."""
+    async def show_lobby(self, withdrawn: int = 0) -> None:
+        """Send this tab the open challenges and what it waits to be paired for; ``withdrawn``:
+        how many of its challenges just went because it went into a game (the page says so)."""
         lobby = self.hub.lobby
-        await self.send({"type": "lobby", "challenges": lobby.listing(self), "seeking": lobby.seeking_for(self)})
+        listing: dict[str, Any] = {"type": "lobby", "challenges": lobby.listing(self), "seeking": lobby.seeking_for(self)}
+        if withdrawn:
+            listing["withdrawn"] = withdrawn
+        await self.send(listing)
 
-    async def _tell_lobby(self) -> None:
+    async def _tell_lobby(self, withdrawn: int = 0) -> None:
+        """Every lobby viewer gets the new listing; this tab with ``withdrawn``."""
         for tab in list(self.hub.lobby_tabs):
-            await tab.show_lobby()
+            await tab.show_lobby(withdrawn if tab is self else 0)
 
     async def challenge(self, msg: dict[str, Any]) -> None:
         """Open a challenge: ``side`` the creator takes (or random), ``time_control``."""

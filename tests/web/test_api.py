@@ -34,7 +34,7 @@ from orderchaos.web import sessions  # noqa: E402
 from orderchaos.web import app as web_app  # noqa: E402
 from orderchaos.web.app import create_app, pick_language  # noqa: E402
 from orderchaos.web.clocks import PRESETS, GameClock  # noqa: E402
-from orderchaos.web.errors import TimedOut  # noqa: E402
+from orderchaos.web.errors import TimedOut, WebError  # noqa: E402
 from orderchaos.web.protocol import RateLimit, nesting_depth  # noqa: E402
 from orderchaos.web.proxy import is_loopback  # noqa: E402
 from orderchaos.web.services import Limits, Services  # noqa: E402
@@ -1323,3 +1323,20 @@ def test_a_tab_opening_a_game_keeps_the_hubs_pending_tasks() -> None:
         return kept
 
     assert asyncio.run(opened_with_a_task_pending())
+
+
+def test_a_typed_move_on_a_taken_cell_says_the_cell_is_taken() -> None:
+    """"c3 X" on a board where c3 is taken is a move, on the wrong cell: the same answer as a
+    click there (``occupied``, naming the cell), not "that is not a move"."""
+    state = State().apply(2 * 14)  # X on c3
+    for text in ("c3 X", "o c3", "C3o"):
+        with pytest.raises(WebError) as typed:
+            sessions.read_move({"type": "move", "text": text}, state)
+        assert typed.value.code == "occupied" and typed.value.args_ == {"cell": "c3"}, text
+    with pytest.raises(WebError) as clicked:
+        sessions.read_move({"type": "move", "cell": 14, "symbol": "O"}, state)
+    assert clicked.value.code == "occupied"
+    with pytest.raises(WebError) as nonsense:
+        sessions.read_move({"type": "move", "text": "c9 X"}, state)
+    assert nonsense.value.code == "move_text"
+    assert sessions.read_move({"type": "move", "text": "d4 o"}, state) == 2 * 21 + 1

@@ -800,7 +800,8 @@ def test_solve_one_fail_one_and_the_rating_survives_a_reload(browser: Browser, s
     tab.locator("body").click(position={"x": 5, "y": 5})  # keys go to the page, not a button
     for press in ("xo"[wrong & 1], *cell_name(wrong >> 1)):
         tab.keyboard.press(press)
-    expect(result).to_contain_text(f"Not quite: the winning move was {second.solution[0]}.", timeout=TIMEOUT_MS)
+    kind_of_move = "winning" if second.kind == "order_wins" else "saving"
+    expect(result).to_contain_text(f"Not quite: the {kind_of_move} move was {second.solution[0]}.", timeout=TIMEOUT_MS)
     expect(result).to_contain_text("The line: " + second.solution[0])
     expect(result).to_contain_text(re.compile(rf"Rating {up} → \d+ \(−\d+\)"))
     down = rating(tab)

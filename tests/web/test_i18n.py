@@ -116,3 +116,125 @@ def test_the_script_offers_exactly_the_catalogues() -> None:
 def test_the_page_keeps_no_rules() -> None:
     script = (STATIC / "app.js").read_text()
     assert "WINDOWS" not in script and "boardFacts" not in script and "mine === 5" not in script
+
+
+# -- the words, as a native speaker reads them ----------------------------------------------
+
+GERMAN_FORMAL_ADDRESS = re.compile(r"\b(Sie|Ihr|Ihre|Ihren|Ihrem|Ihrer|Ihres|Ihnen)\b")
+
+
+def test_german_says_du_throughout() -> None:
+    """Game sites say *du*; a page that says *Sie* in one place and *du* in the next reads as
+    two authors."""
+    formal = {k: v for k, v in catalogue("de").items() if GERMAN_FORMAL_ADDRESS.search(v)}
+    assert not formal, f"de.json addresses the reader as Sie: {sorted(formal)}"
+
+
+@pytest.mark.parametrize("lang,word,other", [
+    ("de", r"\bZeile", "Reihe"),  # a row of the board is a Reihe, as in "fünf in einer Reihe"
+    ("de", r"\bVierer", "Vier"),  # a four is a Vier, as in "die offene Vier"
+    ("nb", r"\btegn", "symbol"),  # X and O are symboler, in the rules and the game alike
+    ("sv", r"\bsymbol", "tecken"),
+])
+def test_one_word_for_one_thing(lang: str, word: str, other: str) -> None:
+    mixed = sorted(k for k, v in catalogue(lang).items() if re.search(word, re.sub(r"\{\w+\}", "", v)))
+    assert not mixed, f"{lang}.json says {word!r} where the rest says {other!r}: {mixed}"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_proof_title_spells_the_game_as_the_page_does(lang: str) -> None:
+    words = catalogue(lang)
+    assert words["proof.title"].startswith(words["page.title"]), (words["proof.title"], words["page.title"])
+
+
+HALF_MOVES = re.compile(r"\b(ply|plies|halbzug\w*|halvdrag\w*|halvtrekk\w*)\b", re.I)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_each_placement_is_one_move_not_a_half_move(lang: str) -> None:
+    """Every placement is a move of its own; the page counts moves, never plies."""
+    found = {k: v for k, v in catalogue(lang).items() if HALF_MOVES.search(re.sub(r"\{\w+\}", "", v))}
+    assert not found, f"{lang}.json speaks of half moves: {sorted(found)}"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_challenge_button_does_not_read_as_the_list_heading(lang: str) -> None:
+    """"Open a challenge" beside "Open challenges" reads as a link to the list: the button
+    creates one."""
+    words = catalogue(lang)
+    button, heading = words["lobby.challenge"].split()[0].lower(), words["lobby.title"].split()[0].lower()
+    assert button != heading, (words["lobby.challenge"], words["lobby.title"])
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_side_is_the_subject_when_the_computer_thinks(lang: str) -> None:
+    """"Easy (Chaos) is thinking" makes the level the one who thinks: the side comes first."""
+    words = catalogue(lang)
+    for key in ("status.thinking", "status.agent_turn", "watch.turn", "watch.over"):
+        assert words[key].split(":")[-1].strip().startswith("{side} ({player})"), (lang, key, words[key])
+
+
+MISREAD = {
+    "en": ["six count as well", "Open a challenge"],
+    "sv": ["Skriv ut certifikatet", "Öppna en utmaning"],
+    "nb": ["Skriv ut sertifikatet", "Ingen første trekk"],
+    "de": [],
+}
+"""Phrases that say something else than meant: "Skriv ut" is "print"; "Ingen første trekk"
+is ungrammatical (trekk is neuter)."""
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_no_phrase_that_says_something_else(lang: str) -> None:
+    found = [(k, p) for k, v in catalogue(lang).items() for p in MISREAD[lang] if p in v]
+    assert not found, found
+
+
+def test_the_lobby_never_puts_a_label_mid_sentence() -> None:
+    """A challenge without a clock has its own sentence: the select's capitalised "No clock"
+    does not read mid-sentence ("Plays Order, No clock")."""
+    script = (STATIC / "app.js").read_text()
+    lobby = script[script.index("function renderLobby"):]
+    lobby = lobby[:lobby.index("\n}\n")]
+    assert "play.no_clock" not in lobby
+    for lang in LANGUAGES:
+        assert "{time}" not in catalogue(lang)["lobby.item_untimed"]
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_last_lesson_step_says_what_its_chaos_does(lang: str) -> None:
+    """Chaos in "now win as Order" tests the border rule with a border move about one move in
+    three (:data:`orderchaos.learn.lesson.BORDER_MOVE_SHARE`): the text says so, and does
+    not promise its strongest defence."""
+    from orderchaos.learn.lesson import BORDER_MOVE_SHARE
+
+    assert BORDER_MOVE_SHARE == 1 / 3
+    text = catalogue(lang)["learn.win_text"]
+    three = {"en": "one move in three", "sv": "vart tredje drag", "nb": "hvert tredje trekk", "de": "jeden dritten Zug"}[lang]
+    strongest = {"en": "strongest", "sv": "starkaste", "nb": "sterkeste", "de": "stärkste"}[lang]
+    assert three in text and strongest not in text, text
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_border_rule_says_a_five_comes_first(lang: str) -> None:
+    """The strategy completes a five before it answers on the border (as the proof page says)."""
+    text = catalogue(lang)["learn.border_text"]
+    first = {"en": "five", "sv": "fem", "nb": "fem", "de": "fünf"}[lang]
+    assert first in text, text
+
+
+
+@pytest.mark.parametrize("lang", ("en", "sv", "nb"))
+def test_errors_read_on_after_the_error_prefix(lang: str) -> None:
+    """Every error is shown after "Error: " ("Fel: ", "Feil: "), as the rest of that sentence:
+    it starts in lower case, as most of them always did. (German is left out: its nouns are
+    capitalised wherever they stand.)"""
+    capital = sorted(k for k, v in catalogue(lang).items() if k.startswith("error.") and v[:1].isupper())
+    assert not capital, f"{lang}.json: errors that start a new sentence after the prefix: {capital}"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_a_game_in_the_study_list_says_moves_after_its_length(lang: str) -> None:
+    """"won in 23" said nothing of what the 23 counts."""
+    item = catalogue(lang)["study.game_item"]
+    assert item.endswith("{length} " + {"en": "moves", "sv": "drag", "nb": "trekk", "de": "Zügen"}[lang]), item

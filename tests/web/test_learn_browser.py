@@ -8,32 +8,18 @@ board the page shows."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import browser_harness
 from orderchaos.agents import strategy
 from orderchaos.envs.rules import ORDER, State, action_name, parse_board, parse_cell
 
-
-def _harness():
-    """test_browser as a module (the tests run in importlib mode, where test files do not
-    import each other by name); it skips this file too when Chromium or Playwright is missing."""
-    name = "orderchaos_web_browser_harness"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_browser.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-harness = _harness()
+harness = browser_harness.load()
 Browser, Page, Server, expect = harness.Browser, harness.Page, harness.Server, harness.expect
 browser, server = harness.browser, harness.server  # the fixtures, by name
 board, in_view, new_tab, serious_axe_violations = harness.board, harness.in_view, harness.new_tab, harness.serious_axe_violations

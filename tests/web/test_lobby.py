@@ -237,3 +237,19 @@ def test_a_tab_that_goes_into_a_game_withdraws_its_open_challenges() -> None:
         viewer.send_json({"type": "lobby"})
         # else accepting it would pull the creator out of the game it is playing
         assert receive(viewer, "lobby")["challenges"] == []
+
+
+def test_a_tab_that_goes_into_a_game_is_told_its_challenges_were_withdrawn() -> None:
+    """A new friend game withdraws the tab's open challenges: its page is told how many, so it
+    can say so; a tab that had none is told nothing."""
+    with Site() as site:
+        creator, other = site.connect(), site.connect()
+        for side in ("order", "chaos"):
+            creator.send_json({"type": "challenge", "side": side, "time_control": "3+2"})
+            assert receive(creator, "lobby").get("withdrawn") is None
+        creator.send_json({"type": "play_friend", "side": "order"})
+        assert receive(creator, "lobby")["withdrawn"] == 2
+        other.send_json({"type": "play_friend", "side": "order"})
+        receive(other, "joined")
+        other.send_json({"type": "lobby"})
+        assert receive(other, "lobby").get("withdrawn") is None

@@ -21,8 +21,8 @@ from orderchaos.web.app import LANGUAGES, create_app  # noqa: E402
 from orderchaos.web.proof_page import FIGURES, number  # noqa: E402
 
 STATIC = Path(__file__).resolve().parents[2] / "web" / "static"
-TITLES = {"en": "Order and Chaos is solved: Order wins", "sv": "Ordning och Kaos är löst: Ordning vinner",
-          "nb": "Orden og Kaos er løst: Orden vinner", "de": "Ordnung und Chaos ist gelöst: Ordnung gewinnt"}
+TITLES = {"en": "Order and Chaos is solved: Order wins", "sv": "Ordning och kaos är löst: Ordning vinner",
+          "nb": "Orden og kaos er løst: Orden vinner", "de": "Ordnung und Chaos ist gelöst: Ordnung gewinnt"}
 
 
 def catalogue(lang: str) -> dict[str, str]:
@@ -64,6 +64,22 @@ def test_figures_are_written_as_each_language_writes_numbers(client: TestClient)
 def test_an_unknown_language_gets_the_english_page(client: TestClient) -> None:
     answer = client.get("/proof/xx")
     assert answer.status_code == 200 and '<html lang="en">' in answer.text and TITLES["en"] in answer.text
+
+
+def test_an_unknown_language_gets_the_readers_language_when_the_browser_names_one(client: TestClient) -> None:
+    answer = client.get("/proof/xx", headers={"Accept-Language": "nb-NO,nb;q=0.9,en;q=0.5"})
+    assert answer.status_code == 200 and '<html lang="nb">' in answer.text and TITLES["nb"] in answer.text
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_a_missing_page_says_so_in_the_readers_language(client: TestClient, lang: str) -> None:
+    answer = client.get("/no/such/page", headers={"Accept-Language": f"{lang};q=1"})
+    words = catalogue(lang)
+    assert answer.status_code == 404 and answer.headers["content-type"].startswith("text/html")
+    assert f'<html lang="{lang}">' in answer.text
+    for key in ("notfound.title", "notfound.text", "proof.back"):
+        assert html.escape(words[key]) in answer.text, (lang, key)
+    assert "<script" not in answer.text
 
 
 def test_the_rules_panel_links_to_the_page_in_the_chosen_language() -> None:

@@ -14,7 +14,8 @@ pytest.importorskip("starlette.testclient", reason="Starlette's TestClient needs
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from orderchaos.learn.puzzles import load_puzzles, parse_move  # noqa: E402
+from orderchaos.arena.glicko2 import puzzle_start_rating  # noqa: E402
+from orderchaos.learn.puzzles import forced_blocks, load_puzzles, parse_move  # noqa: E402
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.web.puzzles import PuzzleRoom  # noqa: E402
 from orderchaos.web.services import Services  # noqa: E402
@@ -108,7 +109,7 @@ def test_next_is_near_the_rating_and_the_daily_puzzle_changes_daily() -> None:
     day = {"today": datetime.date(2026, 12, 5)}
     room = PuzzleRoom(Services(store=GameStore(":memory:")), puzzles, random.Random(3), lambda: day["today"])
     picks = [room.next_puzzle(PLAYER) for _ in range(20)]
-    nearest = sorted(abs(p.rating - 1500) for p in puzzles)[11]
+    nearest = sorted(abs(p.rating - 1500) for p in room.puzzles)[11]
     assert all(abs(p.rating - 1500) <= nearest for p in picks)
     daily = room.daily_puzzle()
     assert room.daily_puzzle() == daily and "only block" not in daily.themes
@@ -131,3 +132,23 @@ def test_moves_are_judged_on_the_services_solver() -> None:
     assert step.kept and not step.over and step.reply == parse_move(puzzle.solution[1])
     with services.solver() as solver:
         assert solver.tt_entries > 0
+
+
+def test_only_blocks_are_rated_by_their_forced_blocks_not_their_empty_cells() -> None:
+    """Chaos's "only block" puzzles came with start ratings from their empty cells (1,050 to
+    1,950 for the same one-move block); the room rates them by their run of forced blocks,
+    and leaves every other puzzle's rating as shipped."""
+    shipped = {p.id: p for p in load_puzzles()}
+    room = PuzzleRoom(Services(store=GameStore(":memory:")), list(shipped.values()), random.Random(0))
+    blocks = [p for p in room.puzzles if "only block" in p.themes]
+    assert len(blocks) == 150
+    for served in blocks:
+        run = forced_blocks(served)
+        assert run >= 1
+        assert served.rating == puzzle_start_rating(2 * run - 1, 0).r
+    one_move = [p for p in blocks if forced_blocks(p) == 1]
+    assert one_move and {p.rating for p in one_move} == {puzzle_start_rating(1, 0).r}
+    assert len({shipped[p.id].rating for p in one_move}) > 1  # as shipped they spread by empties
+    assert room.describe(room.by_id["p0000016220806108540"], PLAYER)["rating"] < 1000  # shipped at 1,950
+    others = [p for p in room.puzzles if "only block" not in p.themes]
+    assert all(p.rating == shipped[p.id].rating for p in others)

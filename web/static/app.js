@@ -83,8 +83,13 @@ function side(role) {
   return t(`side.${role}`);
 }
 
+// A level by its name; an agent spec with its agent's name in the reader's language (the
+// parameters after the colon as typed).
 function player(label) {
-  return label in ui.levels ? t(`level.${label}`) : label;
+  if (label in ui.levels) return t(`level.${label}`);
+  if (typeof label !== "string") return label;
+  const name = label.split(":")[0], key = `agent.${name}`;
+  return key in ui.catalogue || key in ui.english ? t(key) + label.slice(name.length) : label;
 }
 
 // -- seat tokens ------------------------------------------------------------------------------
@@ -204,6 +209,11 @@ const handlers = {
   lobby(msg) {
     ui.lobby = msg;
     renderLobby();
+    if (msg.withdrawn) {  // going into a game withdrew this tab's open challenges
+      $("[data-testid=announce]").textContent = msg.withdrawn === 1 ? t("lobby.withdrawn")
+        : t("lobby.withdrawn_many", { count: number(msg.withdrawn) });
+    }
+    if (ui.mode === "play") render();
   },
   error(msg) {
     if (msg.code === "restarting") {  // the connection is about to close: say why, not "Error"
@@ -267,10 +277,14 @@ function cellName(c) {
   return `${COLUMNS[c % SIZE]}${Math.floor(c / SIZE) + 1}`;
 }
 
-function cellLabel(node) {
+// The cell's name, what it holds, and what the picture marks on it: the last move, the five,
+// the symbols that would make five here.
+function cellLabel(node, threats = []) {
   const c = Number(node.dataset.cell);
   const parts = [cellName(c), node.textContent || t("board.empty")];
   if (node.classList.contains("last")) parts.push(t("board.last"));
+  if (node.classList.contains("win")) parts.push(t("board.win"));
+  for (const symbol of threats) parts.push(t("board.threat_cell", { symbol }));
   return parts.join(", ");
 }
 
@@ -329,13 +343,15 @@ function buildBoard() {
 function drawBoard(view) {
   const win = new Set(view.winning_line || []);
   const hinted = new Set(ui.mode === "play" ? ui.hintCells : view.hinted || []);
+  const threatsAt = new Map();
+  for (const threat of view.threats || []) threatsAt.set(threat.cell, [...(threatsAt.get(threat.cell) || []), threat.symbol]);
   for (let c = 0; c < CELLS; c++) {
     const node = cellNodes[c];
     const symbol = view.board[c] || "";
     node.textContent = symbol;
     node.className = ["cell", symbol, c === view.last ? "last" : "", win.has(c) ? "win" : "",
       hinted.has(c) ? "hinted" : ""].filter(Boolean).join(" ");
-    node.setAttribute("aria-label", cellLabel(node));
+    node.setAttribute("aria-label", cellLabel(node, threatsAt.get(c)));
   }
   overlay.replaceChildren();
   for (const threat of view.threats || []) {
@@ -397,7 +413,18 @@ function resultTitle(view) {
   return t("result.side_won", { side: side(view.winner) });
 }
 
+// What this tab waits for in the lobby, if anything: a pairing, or its open challenge.
+function lobbyWaiting() {
+  const lobby = ui.lobby;
+  if (!lobby) return null;
+  if (lobby.seeking) return t("lobby.seeking");
+  if (lobby.challenges.some((challenge) => challenge.mine)) return t("status.challenge_open");
+  return null;
+}
+
 function playStatus(view) {
+  const waiting = lobbyWaiting();
+  if (waiting && (!view || view.reason)) return waiting;
   if (!view) return t("status.choose");
   if (view.reason) return t("status.over", { result: resultTitle(view) });
   const mover = view.players[view.to_play];
@@ -426,6 +453,8 @@ function render() {
   else if (ui.mode === "study") view = studyView();
   else view = ui.views[ui.mode] || emptyView();
   drawBoard(view);
+  // on a phone, the form that starts a game comes first while there is no game to show
+  document.body.classList.toggle("no-game", ui.mode === "play" && !ui.views.play);
   const error = ui.errors[ui.mode];
   if (ui.restarting) setStatus(t("status.restarting"), "error");
   else if (!ui.connected) setStatus(t(socket ? "status.reconnecting" : "status.connecting"), "error");
@@ -453,9 +482,9 @@ function renderLobby() {
   list.replaceChildren();
   for (const challenge of lobby.challenges) {
     const item = document.createElement("li");
-    const clock = challenge.time_control === "none" ? t("play.no_clock") : challenge.time_control;
     const sideName = challenge.side === "random" ? t("play.side_random") : side(challenge.side);
-    item.append(t("lobby.item", { side: sideName, time: clock }), " ");
+    item.append(challenge.time_control === "none" ? t("lobby.item_untimed", { side: sideName })
+      : t("lobby.item", { side: sideName, time: challenge.time_control }), " ");
     const button = document.createElement("button");
     button.type = "button";
     button.textContent = t(challenge.mine ? "lobby.cancel" : "lobby.accept");
@@ -641,6 +670,7 @@ for (const which of ["invite", "watch"]) {
     const input = $(`[data-testid=${which}-link]`);
     input.select();
     if (navigator.clipboard) navigator.clipboard.writeText(input.value).catch(() => {});
+    $("[data-testid=announce]").textContent = t("share.copied");
   });
 }
 

@@ -250,6 +250,8 @@ function renderLearn() {
   const feedback = $("[data-testid=learn-feedback]");
   feedback.textContent = parts.join(" ");
   feedback.className = `learn-feedback ${last ? last.verdict.mark || "unknown" : ""}`;
+  // the moves are numbered from the step's board, not from 1
+  $("[data-testid=learn-moves]").start = step ? step.board.filter(Boolean).length + 1 : 1;
   $("[data-testid=learn-moves]").replaceChildren(...learn.log.flatMap((entry) => {
     const item = document.createElement("li");
     item.textContent = t("moves.item", { side: side("order"), move: entry.played });

@@ -71,7 +71,8 @@ async function loadPuzzle(which) {
     chooseSymbol("X");
   }
   render();
-  if (data) $("[data-testid=announce]").textContent = puzzlePrompt();
+  // the heading shows the prompt and the status says whose move it is: nothing more to say
+  $("[data-testid=announce]").textContent = "";
 }
 
 function place(action) {
@@ -122,7 +123,15 @@ function puzzlePrompt() {
 function puzzleVerdict() {
   const answer = puzzle.answer;
   if (!answer || !answer.over) return "";
-  return answer.solved ? t("puzzles.correct") : t("puzzles.wrong", { move: answer.best });
+  if (answer.solved) return t("puzzles.correct");
+  return t(puzzleMover() === "order" ? "puzzles.wrong" : "puzzles.wrong_chaos", { move: answer.best });
+}
+
+// The rating, and what solving takes: Order's moves to the five, or when Chaos has survived.
+function puzzleAbout(current) {
+  const goal = current.kind === "order_wins"
+    ? t("puzzles.goal_order", { moves: number((current.plies + 1) / 2) }) : t("puzzles.goal_chaos");
+  return `${t("puzzles.about", { rating: current.rating })} ${goal}`;
 }
 
 extraModes.puzzles = {
@@ -138,14 +147,14 @@ extraModes.puzzles = {
     if (puzzle.answer && puzzle.answer.over) return [puzzleVerdict(), puzzle.answer.solved ? "over" : "error"];
     if (puzzle.busy) return [t("puzzles.checking"), ""];
     if (puzzle.moves.length) return [t("puzzles.go_on", { side: side(puzzleMover()) }), ""];
-    return [puzzlePrompt(), ""];
+    return [t("status.your_move", { side: side(puzzleMover()) }), ""];
   },
   render() {
     const current = puzzle.current;
     const prompt = $("[data-testid=puzzle-prompt]");
     prompt.textContent = puzzlePrompt();
     if (current) prompt.dataset.puzzle = current.id;
-    $(".puzzle-about").textContent = current ? t("puzzles.about", { rating: current.rating, plies: current.plies }) : "";
+    $(".puzzle-about").textContent = current ? puzzleAbout(current) : "";
     const rating = puzzle.rating;
     $("[data-testid=puzzle-rating]").textContent = rating ? t("puzzles.rating", { rating: rating.rating }) : "";
     const box = $("[data-testid=puzzle-result]");
@@ -167,7 +176,7 @@ extraModes.puzzles = {
   },
   key(key) {
     if (key === "n") loadPuzzle("next");
-    else if (key === "d") loadPuzzle("daily");
+    else if (key === "p") loadPuzzle("daily");  // not d: d starts a cell name in column d
     else return false;
     return true;
   },
@@ -185,6 +194,11 @@ $("#puzzle-move-form").addEventListener("submit", (event) => {
     return;
   }
   const cell = (Number(match[2]) - 1) * SIZE + COLUMNS.indexOf(match[1].toLowerCase());
+  if (puzzle.board[cell]) {
+    puzzle.error = { code: "occupied", args: { cell: cellName(cell) } };
+    render();
+    return;
+  }
   input.value = "";
   playPuzzleMove(puzzleAction(cell, match[3] ? match[3].toUpperCase() : ui.symbol));
 });
