@@ -24,12 +24,15 @@ import asyncio
 import json
 import os
 import random
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,8 @@ PACED_THINK = 1.0
 even a 1+0 game, so the figure errs towards more load."""
 PACED_RAMP = 5.0
 """Seconds over which ``bench web``'s paced run starts its games."""
+STOP_GRACE_S = 15.0
+"""Seconds a server the tool started gets to exit after SIGTERM before it is killed."""
 
 
 @dataclass
@@ -244,6 +249,54 @@ def check_store(db: Path, logs: list[GameLog], time_control: str = NO_CLOCK) -> 
     return problems
 
 
+def serve_command(port: int, db: Path, max_connections: int, agents: str, workers: int | None) -> list[str]:
+    """The ``orderchaos serve`` command line the load tool starts."""
+    command = [sys.executable, "-m", "orderchaos", "serve", "--host", HOST, "--port", str(port),
+               "--db", str(db), "--max-connections", str(max_connections), "--agents", agents]
+    return command + (["--workers", str(workers)] if workers is not None else [])
+
+
+@contextmanager
+def started_server(command: list[str], folder: Path) -> Iterator[subprocess.Popen]:
+    """``command`` (a ``serve``) running with its data and log in ``folder``; stopped with
+    its worker processes on leaving, however the block ends (:func:`stop_server`)."""
+    env = {**os.environ, "XDG_DATA_HOME": str(folder)}
+    # the server logs a line per request and game event: into a file, as a pipe read only at
+    # the end would fill and stop the server
+    with (folder / "serve.log").open("wb") as log_file:
+        # a session of its own: its process group holds its worker processes too
+        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log_file, env=env,
+                                  start_new_session=True)
+    try:
+        yield server
+    finally:
+        stop_server(server)
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    """SIGTERM to ``server``, SIGKILL if it has not exited :data:`STOP_GRACE_S` seconds later,
+    then SIGKILL to what is left of its process group (its workers; a Ctrl-C here too)."""
+    try:
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+    finally:
+        try:
+            os.killpg(server.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is gone: nothing was left
+
+
+def _wait_for_workers(port: int, expected: int) -> None:
+    deadline = time.monotonic() + 600
+    while scrape(port).get("orderchaos_workers_ready", 0) < expected and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
 def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | None = None,
               workers: int | None = None, agents: str = "processes", time_control: str = "5+3",
               think: float = 0.0, ramp: float = 0.0) -> dict[str, Any]:
@@ -251,22 +304,11 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="orderchaos-load-") as tmp:
         db_path = db or Path(tmp) / "games.sqlite3"
-        command = [sys.executable, "-m", "orderchaos", "serve", "--host", HOST, "--port", str(port),
-                   "--db", str(db_path), "--max-connections", str(2 * friend_games + agent_games + 10)]
-        command += ["--agents", agents] + (["--workers", str(workers)] if workers is not None else [])
-        env = {**os.environ, "XDG_DATA_HOME": tmp}
-        # the server logs a line per request and game event: into a file, as a pipe read only at
-        # the end would fill and stop the server
-        server_log = Path(tmp) / "serve.log"
-        with server_log.open("wb") as log_file:
-            server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log_file, env=env)
-        try:
+        command = serve_command(port, db_path, 2 * friend_games + agent_games + 10, agents, workers)
+        with started_server(command, Path(tmp)) as server:
             _wait_for_port(port, server)
             if agents != "threads":  # measure the site at work, not its workers warming up
-                expected = workers or os.cpu_count() or 1
-                deadline = time.monotonic() + 600
-                while scrape(port).get("orderchaos_workers_ready", 0) < expected and time.monotonic() < deadline:
-                    time.sleep(0.5)
+                _wait_for_workers(port, workers or os.cpu_count() or 1)
             before = scrape(port)
             cpu_before = cpu_seconds(server.pid)
             workers_before = {p: cpu_seconds(p) for p in child_pids(server.pid)}
@@ -278,10 +320,7 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
             server_memory = peak_memory_mb(server.pid)
             worker_cpu = sum(cpu_seconds(p) - workers_before.get(p, 0.0) for p in child_pids(server.pid))
             after = scrape(port)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-        err = server_log.read_bytes()
+        err = (Path(tmp) / "serve.log").read_bytes()
         problems = check_store(db_path, logs, time_control)
     trips = sorted(t for log in logs for t in log.trips)
     moves = sum(len(log.final) for log in logs)
