@@ -44,3 +44,10 @@ def fail(bench: Any) -> None:
 def warm_number(value: int) -> int:
     """A bench that is a number."""
     return value
+
+
+def warm_when(released: str) -> None:
+    """A bench built only once the file ``released`` exists (a worker warming up for as long
+    as a test wants)."""
+    while not Path(released).exists():
+        time.sleep(0.01)

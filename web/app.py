@@ -47,7 +47,7 @@ from orderchaos.web.errors import Busy, WebError
 from orderchaos.web.games import Hub, valid_id
 from orderchaos.web.learn import learn_routes
 from orderchaos.web.proof_page import proof_page
-from orderchaos.web.ops import Metrics, RequestLog, health_route, metrics_route
+from orderchaos.web.ops import Health, Metrics, RequestLog, metrics_route, store_write_failed
 from orderchaos.web.protocol import RateLimit, decode
 from orderchaos.web.proxy import ClientAddress, IPNetwork, PublicURL, origin_allowed, request_client
 from orderchaos.web.puzzles import PuzzleRoom
@@ -200,6 +200,7 @@ def create_app(
     if quotas is not None:
         quotas.refused = lambda code: metrics.address_refused.labels(kind=code).inc()
     site = Site(services, hub, metrics, quotas, public)
+    health = Health(store, metrics, (lambda: (workers.ready, workers.workers)) if workers is not None else None)
     info = build_info()
     template = (STATIC_DIR / "index.html").read_text()
     counter = {"open": 0}
@@ -278,7 +279,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/", index),
-            Route("/healthz", health_route(store)),
+            Route("/healthz", health.route),
             Route("/metrics", metrics_route(metrics)),
             Route("/g/{game}", index),
             Route("/games/{game}.jsonl", download),
@@ -361,6 +362,8 @@ async def serve_socket(websocket: WebSocket, site: Site) -> None:
                     await send(WebError("the game store is in use by another program; try again in a "
                                         "moment", "store_busy").payload())
                 else:
+                    if store_write_failed(exc):
+                        metrics.store_write_failures.inc()
                     log.exception("error while handling a message")
                     await send(WebError("the server could not handle that message", "internal").payload())
     except WebSocketDisconnect:

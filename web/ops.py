@@ -18,6 +18,9 @@ Each app has its own :class:`prometheus_client.CollectorRegistry`, so two apps i
     orderchaos_store_commit_seconds      seconds spent committing its transactions (moves, ends), apart
     orderchaos_gc_pause_seconds{generation}  how long each of Python's garbage collections stopped the
                                          process (while the app runs)
+    orderchaos_ready                     1 while ``/healthz`` says the instance can take games, else 0
+    orderchaos_store_write_failures_total  writes to the game store that failed (a full disk, a
+                                         read-only file): ``/healthz``'s probe and the games' own
 
 The cyclic garbage collector stops the whole process, the event loop included, and a full
 collection walks every object the process holds: in a server with thousands of open games it
@@ -27,8 +30,10 @@ moves what was built at startup out of the collector's reach.
 
 from __future__ import annotations
 
+import errno
 import gc
 import logging
+import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
@@ -81,6 +86,11 @@ class Metrics:
             "orderchaos_gc_pause_seconds", "how long each garbage collection stopped the process",
             ["generation"], buckets=GC_PAUSE_BUCKETS, registry=self.registry)
         self._gc_started: float | None = None
+        self.store_write_failures = Counter(
+            "orderchaos_store_write_failures", "writes to the game store that failed (a full disk, a read-only file)",
+            registry=self.registry)
+        self.ready = Gauge("orderchaos_ready", "1 while /healthz says the instance can take games",
+                           registry=self.registry)
 
     def watch_gc(self) -> None:
         """Time every garbage collection from now on into ``orderchaos_gc_pause_seconds``."""
@@ -122,14 +132,63 @@ def settle_heap() -> None:
     gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
 
 
-def health_route(store: GameStore) -> Callable[[Request], Any]:
-    """``/healthz``: 200 ``ok`` while the game store answers a query, 503 otherwise."""
-    async def healthz(request: Request) -> Response:
-        if store.answers():
+def store_write_failed(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write the disk refused: full (SQLite's SQLITE_FULL, ENOSPC,
+    EDQUOT) or read-only."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+    return isinstance(exc, sqlite3.OperationalError) and ("full" in str(exc) or "readonly" in str(exc))
+
+
+WRITE_PROBE_EVERY_S = 1.0
+"""How often at most ``/healthz`` writes to the store (a proxy may ask many times a second)."""
+
+
+class Health:
+    """What ``/healthz`` answers: ready (200) once the workers, if any, have all warmed up
+    (and while at least one of them is warm), the store answers a query and takes a small
+    write (:meth:`GameStore.probe_write`, at most every :data:`WRITE_PROBE_EVERY_S`); else
+    503 with the reason, so that a proxy sends nobody to an instance that cannot serve them.
+    ``workers`` gives (warm, started) counts; None: no workers (searches run in threads)."""
+
+    def __init__(self, store: GameStore, metrics: Metrics, workers: Callable[[], tuple[int, int]] | None = None) -> None:
+        self.store, self.metrics, self.workers = store, metrics, workers
+        self.warmed_up = workers is None
+        self._probed_at = -WRITE_PROBE_EVERY_S
+        self._write_error: str | None = None
+
+    def problem(self) -> str | None:
+        """Why the instance cannot take games now, or None when it can."""
+        if not self.store.answers():
+            return "the game store does not answer"
+        now = time.monotonic()
+        if now - self._probed_at >= WRITE_PROBE_EVERY_S:
+            self._probed_at = now
+            try:
+                self.store.probe_write()
+                self._write_error = None
+            except (sqlite3.Error, OSError) as exc:
+                self.metrics.store_write_failures.inc()
+                log.error("the game store cannot be written: %s", exc)
+                self._write_error = f"the game store cannot be written ({exc})"
+        if self._write_error is not None:
+            return self._write_error
+        if self.workers is not None:
+            warm, count = self.workers()
+            self.warmed_up = self.warmed_up or warm >= count
+            if not self.warmed_up:
+                return f"the workers are warming up ({warm} of {count} warm)"
+            if warm == 0:
+                return "no worker is warm (they are being replaced)"
+        return None
+
+    async def route(self, request: Request) -> Response:
+        """``/healthz``."""
+        problem = self.problem()
+        self.metrics.ready.set(problem is None)
+        if problem is None:
             return PlainTextResponse("ok\n", headers={"Cache-Control": "no-store"})
-        return PlainTextResponse("the game store does not answer\n", status_code=503,
-                                 headers={"Cache-Control": "no-store"})
-    return healthz
+        return PlainTextResponse(problem + "\n", status_code=503, headers={"Cache-Control": "no-store"})
 
 
 def metrics_route(metrics: Metrics) -> Callable[[Request], Any]:

@@ -5,6 +5,7 @@ exits 0."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import faulthandler
 import gc
 import json
@@ -19,6 +20,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 from starlette.testclient import TestClient  # noqa: E402
 
 from orderchaos.cli.main import main  # noqa: E402
+from orderchaos.web import ops  # noqa: E402
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.web.ops import Metrics  # noqa: E402
 from orderchaos.web.services import Limits, Services  # noqa: E402
@@ -67,6 +70,61 @@ def test_healthz_answers_while_the_store_does() -> None:
         store.close()
         down = client.get("/healthz")
         assert down.status_code == 503 and "does not answer" in down.text
+
+
+def wait_until(condition: Any, what: str, seconds: float = 90.0) -> None:
+    """Poll ``condition`` until true (the bound only guards against a hang)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.02)
+
+
+def full_disk(*args: Any, **kwargs: Any) -> None:
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_healthz_is_503_with_a_metric_while_the_store_cannot_be_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = GameStore(":memory:")
+    monkeypatch.setattr(ops, "WRITE_PROBE_EVERY_S", 0.0)  # every request probes
+    with TestClient(create_app(None, FAST, db=store)) as client:
+        assert client.get("/healthz").status_code == 200
+        with monkeypatch.context() as disk:
+            disk.setattr(store, "probe_write", full_disk)
+            full = client.get("/healthz")
+            assert full.status_code == 503 and "cannot be written" in full.text and "No space left" in full.text
+            metrics = samples(client.get("/metrics").text)
+            assert metrics["orderchaos_store_write_failures_total"] == 1 and metrics["orderchaos_ready"] == 0
+        # space again
+        assert client.get("/healthz").status_code == 200
+        assert samples(client.get("/metrics").text)["orderchaos_ready"] == 1
+
+
+def test_a_move_the_full_disk_refuses_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = GameStore(":memory:")
+    with TestClient(create_app(None, FAST, db=store)) as client, client.websocket_connect("/ws") as ws:
+        next_message(ws, "hello")
+        ws.send_json({"type": "new_game", "side": "order", "opponent": "easy"})
+        next_message(ws, "joined")
+        monkeypatch.setattr(store, "add_move", full_disk)
+        ws.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        assert next_message(ws, "error")["code"] == "internal"
+        assert samples(client.get("/metrics").text)["orderchaos_store_write_failures_total"] == 1
+
+
+def test_healthz_is_503_until_the_workers_are_warm(tmp_path: Path) -> None:
+    from worker_jobs import warm_when
+
+    from orderchaos.agents.worker_pool import WorkerPool
+
+    released = tmp_path / "warm"
+    pool = WorkerPool("processes", 1, warm=warm_when, warm_args=(str(released),))
+    with TestClient(create_app(None, FAST, workers=pool, warm_up=True)) as client:
+        wait_until(lambda: pool.pids(), "the worker started")
+        warming = client.get("/healthz")
+        assert warming.status_code == 503 and "warming up (0 of 1 warm)" in warming.text
+        released.touch()
+        wait_until(lambda: client.get("/healthz").status_code == 200, "ready once the worker is warm")
 
 
 def test_metrics_count_connections_moves_refusals_and_round_trips() -> None:
