@@ -268,7 +268,7 @@ def started_server(command: list[str], folder: Path) -> Iterator[subprocess.Pope
     # the server logs a line per request and game event: into a file, as a pipe read only at
     # the end would fill and stop the server
     with (folder / "serve.log").open("wb") as log_file:
-        # a session of its own: its process group holds its worker processes too
+        # its own process group (start_new_session) holds its worker processes too
         server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log_file, env=env,
                                   start_new_session=True)
     try:
