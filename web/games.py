@@ -121,6 +121,7 @@ class LiveGame:
             "can_undo": self.can_undo(seat) and not (self.task is not None),
             "invite": self.invite if seat is not None and self.free_seat() is not None else None,
             "can_resign": seat is not None and not self.over,
+            "can_retry": self.can_retry(seat),
         }
 
     def shared_view(self) -> dict[str, Any]:
@@ -302,6 +303,20 @@ class LiveGame:
             await self._commit(action)
         await self.broadcast()
         self.agent_turn()
+
+    def can_retry(self, seat: str | None) -> bool:
+        """Whether the player in ``seat`` may ask the agent to move again: its move failed
+        (an error shown, nothing running) and it is still to move."""
+        return (seat is not None and self.error is not None and self.task is None and not self.over
+                and self.specs.get(self.state.to_play) is not None)
+
+    async def retry(self, client: Client) -> None:
+        """Ask the agent whose move failed to move again (the page's retry button)."""
+        if not self.can_retry(client.seat):
+            raise WebError("there is no failed move of the computer to ask again", "no_retry")
+        self.error = None
+        self.agent_turn()
+        await self.broadcast()
 
     async def undo(self, client: Client) -> None:
         """Take back the person's last move (and the agent's replies after it)."""

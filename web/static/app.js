@@ -517,6 +517,7 @@ function renderPlay() {
   }
   $("[data-action=undo]").disabled = !(view && view.can_undo);
   $("[data-action=resign]").disabled = !(view && view.can_resign);
+  $("[data-action=retry]").hidden = !(ui.mode === "play" && view && view.can_retry);  // after a failed computer move
   $("[data-action=hint]").disabled = !(view && view.vs_agent && view.seat && !view.winner);
 }
 
@@ -626,6 +627,7 @@ $("#move-form").addEventListener("submit", (event) => {
 });
 for (const button of $$("[data-symbol]")) button.addEventListener("click", () => chooseSymbol(button.dataset.symbol));
 $("[data-action=undo]").addEventListener("click", () => send({ type: "undo" }));
+$("[data-action=retry]").addEventListener("click", () => send({ type: "retry" }));
 $("[data-action=resign]").addEventListener("click", () => {
   if (window.confirm(t("play.resign_confirm"))) send({ type: "resign" });
 });
