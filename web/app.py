@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asgi_correlation_id import CorrelationIdMiddleware
 from prometheus_client import Gauge
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -47,7 +48,7 @@ from orderchaos.web.errors import Busy, WebError
 from orderchaos.web.games import Hub, valid_id
 from orderchaos.web.learn import learn_routes
 from orderchaos.web.proof_page import proof_page
-from orderchaos.web.ops import Health, Metrics, RequestLog, metrics_route, store_write_failed
+from orderchaos.web.ops import Health, Metrics, RequestLog, metrics_route, request_id, store_write_failed
 from orderchaos.web.protocol import RateLimit, decode
 from orderchaos.web.proxy import ClientAddress, IPNetwork, PublicURL, origin_allowed, request_client
 from orderchaos.web.puzzles import PuzzleRoom
@@ -270,8 +271,9 @@ def create_app(
             game.stop()
         services.close()
 
-    middleware = [Middleware(ClientAddress, trusted=trusted_proxies), Middleware(RequestLog),
-                  Middleware(SecurityHeaders)]
+    # outermost: every log line of a request or WebSocket carries its id
+    middleware = [Middleware(CorrelationIdMiddleware), Middleware(ClientAddress, trusted=trusted_proxies),
+                  Middleware(RequestLog), Middleware(SecurityHeaders)]
     if allowed_hosts:
         middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
     if quotas is not None:  # innermost: after the client's address is known and the host accepted
@@ -349,7 +351,8 @@ async def serve_socket(websocket: WebSocket, site: Site) -> None:
                     metrics.round_trip.observe(time.perf_counter() - started)
                 if kind in GAME_EVENTS:
                     game = connection.play.game
-                    log.info("client=%s game=%s %s", address, game.id if game is not None else "-", kind)
+                    log.info("client=%s game=%s %s request=%s", address, game.id if game is not None else "-", kind,
+                             request_id())
             except WebError as exc:
                 if kind == "move":
                     metrics.refused.labels(kind=exc.code).inc()

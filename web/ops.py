@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from asgi_correlation_id import correlation_id
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -132,6 +133,24 @@ def settle_heap() -> None:
     gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
 
 
+def request_id() -> str:
+    """The id of the HTTP request or WebSocket being handled (``X-Request-ID``: a proxy's, or
+    one made up here by :class:`asgi_correlation_id.CorrelationIdMiddleware`); ``-`` outside
+    one (the clock sweep)."""
+    return correlation_id.get() or "-"
+
+
+END_WORDS = {"five": "win", "full_board": "win", "resign": "resign", "time": "time", "aborted": "abort"}
+"""How a game ended, by the store's reason, in the log's words."""
+
+
+def log_game_end(game_id: str, winner: str | None, reason: str) -> None:
+    """One log line for a game that ended: how (win, resign, time, abort, with the store's
+    reason), the winner, and the request that ended it."""
+    log.info("game=%s ended: %s (%s), winner %s request=%s", game_id, END_WORDS.get(reason, reason), reason,
+             winner or "none", request_id())
+
+
 def store_write_failed(exc: BaseException) -> bool:
     """Whether ``exc`` is a write the disk refused: full (SQLite's SQLITE_FULL, ENOSPC,
     EDQUOT) or read-only."""
@@ -200,15 +219,16 @@ def metrics_route(metrics: Metrics) -> Callable[[Request], Any]:
 
 class RequestLog:
     """ASGI middleware: one log line (``orderchaos.web``, INFO) per HTTP request, with the
-    client's address, method, path, status and milliseconds until the answer started (written
-    before the answer leaves); one per WebSocket when it opens."""
+    client's address, method, path, status, milliseconds until the answer started (written
+    before the answer leaves) and the request id (:func:`request_id`); one per WebSocket when
+    it opens."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "websocket":
-            log.info("client=%s websocket %s", request_client(scope), scope.get("path", ""))
+            log.info("client=%s websocket %s request=%s", request_client(scope), scope.get("path", ""), request_id())
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -218,8 +238,8 @@ class RequestLog:
         def log_line(status: int) -> None:
             nonlocal logged
             logged = True
-            log.info("client=%s %s %s %d %.1f ms", request_client(scope), scope.get("method", ""),
-                     scope.get("path", ""), status, 1000 * (time.perf_counter() - started))
+            log.info("client=%s %s %s %d %.1f ms request=%s", request_client(scope), scope.get("method", ""),
+                     scope.get("path", ""), status, 1000 * (time.perf_counter() - started), request_id())
 
         async def logging_first(message: dict) -> None:
             if message["type"] == "http.response.start":  # logged before the client can see it

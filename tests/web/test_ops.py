@@ -11,6 +11,7 @@ import gc
 import json
 import logging
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -215,9 +216,69 @@ def test_game_events_are_logged_with_the_client_address(caplog: pytest.LogCaptur
             ws.send_json({"type": "state"})
             next_message(ws, "state")
     lines = [r.getMessage() for r in caplog.records]
-    assert f"client=127.0.0.9 game={game} new_game" in lines
-    assert f"client=127.0.0.9 game={game} move" in lines
-    assert "client=127.0.0.9 websocket /ws" in lines
+    [opened] = [line for line in lines if line.startswith("client=127.0.0.9 websocket /ws request=")]
+    socket_id = opened.rsplit("=", 1)[1]
+    assert re.fullmatch("[0-9a-f]{32}", socket_id)  # made up here: the page sent none
+    # every line of the WebSocket carries its id
+    assert f"client=127.0.0.9 game={game} new_game request={socket_id}" in lines
+    assert f"client=127.0.0.9 game={game} move request={socket_id}" in lines
+
+
+def test_an_http_request_logs_and_answers_its_request_id(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="orderchaos.web")
+    given = "0f5e4c3b2a1948f7b6e5d4c3b2a19876"  # a proxy's X-Request-ID (a UUID4) is kept
+    with TestClient(create_app(None, FAST)) as client:
+        answer = client.get("/healthz", headers={"X-Request-ID": given})
+        made_up = client.get("/healthz").headers["X-Request-ID"]
+    assert answer.headers["X-Request-ID"] == given and made_up != given
+    lines = [r.getMessage() for r in caplog.records if "GET /healthz" in r.getMessage()]
+    assert lines[0].endswith(f"request={given}") and lines[1].endswith(f"request={made_up}")
+
+
+def ended(caplog: pytest.LogCaptureFixture, game: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"game={game} ended")]
+
+
+def test_the_log_says_how_each_game_ended(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    from orderchaos.web.clocks import PRESETS
+    from orderchaos.web.games import ABORT_AFTER, Hub
+
+    caplog.set_level(logging.INFO, logger="orderchaos.web")
+    with TestClient(create_app(None, FAST)) as client, client.websocket_connect("/ws") as ws:
+        next_message(ws, "hello")
+        ws.send_json({"type": "new_game", "side": "order", "opponent": "random"})
+        resigned = next_message(ws, "joined")["game"]
+        ws.send_json({"type": "resign"})
+        while next_message(ws, "state").get("reason") is None:
+            pass
+        ws.send_json({"type": "play_friend", "side": "order"})
+        won = next_message(ws, "joined")["game"]
+        with client.websocket_connect("/ws") as other:
+            next_message(other, "hello")
+            view = next_message(ws, "state")
+            other.send_json({"type": "open", "game": won, "invite": view["invite"]})
+            next_message(other, "joined")
+            for ply, cell in enumerate([0, 6, 1, 7, 2, 8, 3, 9, 4]):  # X on a1..e1 by Order: five
+                mover, symbol = (ws, "X") if ply % 2 == 0 else (other, "O")
+                mover.send_json({"type": "move", "cell": cell, "symbol": symbol})
+                while len(next_message(other, "state")["moves"]) <= ply:
+                    pass
+        request = [r.getMessage() for r in caplog.records if r.getMessage().startswith("client=testclient websocket")]
+        socket_id = request[0].rsplit("=", 1)[1]
+    assert ended(caplog, resigned) == [f"game={resigned} ended: resign (resign), winner chaos request={socket_id}"]
+    assert ended(caplog, won)[0].startswith(f"game={won} ended: win (five), winner order request=")
+    # no tab open: the clock sweep ends them, outside any request
+    now = {"t": 1000.0}
+    store = GameStore(tmp_path / "games.sqlite3", clock=lambda: now["t"])
+    store.create("a" * 22, {"order": None, "chaos": None}, {}, {"order": "x", "chaos": "y"}, None)
+    store.create("t" * 22, {"order": None, "chaos": None}, {}, {"order": "x", "chaos": "y"}, None, PRESETS["1+0"])
+    clock = store.load("t" * 22).clock  # type: ignore[union-attr]
+    clock.after_move("order", now["t"])  # Order's first move starts Chaos's minute
+    store.add_move("t" * 22, 0, 0, None, clock)
+    now["t"] += ABORT_AFTER + 120
+    asyncio.run(Hub(Services(store=store)).sweep())
+    assert ended(caplog, "a" * 22) == [f"game={'a' * 22} ended: abort (aborted), winner none request=-"]
+    assert ended(caplog, "t" * 22) == [f"game={'t' * 22} ended: time (time), winner order request=-"]
 
 
 
