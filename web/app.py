@@ -356,6 +356,8 @@ async def serve_socket(websocket: WebSocket, site: Site) -> None:
             except WebError as exc:
                 if kind == "move":
                     metrics.refused.labels(kind=exc.code).inc()
+                if exc.code == "lobby_limit":
+                    metrics.lobby_refused.inc()
                 if kind in GAME_CREATING:
                     log.info("client=%s %s refused: %s", address, kind, exc.code)
                 await send(exc.payload())

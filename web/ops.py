@@ -18,6 +18,11 @@ Each app has its own :class:`prometheus_client.CollectorRegistry`, so two apps i
     orderchaos_store_commit_seconds      seconds spent committing its transactions (moves, ends), apart
     orderchaos_gc_pause_seconds{generation}  how long each of Python's garbage collections stopped the
                                          process (while the app runs)
+    orderchaos_lobby_refused_total       challenges refused by the lobby's limit of open challenges
+                                         per address
+    process_resident_memory_bytes, process_cpu_seconds_total, process_open_fds, ...
+                                         the process's memory, CPU time and open files
+                                         (prometheus_client's ProcessCollector, from /proc)
     orderchaos_ready                     1 while ``/healthz`` says the instance can take games, else 0
     orderchaos_store_write_failures_total  writes to the game store that failed (a full disk, a
                                          read-only file): ``/healthz``'s probe and the games' own
@@ -39,7 +44,8 @@ from collections.abc import Callable
 from typing import Any
 
 from asgi_correlation_id import correlation_id
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector,
+                               generate_latest)
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
@@ -92,6 +98,10 @@ class Metrics:
             registry=self.registry)
         self.ready = Gauge("orderchaos_ready", "1 while /healthz says the instance can take games",
                            registry=self.registry)
+        self.lobby_refused = Counter(
+            "orderchaos_lobby_refused", "challenges refused by the lobby's limit of open challenges per address",
+            registry=self.registry)
+        ProcessCollector(registry=self.registry)
 
     def watch_gc(self) -> None:
         """Time every garbage collection from now on into ``orderchaos_gc_pause_seconds``."""

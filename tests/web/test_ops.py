@@ -154,6 +154,20 @@ def test_metrics_count_connections_moves_refusals_and_round_trips() -> None:
         assert samples(other.get("/metrics").text)["orderchaos_moves_total"] == 0
 
 
+def test_metrics_show_the_process_and_the_lobby_limit_refusals() -> None:
+    with TestClient(create_app(None, FAST)) as client, client.websocket_connect("/ws") as ws:
+        next_message(ws, "hello")
+        for _ in range(3):
+            ws.send_json({"type": "challenge", "side": "order", "time_control": "none"})
+            next_message(ws, "lobby")
+        ws.send_json({"type": "challenge", "side": "order", "time_control": "none"})
+        assert next_message(ws, "error")["code"] == "lobby_limit"
+        metrics = samples(client.get("/metrics").text)
+    assert metrics["orderchaos_lobby_refused_total"] == 1
+    assert metrics["process_resident_memory_bytes"] > 0 and metrics["process_open_fds"] > 0
+    assert metrics["process_cpu_seconds_total"] > 0
+
+
 def test_queued_and_running_searches_are_counted() -> None:
     services = Services(Limits(max_searches=1))
     metrics = Metrics(lambda: 0, lambda: services.queued, lambda: services.running)
