@@ -821,3 +821,33 @@ def test_the_puzzles_tab_fits_a_phone(browser: Browser, server: Server) -> None:
     expect(tab.get_by_test_id("puzzle-prompt")).to_contain_text("Puzzle of the day: ")
     assert tab.evaluate("[document.documentElement.scrollWidth, innerWidth]") == [390, 390]
     context.close()
+
+
+def test_a_refused_tab_says_why_until_taken_and_the_clocks_stop_while_disconnected(
+        browser: Browser, tmp_path: Path) -> None:
+    live = Server(tmp_path, tmp_path / "games.sqlite3", AddressLimits(connections=1))
+    try:
+        first_ctx, first = new_tab(browser, live.url)
+        second_ctx = browser.new_context(locale="en-GB")
+        second = second_ctx.new_page()
+        second.set_default_timeout(TIMEOUT_MS)
+        second.goto(live.url)  # one page per address: this one is refused
+        status = second.get_by_test_id("status")
+        expect(status).to_have_text(re.compile(r"^Not connected: too many open pages from your address \(at most 1\)"))
+        expect(status).not_to_contain_text("Connection lost")
+        first_ctx.close()  # a place frees: the refused tab is taken at its next try
+        expect(status).to_have_text(re.compile("Choose a side"), timeout=60_000)
+        second.select_option("select[name=time_control]", "3+2")
+        play_the_computer(second, "order")
+        second.click("button[data-symbol=X]")
+        second.click("[data-cell='0']")  # not charged; the computer's reply starts Order's clock
+        clock = second.get_by_test_id("clock-order")
+        expect(clock).to_have_class(re.compile("running"))
+        live.stop()
+        expect(status).to_contain_text("Connection lost")
+        expect(clock).not_to_have_class(re.compile("running"))  # no ticking the server cannot hear
+        live.start()
+        expect(clock).to_have_class(re.compile("running"), timeout=60_000)
+        second_ctx.close()
+    finally:
+        live.stop()

@@ -31,6 +31,9 @@ const ui = {
   invite: null,    // the invite secret from the link this tab was opened with
   publicUrl: null, // the site's public address (serve --public-url), the base of the links shown
   restarting: false,  // the server said it is restarting: the lost connection is expected
+  greeted: false,     // this connection got its hello: the server took the tab
+  refusal: null,      // why the server refused this tab (an error before hello), until it takes it
+  disconnectedAt: 0,  // when the connection was lost (performance.now()): the clocks stop there
   study: { file: "", games: [], game: -1, ply: 0, analysis: null },
   pendingColumn: null,
   catalogue: {},
@@ -116,10 +119,11 @@ function connect() {
     if (handler) handler(msg);
   });
   socket.addEventListener("open", () => {
-    retries = 0;
     ui.connected = true;
+    ui.greeted = false;
   });
   socket.addEventListener("close", () => {
+    if (ui.connected) ui.disconnectedAt = performance.now();
     ui.connected = false;
     // back off 0.5 s, 1 s, 2 s ... up to 10 s, then redraw everything from the server's state
     const delay = Math.min(10000, 500 * 2 ** retries) * (0.75 + Math.random() / 2);
@@ -153,6 +157,9 @@ function gameFromAddress() {
 
 const handlers = {
   hello(msg) {
+    retries = 0;  // taken: a refused tab keeps backing off
+    ui.greeted = true;
+    ui.refusal = null;
     ui.levels = msg.levels;
     ui.limits = msg.limits;
     ui.publicUrl = msg.public_url || null;
@@ -208,6 +215,11 @@ const handlers = {
   error(msg) {
     if (msg.code === "restarting") {  // the connection is about to close: say why, not "Error"
       ui.restarting = true;
+      render();
+      return;
+    }
+    if (!ui.greeted) {  // refused before hello (a connection limit): say why while it retries
+      ui.refusal = msg;
       render();
       return;
     }
@@ -428,6 +440,7 @@ function render() {
   drawBoard(view);
   const error = ui.errors[ui.mode];
   if (ui.restarting) setStatus(t("status.restarting"), "error");
+  else if (!ui.connected && ui.refusal) setStatus(t("status.refused", { message: errorText(ui.refusal) }), "error");
   else if (!ui.connected) setStatus(t(socket ? "status.reconnecting" : "status.connecting"), "error");
   else if (extra) setStatus(...extra.status());
   else if (error) setStatus(t("status.error", { message: errorText(error) }), "error");
@@ -485,12 +498,14 @@ function renderClocks() {
   const clock = ui.mode === "play" && view ? view.clock : null;
   box.hidden = !clock;
   if (!clock) return;
+  // cut off from the server, the clocks stop where they were: its next view has the truth
+  const now = ui.connected ? performance.now() : Math.max(view.receivedAt, ui.disconnectedAt);
   for (const role of ["order", "chaos"]) {
     let left = clock.left[role];
-    if (clock.running === role) left -= (performance.now() - view.receivedAt) / 1000;
+    if (clock.running === role) left -= (now - view.receivedAt) / 1000;
     const node = $(`[data-testid=clock-${role}]`);
     node.textContent = t("clock.left", { side: side(role), time: clockText(left) });
-    node.classList.toggle("running", clock.running === role);
+    node.classList.toggle("running", ui.connected && clock.running === role);
   }
 }
 setInterval(renderClocks, 250);
