@@ -93,7 +93,8 @@ class Site:
             stdout=subprocess.DEVNULL, stderr=(folder / "caddy.log").open("w"), env=env, cwd=folder)
         insecure = ssl.create_default_context()
         insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
-        for _ in range(600):  # until both answer (the server's imports take a while on a busy machine)
+        deadline = time.monotonic() + 300  # a hang guard: /healthz says 200 once the workers are warm
+        while time.monotonic() < deadline:  # until both answer (imports and warm-up are slow on a busy machine)
             for process, name in ((self.server, "serve.log"), (self.caddy, "caddy.log")):
                 if process.poll() is not None:
                     raise RuntimeError(f"{name} ended: {(folder / name).read_text()[-2000:]}")

@@ -46,8 +46,9 @@ FAST = Limits(move_time=5.0, hint_time=0.3, rate=1000, burst=1000)
 
 @pytest.fixture(autouse=True)
 def no_hang() -> Iterator[None]:
-    """A test waiting for a message that never comes fails after two minutes instead of hanging."""
-    faulthandler.dump_traceback_later(120, exit=True)
+    """A test waiting for a message that never comes fails after ten minutes instead of hanging (a
+    server warming its workers on a busy machine takes a minute or more)."""
+    faulthandler.dump_traceback_later(600, exit=True)
     yield
     faulthandler.cancel_dump_traceback_later()
 
@@ -315,9 +316,18 @@ def test_backup_checks_its_output_before_copying(tmp_path: Path, capsys: pytest.
     assert "not a usable game store" in capsys.readouterr().err and not (tmp_path / "b.sqlite3").exists()
 
 
+def health_status(port: int) -> int:
+    """The status of ``GET /healthz`` on 127.0.0.1:``port``."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=30) as answer:
+            return answer.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
 def host_status(port: int, host: str) -> int:
-    """The status of ``GET /healthz`` on 127.0.0.1:``port`` addressed to ``host``."""
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/healthz", headers={"Host": host})
+    """The status of ``GET /`` on 127.0.0.1:``port`` addressed to ``host``."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/", headers={"Host": host})
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
             return answer.status
@@ -333,7 +343,8 @@ def test_a_running_server_behind_a_public_url_backs_up_tells_its_tabs_on_sigterm
     server = subprocess.Popen(
         [sys.executable, "-m", "orderchaos", "serve", "--db", str(db), "--port", str(port),
          "--public-url", "https://games.example.org"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        # its log into a file: a pipe nobody reads fills up and stops the server at its next line
+        stdout=subprocess.PIPE, stderr=(tmp_path / "serve.log").open("w"), text=True, env=env)
     try:
         ws = None
         for _ in range(600):  # until it listens (startup imports take a while on a busy machine)
@@ -344,6 +355,8 @@ def test_a_running_server_behind_a_public_url_backs_up_tells_its_tabs_on_sigterm
                 assert server.poll() is None, server.communicate()
                 time.sleep(0.1)
         assert ws is not None, "the server never listened"
+        # ready once its workers are warm (a minute on a busy machine): then a game starts at once
+        wait_until(lambda: health_status(port) == 200, "the server said it was ready", seconds=300)
         # the public host is answered (a proxy passes it on), another host is not (DNS rebinding)
         assert host_status(port, "games.example.org") == 200 and host_status(port, "rebound.example") == 400
         with ws:
@@ -363,7 +376,8 @@ def test_a_running_server_behind_a_public_url_backs_up_tells_its_tabs_on_sigterm
             told = json.loads(ws.recv(timeout=30))
             assert told["type"] == "error" and told["code"] == "restarting"
         assert server.wait(timeout=10) == 0
-        out, err = server.communicate()
+        out, _ = server.communicate()
+        err = (tmp_path / "serve.log").read_text()
         assert "the game store is closed" in out and "Traceback" not in err
         assert f"client=127.0.0.1 game={game['game']} move" in err
     finally:
