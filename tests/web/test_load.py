@@ -94,3 +94,15 @@ def test_a_failed_run_stops_the_server_and_its_workers_even_when_sigterm_does_no
     while alive(server) or alive(worker):
         assert time.monotonic() < deadline, "the server or its worker outlived the failed run"
         time.sleep(0.05)
+
+
+def test_the_startup_probe_times_every_healthz_answer_of_a_fresh_server() -> None:
+    from orderchaos.web.load import startup_probe, startup_report
+
+    result = startup_probe(20.0, agents="threads", every=0.1)  # serve listens within seconds
+    assert result["probes"] == 200 and result["failed"] == 0 and result["server_errors"] == []
+    answered = result["ok"] + result["not_ready"]
+    assert answered + result["not_listening"] == 200 and answered > 0
+    assert result["ready_after_s"] is not None  # without workers it is ready once it listens
+    assert result["wait_histogram"]["<=infs"] == answered and result["wait_max_ms"] >= result["wait_p50_ms"]
+    assert "wait for an answer: p50" in startup_report(result)
