@@ -422,7 +422,7 @@ def generate(
 
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # a search in a server's thread leaves its event loop running
 def search(
     x: int,
     o: int,

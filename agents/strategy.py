@@ -89,13 +89,15 @@ def centre_bits(idx: int) -> tuple[int, int]:
     return x, o
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _solve_centre(pow3: np.ndarray, line_masks: np.ndarray) -> np.ndarray:
     """Retrograde solve of the centre game over all 3**16 boards (index: base-3 digits,
     0 empty, 1 X, 2 O, digit i for centre cell i). Placing a stone raises the index, so a
     pass from the top index down sees every child before its parent. The value is the
     number of plies to a line of four with best play (0: one stands already; Order
-    hastens, Chaos delays), or CHAOS_WINS. The mover is Order when the stone count is even."""
+    hastens, Chaos delays), or CHAOS_WINS. The mover is Order when the stone count is even.
+    It releases the GIL while it runs (seconds): a server building the table in a thread
+    keeps answering."""
     n = 3**16
     table = np.empty(n, dtype=np.int8)
     for idx in range(n - 1, -1, -1):

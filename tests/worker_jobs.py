@@ -44,3 +44,46 @@ def fail(bench: Any) -> None:
 def warm_number(value: int) -> int:
     """A bench that is a number."""
     return value
+
+
+def warm_when(released: str) -> None:
+    """A bench built only once the file ``released`` exists (a worker warming up for as long
+    as a test wants)."""
+    while not Path(released).exists():
+        time.sleep(0.01)
+
+
+class StallingAgent:
+    """An agent whose move first touches a file named after its process (``started`` plus
+    ``-PID``: its search has begun), then waits, looking at the stop flag, until the file
+    ``release`` exists; then it plays the first legal move."""
+
+    name = "stalling"
+
+    def __init__(self, started: str, release: str) -> None:
+        self.started, self.release = started, release
+
+    def act(self, state: Any) -> int:
+        Path(f"{self.started}-{os.getpid()}").touch()
+        while not Path(self.release).exists():
+            cancel.check()
+            time.sleep(0.01)
+        return state.legal_actions()[0]
+
+
+class StallingBench:
+    """A worker's bench whose every agent is a :class:`StallingAgent`."""
+
+    def __init__(self, started: str, release: str) -> None:
+        self.started, self.release = started, release
+
+    def agent(self, key: str, spec: str) -> StallingAgent:
+        return StallingAgent(self.started, self.release)
+
+    def forget(self, key: str) -> None:
+        pass
+
+
+def warm_stalling(started: str, release: str) -> StallingBench:
+    """A worker whose agents stall (:class:`StallingAgent`)."""
+    return StallingBench(started, release)

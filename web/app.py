@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asgi_correlation_id import CorrelationIdMiddleware
 from prometheus_client import Gauge
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -47,7 +48,7 @@ from orderchaos.web.errors import Busy, WebError
 from orderchaos.web.games import Hub, valid_id
 from orderchaos.web.learn import learn_routes
 from orderchaos.web.proof_page import proof_page, render_not_found
-from orderchaos.web.ops import Metrics, RequestLog, health_route, metrics_route
+from orderchaos.web.ops import Health, Metrics, RequestLog, metrics_route, request_id, store_write_failed
 from orderchaos.web.protocol import RateLimit, decode
 from orderchaos.web.proxy import ClientAddress, IPNetwork, PublicURL, origin_allowed, request_client
 from orderchaos.web.puzzles import PuzzleRoom
@@ -210,6 +211,7 @@ def create_app(
     if quotas is not None:
         quotas.refused = lambda code: metrics.address_refused.labels(kind=code).inc()
     site = Site(services, hub, metrics, quotas, public)
+    health = Health(store, metrics, (lambda: (workers.ready, workers.workers)) if workers is not None else None)
     info = build_info()
     template = (STATIC_DIR / "index.html").read_text()
     counter = {"open": 0}
@@ -279,8 +281,9 @@ def create_app(
             game.stop()
         services.close()
 
-    middleware = [Middleware(ClientAddress, trusted=trusted_proxies), Middleware(RequestLog),
-                  Middleware(SecurityHeaders)]
+    # outermost: every log line of a request or WebSocket carries its id
+    middleware = [Middleware(CorrelationIdMiddleware), Middleware(ClientAddress, trusted=trusted_proxies),
+                  Middleware(RequestLog), Middleware(SecurityHeaders)]
     if allowed_hosts:
         middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
     if quotas is not None:  # innermost: after the client's address is known and the host accepted
@@ -288,7 +291,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/", index),
-            Route("/healthz", health_route(store)),
+            Route("/healthz", health.route),
             Route("/metrics", metrics_route(metrics)),
             Route("/g/{game}", index),
             Route("/games/{game}.jsonl", download),
@@ -359,10 +362,13 @@ async def serve_socket(websocket: WebSocket, site: Site) -> None:
                     metrics.round_trip.observe(time.perf_counter() - started)
                 if kind in GAME_EVENTS:
                     game = connection.play.game
-                    log.info("client=%s game=%s %s", address, game.id if game is not None else "-", kind)
+                    log.info("client=%s game=%s %s request=%s", address, game.id if game is not None else "-", kind,
+                             request_id())
             except WebError as exc:
                 if kind == "move":
                     metrics.refused.labels(kind=exc.code).inc()
+                if exc.code == "lobby_limit":
+                    metrics.lobby_refused.inc()
                 if kind in GAME_CREATING:
                     log.info("client=%s %s refused: %s", address, kind, exc.code)
                 await send(exc.payload())
@@ -372,6 +378,8 @@ async def serve_socket(websocket: WebSocket, site: Site) -> None:
                     await send(WebError("the game store is in use by another program; try again in a "
                                         "moment", "store_busy").payload())
                 else:
+                    if store_write_failed(exc):
+                        metrics.store_write_failures.inc()
                     log.exception("error while handling a message")
                     await send(WebError("the server could not handle that message", "internal").payload())
     except WebSocketDisconnect:

@@ -21,6 +21,7 @@ from orderchaos.agents.fallback import fallback_action
 from orderchaos.arena.analysis import board_facts, move_list
 from orderchaos.web.errors import Busy, TimedOut, WebError
 from orderchaos.web.lobby import Lobby
+from orderchaos.web.ops import log_game_end
 from orderchaos.web.clocks import TimeControl
 from orderchaos.web.services import Services, agent_move
 from orderchaos.web.store import REASONS, StoredGame, token_hash
@@ -121,6 +122,7 @@ class LiveGame:
             "can_undo": self.can_undo(seat) and not (self.task is not None),
             "invite": self.invite if seat is not None and self.free_seat() is not None else None,
             "can_resign": seat is not None and not self.over,
+            "can_retry": self.can_retry(seat),
         }
 
     def shared_view(self) -> dict[str, Any]:
@@ -220,6 +222,7 @@ class LiveGame:
         self.error = None
         if state.winner is not None:
             self.winner, self.reason = state.winner, "five" if state.winner == ORDER else "full_board"
+            log_game_end(self.id, self.winner, self.reason)
 
     async def end(self, winner: str | None, reason: str) -> None:
         """End the game off the board (resign, time, aborted): stored first, then told."""
@@ -230,6 +233,7 @@ class LiveGame:
                 self.clock.stop(self.state.to_play, self.services.store.clock())
             self.services.store.finish(self.id, winner, reason, self.clock)
             self.winner, self.reason = winner, reason
+            log_game_end(self.id, winner, reason)
             self.stop()
         await self.broadcast()
 
@@ -303,6 +307,20 @@ class LiveGame:
         await self.broadcast()
         self.agent_turn()
 
+    def can_retry(self, seat: str | None) -> bool:
+        """Whether the player in ``seat`` may ask the agent to move again: its move failed
+        (an error shown, nothing running) and it is still to move."""
+        return (seat is not None and self.error is not None and self.task is None and not self.over
+                and self.specs.get(self.state.to_play) is not None)
+
+    async def retry(self, client: Client) -> None:
+        """Ask the agent whose move failed to move again (the page's retry button)."""
+        if not self.can_retry(client.seat):
+            raise WebError("there is no failed move of the computer to ask again", "no_retry")
+        self.error = None
+        self.agent_turn()
+        await self.broadcast()
+
     async def undo(self, client: Client) -> None:
         """Take back the person's last move (and the agent's replies after it)."""
         seat = client.seat
@@ -363,12 +381,14 @@ class Hub:
             if stored.clock.flagged(to_move, now):
                 stored.clock.stop(to_move, now)
                 store.finish(game_id, other(to_move), "time", stored.clock)
+                log_game_end(game_id, other(to_move), "time")
         for game_id in store.unstarted_since(store.clock() - ABORT_AFTER):
             live = self.games.get(game_id)
             if live is not None:
                 await live.end(None, "aborted")
             else:
                 store.finish(game_id, None, "aborted")
+                log_game_end(game_id, None, "aborted")
 
     async def _sweep_forever(self) -> None:
         while True:

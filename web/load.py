@@ -15,6 +15,10 @@ process, of its worker processes and of the clients, and the server's peak memor
 ``/proc``); then it stops the server and checks that every game in the database holds exactly
 the moves that were played, and that every game ended. Only loopback addresses are ever
 contacted.
+
+:func:`startup_probe` (``--startup-probe SECONDS``) starts a server the same way and asks
+``GET /healthz`` every 100 ms from the moment it was started: how long each answer waited
+(the event loop held up by work at startup), and when the server first said it was ready.
 """
 
 from __future__ import annotations
@@ -24,12 +28,15 @@ import asyncio
 import json
 import os
 import random
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +49,8 @@ PACED_THINK = 1.0
 even a 1+0 game, so the figure errs towards more load."""
 PACED_RAMP = 5.0
 """Seconds over which ``bench web``'s paced run starts its games."""
+STOP_GRACE_S = 15.0
+"""Seconds a server the tool started gets to exit after SIGTERM before it is killed."""
 
 
 @dataclass
@@ -244,6 +253,54 @@ def check_store(db: Path, logs: list[GameLog], time_control: str = NO_CLOCK) -> 
     return problems
 
 
+def serve_command(port: int, db: Path, max_connections: int, agents: str, workers: int | None) -> list[str]:
+    """The ``orderchaos serve`` command line the load tool starts."""
+    command = [sys.executable, "-m", "orderchaos", "serve", "--host", HOST, "--port", str(port),
+               "--db", str(db), "--max-connections", str(max_connections), "--agents", agents]
+    return command + (["--workers", str(workers)] if workers is not None else [])
+
+
+@contextmanager
+def started_server(command: list[str], folder: Path) -> Iterator[subprocess.Popen]:
+    """``command`` (a ``serve``) running with its data and log in ``folder``; stopped with
+    its worker processes on leaving, however the block ends (:func:`stop_server`)."""
+    env = {**os.environ, "XDG_DATA_HOME": str(folder)}
+    # the server logs a line per request and game event: into a file, as a pipe read only at
+    # the end would fill and stop the server
+    with (folder / "serve.log").open("wb") as log_file:
+        # its own process group (start_new_session) holds its worker processes too
+        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log_file, env=env,
+                                  start_new_session=True)
+    try:
+        yield server
+    finally:
+        stop_server(server)
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    """SIGTERM to ``server``, SIGKILL if it has not exited :data:`STOP_GRACE_S` seconds later,
+    then SIGKILL to what is left of its process group (its workers; a Ctrl-C here too)."""
+    try:
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+    finally:
+        try:
+            os.killpg(server.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is gone: nothing was left
+
+
+def _wait_for_workers(port: int, expected: int) -> None:
+    deadline = time.monotonic() + 600
+    while scrape(port).get("orderchaos_workers_ready", 0) < expected and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
 def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | None = None,
               workers: int | None = None, agents: str = "processes", time_control: str = "5+3",
               think: float = 0.0, ramp: float = 0.0) -> dict[str, Any]:
@@ -251,22 +308,11 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="orderchaos-load-") as tmp:
         db_path = db or Path(tmp) / "games.sqlite3"
-        command = [sys.executable, "-m", "orderchaos", "serve", "--host", HOST, "--port", str(port),
-                   "--db", str(db_path), "--max-connections", str(2 * friend_games + agent_games + 10)]
-        command += ["--agents", agents] + (["--workers", str(workers)] if workers is not None else [])
-        env = {**os.environ, "XDG_DATA_HOME": tmp}
-        # the server logs a line per request and game event: into a file, as a pipe read only at
-        # the end would fill and stop the server
-        server_log = Path(tmp) / "serve.log"
-        with server_log.open("wb") as log_file:
-            server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log_file, env=env)
-        try:
+        command = serve_command(port, db_path, 2 * friend_games + agent_games + 10, agents, workers)
+        with started_server(command, Path(tmp)) as server:
             _wait_for_port(port, server)
             if agents != "threads":  # measure the site at work, not its workers warming up
-                expected = workers or os.cpu_count() or 1
-                deadline = time.monotonic() + 600
-                while scrape(port).get("orderchaos_workers_ready", 0) < expected and time.monotonic() < deadline:
-                    time.sleep(0.5)
+                _wait_for_workers(port, workers or os.cpu_count() or 1)
             before = scrape(port)
             cpu_before = cpu_seconds(server.pid)
             workers_before = {p: cpu_seconds(p) for p in child_pids(server.pid)}
@@ -278,10 +324,7 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
             server_memory = peak_memory_mb(server.pid)
             worker_cpu = sum(cpu_seconds(p) - workers_before.get(p, 0.0) for p in child_pids(server.pid))
             after = scrape(port)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-        err = server_log.read_bytes()
+        err = (Path(tmp) / "serve.log").read_bytes()
         problems = check_store(db_path, logs, time_control)
     trips = sorted(t for log in logs for t in log.trips)
     moves = sum(len(log.final) for log in logs)
@@ -326,6 +369,106 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
     }
 
 
+STARTUP_SECONDS = 60.0
+"""How long :func:`startup_probe` watches a fresh server."""
+PROBE_EVERY_S = 0.1
+"""How often it asks ``/healthz``."""
+SLOW_ANSWER_S = 0.5
+"""A wait for ``/healthz`` longer than this counts as the event loop held up."""
+
+
+async def _probe_once(port: int, timeout: float) -> int | None:
+    """One ``GET /healthz``: its status, or None when nothing listens yet."""
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(HOST, port), timeout)
+    except OSError:
+        return None
+    try:
+        writer.write(f"GET /healthz HTTP/1.1\r\nHost: {HOST}:{port}\r\nConnection: close\r\n\r\n".encode())
+        status_line = await asyncio.wait_for(reader.readline(), timeout)
+        return int(status_line.split()[1])
+    finally:
+        writer.close()
+
+
+async def _probe_schedule(port: int, seconds: float, every: float, started: float) -> list[tuple[float, float, int | None]]:
+    """A probe at each tick of ``every`` seconds for ``seconds`` from ``started`` (the
+    server's start, perf_counter), each its own task, so that a held-up answer does not delay
+    the next question: (sent at, waited, status or None) for each, None also for a probe that
+    timed out."""
+    async def one(at: float) -> tuple[float, float, int | None]:
+        await asyncio.sleep(max(0.0, at - time.perf_counter()))
+        sent = time.perf_counter()
+        try:
+            status = await _probe_once(port, timeout=seconds)
+        except (asyncio.TimeoutError, OSError, ValueError, IndexError):
+            status = -1  # answered wrongly or not at all
+        return sent - started, time.perf_counter() - sent, status
+
+    ticks = int(seconds / every)
+    return list(await asyncio.gather(*(one(started + k * every) for k in range(ticks))))
+
+
+def startup_probe(seconds: float = STARTUP_SECONDS, *, workers: int | None = None, agents: str = "processes",
+                  every: float = PROBE_EVERY_S) -> dict[str, Any]:
+    """Start ``orderchaos serve`` (as :func:`load_test` does) and ask ``GET /healthz`` every
+    ``every`` seconds for ``seconds`` from the moment it was started: how long each answer
+    took once the server listened, when it first answered ready (200), and the figures."""
+    port = _free_port()
+    with tempfile.TemporaryDirectory(prefix="orderchaos-start-") as tmp:
+        command = serve_command(port, Path(tmp) / "games.sqlite3", 100, agents, workers)
+        started = time.perf_counter()
+        with started_server(command, Path(tmp)) as server:
+            probes = asyncio.run(_probe_schedule(port, seconds, every, started))
+            exited = server.poll()
+        err = (Path(tmp) / "serve.log").read_bytes()
+    answered = [(at, waited, status) for at, waited, status in probes if status is not None]
+    waits = sorted(waited for _, waited, status in answered if status != -1)
+    slowest = max(answered, key=lambda probe: probe[1], default=None)
+    quantile = (lambda q: waits[min(len(waits) - 1, int(q * len(waits)))]) if waits else (lambda q: None)
+    return {
+        "seconds": seconds,
+        "every_s": every,
+        "agents": agents,
+        "workers": workers or os.cpu_count() or 1,
+        "probes": len(probes),
+        "not_listening": len(probes) - len(answered),
+        "listening_after_s": answered[0][0] if answered else None,
+        "ok": sum(status == 200 for _, _, status in answered),
+        "not_ready": sum(status == 503 for _, _, status in answered),
+        "failed": sum(status not in (200, 503) for _, _, status in answered),
+        "ready_after_s": next((at for at, _, status in answered if status == 200), None),
+        "wait_p50_ms": 1000 * quantile(0.5) if waits else None,
+        "wait_p90_ms": 1000 * quantile(0.9) if waits else None,
+        "wait_p99_ms": 1000 * quantile(0.99) if waits else None,
+        "wait_max_ms": 1000 * slowest[1] if slowest else None,
+        "slowest_sent_at_s": slowest[0] if slowest else None,
+        "slow_answers": sum(waited > SLOW_ANSWER_S for _, waited, _ in answered),
+        "wait_histogram": {f"<={bound:g}s": sum(w <= bound for w in waits)
+                           for bound in (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, float("inf"))},
+        "server_exited": exited,
+        "server_errors": [line for line in err.decode(errors="replace").splitlines() if "Traceback" in line],
+    }
+
+
+def startup_report(result: dict[str, Any]) -> str:
+    """The startup probe's figures as a few lines of text."""
+    if result["listening_after_s"] is None:
+        return f"startup: the server never listened in {result['seconds']:g} s (exit status {result['server_exited']})"
+    return (
+        f"startup: GET /healthz every {1000 * result['every_s']:g} ms for {result['seconds']:g} s after `orderchaos "
+        f"serve` started (--agents {result['agents']}, {result['workers']} workers)\n"
+        f"  listening after {result['listening_after_s']:.1f} s; ready (200) after "
+        f"{'-' if result['ready_after_s'] is None else '%.1f s' % result['ready_after_s']}; "
+        f"{result['ok']} answered 200, {result['not_ready']} 503, {result['failed']} failed\n"
+        f"  wait for an answer: p50 {result['wait_p50_ms']:.1f} ms, p90 {result['wait_p90_ms']:.1f} ms, "
+        f"p99 {result['wait_p99_ms']:.1f} ms, max {result['wait_max_ms']:.0f} ms (the probe sent "
+        f"{result['slowest_sent_at_s']:.1f} s after the start); {result['slow_answers']} over "
+        f"{1000 * SLOW_ANSWER_S:g} ms\n"
+        f"  waits by bound: " + ", ".join(f"{k} {v}" for k, v in result["wait_histogram"].items())
+    )
+
+
 def report(result: dict[str, Any]) -> str:
     """The figures as a few lines of text."""
     return (
@@ -364,14 +507,18 @@ def run(quick: bool = False) -> dict[str, Any]:
     agents on worker processes), or a few with ``quick`` (thinking and ramp a twentieth as
     long); first as people play (games starting
     over :data:`PACED_RAMP` seconds, players thinking :data:`PACED_THINK` seconds a move on
-    average), then every game at once with moves sent without thinking (the server's capacity)."""
+    average), then every game at once with moves sent without thinking (the server's capacity).
+    Before them, :func:`startup_probe` of a fresh server (for a twentieth of the time with
+    ``quick``)."""
+    started = startup_probe(STARTUP_SECONDS / 20 if quick else STARTUP_SECONDS)
+    print(startup_report(started))
     friend, agent = (2, 2) if quick else (200, 100)
     paced = load_test(friend, agent, think=PACED_THINK / 20 if quick else PACED_THINK,
                       ramp=PACED_RAMP / 20 if quick else PACED_RAMP)
     print(report(paced))
     flat_out = load_test(friend, agent)
     print(report(flat_out))
-    return {"paced": paced, "flat_out": flat_out}
+    return {"startup": started, "paced": paced, "flat_out": flat_out}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -390,8 +537,18 @@ def main(argv: list[str] | None = None) -> int:
                              "twice this (default 0: move at once, the server's saturation)")
     parser.add_argument("--ramp", type=float, default=0.0, metavar="SECONDS",
                         help="start the games evenly over this many seconds (default 0: all at once)")
+    parser.add_argument("--startup-probe", type=float, default=None, metavar="SECONDS",
+                        help=f"instead of games: ask GET /healthz every {1000 * PROBE_EVERY_S:g} ms for SECONDS "
+                             f"after the server starts and report how long the answers waited (e.g. {STARTUP_SECONDS:g})")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
+    if args.startup_probe is not None:
+        if not 0 < args.startup_probe <= 3600:
+            print("orderchaos.web.load: --startup-probe takes seconds in (0, 3600]", file=sys.stderr)
+            return 2
+        probed = startup_probe(args.startup_probe, workers=args.workers, agents=args.agents)
+        print(json.dumps(probed, indent=2) if args.json else startup_report(probed))
+        return 0 if probed["listening_after_s"] is not None and not probed["failed"] else 1
     if args.friend_games < 0 or args.agent_games < 0 or args.friend_games + args.agent_games == 0:
         print("orderchaos.web.load: --friend-games and --agent-games must be at least 0, and not both 0", file=sys.stderr)
         return 2

@@ -18,6 +18,14 @@ Each app has its own :class:`prometheus_client.CollectorRegistry`, so two apps i
     orderchaos_store_commit_seconds      seconds spent committing its transactions (moves, ends), apart
     orderchaos_gc_pause_seconds{generation}  how long each of Python's garbage collections stopped the
                                          process (while the app runs)
+    orderchaos_lobby_refused_total       challenges refused by the lobby's limit of open challenges
+                                         per address
+    process_resident_memory_bytes, process_cpu_seconds_total, process_open_fds, ...
+                                         the process's memory, CPU time and open files
+                                         (prometheus_client's ProcessCollector, from /proc)
+    orderchaos_ready                     1 while ``/healthz`` says the instance can take games, else 0
+    orderchaos_store_write_failures_total  writes to the game store that failed (a full disk, a
+                                         read-only file): ``/healthz``'s probe and the games' own
 
 The cyclic garbage collector stops the whole process, the event loop included, and a full
 collection walks every object the process holds: in a server with thousands of open games it
@@ -27,13 +35,17 @@ moves what was built at startup out of the collector's reach.
 
 from __future__ import annotations
 
+import errno
 import gc
 import logging
+import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from asgi_correlation_id import correlation_id
+from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector,
+                               generate_latest)
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
@@ -81,6 +93,15 @@ class Metrics:
             "orderchaos_gc_pause_seconds", "how long each garbage collection stopped the process",
             ["generation"], buckets=GC_PAUSE_BUCKETS, registry=self.registry)
         self._gc_started: float | None = None
+        self.store_write_failures = Counter(
+            "orderchaos_store_write_failures", "writes to the game store that failed (a full disk, a read-only file)",
+            registry=self.registry)
+        self.ready = Gauge("orderchaos_ready", "1 while /healthz says the instance can take games",
+                           registry=self.registry)
+        self.lobby_refused = Counter(
+            "orderchaos_lobby_refused", "challenges refused by the lobby's limit of open challenges per address",
+            registry=self.registry)
+        ProcessCollector(registry=self.registry)
 
     def watch_gc(self) -> None:
         """Time every garbage collection from now on into ``orderchaos_gc_pause_seconds``."""
@@ -122,14 +143,81 @@ def settle_heap() -> None:
     gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
 
 
-def health_route(store: GameStore) -> Callable[[Request], Any]:
-    """``/healthz``: 200 ``ok`` while the game store answers a query, 503 otherwise."""
-    async def healthz(request: Request) -> Response:
-        if store.answers():
+def request_id() -> str:
+    """The id of the HTTP request or WebSocket being handled (``X-Request-ID``: a proxy's, or
+    one made up here by :class:`asgi_correlation_id.CorrelationIdMiddleware`); ``-`` outside
+    one (the clock sweep)."""
+    return correlation_id.get() or "-"
+
+
+END_WORDS = {"five": "win", "full_board": "win", "resign": "resign", "time": "time", "aborted": "abort"}
+"""How a game ended, by the store's reason, in the log's words."""
+
+
+def log_game_end(game_id: str, winner: str | None, reason: str) -> None:
+    """One log line for a game that ended: how (win, resign, time, abort, with the store's
+    reason), the winner, and the request that ended it."""
+    log.info("game=%s ended: %s (%s), winner %s request=%s", game_id, END_WORDS.get(reason, reason), reason,
+             winner or "none", request_id())
+
+
+def store_write_failed(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write the disk refused: full (SQLite's SQLITE_FULL, ENOSPC,
+    EDQUOT) or read-only."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+    return isinstance(exc, sqlite3.OperationalError) and ("full" in str(exc) or "readonly" in str(exc))
+
+
+WRITE_PROBE_EVERY_S = 1.0
+"""How often at most ``/healthz`` writes to the store (a proxy may ask many times a second)."""
+
+
+class Health:
+    """What ``/healthz`` answers: ready (200) once the workers, if any, have all warmed up
+    (and while at least one of them is warm), the store answers a query and takes a small
+    write (:meth:`GameStore.probe_write`, at most every :data:`WRITE_PROBE_EVERY_S`); else
+    503 with the reason, so that a proxy sends nobody to an instance that cannot serve them.
+    ``workers`` gives (warm, started) counts; None: no workers (searches run in threads)."""
+
+    def __init__(self, store: GameStore, metrics: Metrics, workers: Callable[[], tuple[int, int]] | None = None) -> None:
+        self.store, self.metrics, self.workers = store, metrics, workers
+        self.warmed_up = workers is None
+        self._probed_at = -WRITE_PROBE_EVERY_S
+        self._write_error: str | None = None
+
+    def problem(self) -> str | None:
+        """Why the instance cannot take games now, or None when it can."""
+        if not self.store.answers():
+            return "the game store does not answer"
+        now = time.monotonic()
+        if now - self._probed_at >= WRITE_PROBE_EVERY_S:
+            self._probed_at = now
+            try:
+                self.store.probe_write()
+                self._write_error = None
+            except (sqlite3.Error, OSError) as exc:
+                self.metrics.store_write_failures.inc()
+                log.error("the game store cannot be written: %s", exc)
+                self._write_error = f"the game store cannot be written ({exc})"
+        if self._write_error is not None:
+            return self._write_error
+        if self.workers is not None:
+            warm, count = self.workers()
+            self.warmed_up = self.warmed_up or warm >= count
+            if not self.warmed_up:
+                return f"the workers are warming up ({warm} of {count} warm)"
+            if warm == 0:
+                return "no worker is warm (they are being replaced)"
+        return None
+
+    async def route(self, request: Request) -> Response:
+        """``/healthz``."""
+        problem = self.problem()
+        self.metrics.ready.set(problem is None)
+        if problem is None:
             return PlainTextResponse("ok\n", headers={"Cache-Control": "no-store"})
-        return PlainTextResponse("the game store does not answer\n", status_code=503,
-                                 headers={"Cache-Control": "no-store"})
-    return healthz
+        return PlainTextResponse(problem + "\n", status_code=503, headers={"Cache-Control": "no-store"})
 
 
 def metrics_route(metrics: Metrics) -> Callable[[Request], Any]:
@@ -141,15 +229,16 @@ def metrics_route(metrics: Metrics) -> Callable[[Request], Any]:
 
 class RequestLog:
     """ASGI middleware: one log line (``orderchaos.web``, INFO) per HTTP request, with the
-    client's address, method, path, status and milliseconds until the answer started (written
-    before the answer leaves); one per WebSocket when it opens."""
+    client's address, method, path, status, milliseconds until the answer started (written
+    before the answer leaves) and the request id (:func:`request_id`); one per WebSocket when
+    it opens."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "websocket":
-            log.info("client=%s websocket %s", request_client(scope), scope.get("path", ""))
+            log.info("client=%s websocket %s request=%s", request_client(scope), scope.get("path", ""), request_id())
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -159,8 +248,8 @@ class RequestLog:
         def log_line(status: int) -> None:
             nonlocal logged
             logged = True
-            log.info("client=%s %s %s %d %.1f ms", request_client(scope), scope.get("method", ""),
-                     scope.get("path", ""), status, 1000 * (time.perf_counter() - started))
+            log.info("client=%s %s %s %d %.1f ms request=%s", request_client(scope), scope.get("method", ""),
+                     scope.get("path", ""), status, 1000 * (time.perf_counter() - started), request_id())
 
         async def logging_first(message: dict) -> None:
             if message["type"] == "http.response.start":  # logged before the client can see it

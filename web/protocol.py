@@ -32,6 +32,7 @@ FIELDS: dict[str, frozenset[str]] = {
         "move": "cell symbol text",
         "undo": "",
         "resign": "",
+        "retry": "",
         "hint": "",
         "state": "",
         "rematch": "",

@@ -8,6 +8,13 @@ against DNS rebinding stays on behind a proxy. ``--trusted-proxy ADDR`` names th
 any other peer those headers are ignored, so nobody who reaches the server directly can choose
 the address it logs and limits by. :class:`ClientAddress` writes the resolved address into the
 ASGI scope's ``client``, where everything after it reads it.
+
+uvicorn's own proxy-headers support (``--forwarded-allow-ips``, ``ProxyHeadersMiddleware``)
+was tried against tests/web/test_proxy.py in this middleware's place: it passes everything
+about ``X-Forwarded-For`` (trusted addresses and networks, chains of trusted proxies, forged
+hops), but it ignores ``Forwarded`` (RFC 7239) and takes a hop that is not an address
+(``unknown``, an obfuscated name) as the client's address, so every client behind such a
+proxy would share one address and one set of limits. This stays hand-written for those two.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ worker processes, or Ray actors), the searches leave the web process: an agent's
 (:meth:`Services.study`) handed to :meth:`Services.run` are sent to a warm worker as the jobs
 of :mod:`orderchaos.arena.agent_work`, the pool's queue standing in for the search slots. A
 cancelled or timed-out search is told to stop and its worker killed if it does not; a worker
-that dies fails only its search, with the code ``worker``, and is replaced.
+that dies is replaced and its search asked again of a warm worker (within the search's time),
+failing with the code ``worker`` only after :data:`WORKER_ATTEMPTS` tries.
 
 Without a pool (the app alone, as tests make it), and for any other work (reading games
 files), :meth:`Services.run` runs it in a worker thread under the server's caps: at most
@@ -56,6 +57,8 @@ SUGGESTED_SPECS = ["random", "heuristic", "mcts:sims=800", "pretrained", "pretra
 MAX_SPEC_CHARS = 200
 SOLVER_TIME = 3.0
 """Seconds per move for a solver opponent whose spec gives no ``time=``."""
+WORKER_ATTEMPTS = 3
+"""Tries of a job whose worker dies during it (killed, out of memory) before the page is told."""
 
 
 @dataclass(frozen=True)
@@ -261,28 +264,54 @@ class Services:
             raise failure(exc, what) from None
 
     async def _on_worker(self, fn: Callable[..., T], args: tuple, *, timeout: float, what: str) -> T:
-        """The job ``fn(bench, *args)`` on a worker (see :meth:`run`)."""
+        """The job ``fn(bench, *args)`` on a worker (see :meth:`run`). A worker that dies
+        during the job is replaced and the job asked again, of a warm worker, up to
+        :data:`WORKER_ATTEMPTS` times in all, all within ``timeout`` from the first start;
+        only then the WebError ``worker``."""
         assert self.workers is not None
+        loop = asyncio.get_running_loop()
+        deadline: list[float] = []  # set when the first attempt starts running
+        for attempt in range(1, WORKER_ATTEMPTS + 1):
+            try:
+                return await self._attempt_on_worker(fn, args, timeout=timeout, deadline=deadline, what=what)
+            except WorkerDied as exc:
+                if attempt == WORKER_ATTEMPTS:
+                    log.error("%s failed: %s (%d times)", what, exc, attempt)
+                    raise WebError(f"{what} failed: the worker computing it stopped {attempt} times; try again",
+                                   "worker", attempts=attempt) from None
+                log.warning("%s: %s; asking a fresh worker (attempt %d of %d, %.1f s left)", what, exc,
+                            attempt + 1, WORKER_ATTEMPTS, deadline[0] - loop.time())
+        raise AssertionError("unreachable")
+
+    async def _attempt_on_worker(self, fn: Callable[..., T], args: tuple, *, timeout: float,
+                                 deadline: list[float], what: str) -> T:
+        """One try of :meth:`_on_worker`; raises WorkerDied when its worker died."""
+        assert self.workers is not None
+        loop = asyncio.get_running_loop()
         request = self.workers.submit(fn, *args)
         started, result = asyncio.wrap_future(request.started), asyncio.wrap_future(request.future)
         for future in (started, result):  # read even when nobody awaits it any more (a stopped search)
             future.add_done_callback(lambda done: done.cancelled() or done.exception())
+        timed_out = TimedOut(f"{what} did not finish within {timeout:g} s and was stopped", "timeout",
+                             seconds=timeout)
         try:
+            wait = self.limits.queue_time if not deadline else min(self.limits.queue_time, deadline[0] - loop.time())
             try:
-                await asyncio.wait_for(asyncio.shield(started), self.limits.queue_time)
+                await asyncio.wait_for(asyncio.shield(started), max(0.0, wait))
             except asyncio.TimeoutError:
+                if deadline and loop.time() >= deadline[0]:
+                    raise timed_out from None
                 raise Busy("every worker is busy") from None
             if self.observe_wait is not None and request.waited is not None:
                 self.observe_wait(request.waited)
+            if not deadline:
+                deadline.append(loop.time() + timeout)
             try:
-                return await asyncio.wait_for(asyncio.shield(result), timeout)
+                return await asyncio.wait_for(asyncio.shield(result), max(0.0, deadline[0] - loop.time()))
             except asyncio.TimeoutError:
-                raise TimedOut(f"{what} did not finish within {timeout:g} s and was stopped", "timeout",
-                               seconds=timeout) from None
-            except WorkerDied as exc:
-                log.error("%s failed: %s", what, exc)
-                raise WebError(f"{what} failed: the worker computing it stopped; it is being replaced, "
-                               "try again", "worker") from None
+                raise timed_out from None
+            except WorkerDied:
+                raise
             except Exception as exc:
                 raise failure(exc, what) from None
         finally:

@@ -13,8 +13,8 @@ Messages from the page (JSON objects, by ``type``):
 
 - play: ``new_game`` (side: order/chaos/random, opponent: a level or a spec),
   ``play_friend`` (side), ``open`` (game, and token or invite), ``leave``, ``move`` (cell
-  and symbol, or text such as "c3 X"), ``undo``, ``hint``, ``state``, ``rematch``,
-  ``study_game``;
+  and symbol, or text such as "c3 X"), ``undo``, ``retry`` (ask the computer again for a
+  move that failed), ``hint``, ``state``, ``rematch``, ``study_game``;
 - watch: ``watch`` (order, chaos, delay_ms), ``pause``, ``resume``, ``step``, ``speed``;
 - study: ``list_files``, ``open_file`` (name), ``upload`` (name, content), ``analyse`` (game).
 
@@ -258,6 +258,10 @@ class Play:
         """Take back the tab's last move against an agent."""
         self.stop_hint()
         await self._open_game().undo(self.client)
+
+    async def retry(self) -> None:
+        """Ask the computer again for the move that failed."""
+        await self._open_game().retry(self.client)
 
     async def resign(self) -> None:
         """The tab's player gives up its game."""
@@ -614,6 +618,7 @@ class Connection:
             "move": lambda: self.play.move(msg),
             "undo": self.play.undo,
             "resign": self.play.resign,
+            "retry": self.play.retry,
             "hint": self.play.hint,
             "state": self.play.state,
             "rematch": self.play.rematch,

@@ -297,6 +297,12 @@ class GameStore:
         except sqlite3.Error:
             return False
 
+    def probe_write(self) -> None:
+        """Write and commit one small row: ``/healthz``'s check that the store takes writes.
+        Raises what the write raised (sqlite3.Error, OSError: a full disk, a read-only file)."""
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('write_probe', ?)", (repr(time.time()),))
+
     def create(
         self,
         game_id: str,

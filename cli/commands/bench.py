@@ -4,8 +4,9 @@
 PettingZoo / OpenSpiel peers when installed. ``orderchaos bench search``: MCTS simulations
 per second (against OpenSpiel's C++ MCTSBot when installed) and exact-solver times.
 ``orderchaos bench train``: network evaluation throughput and self-play games per second.
-``orderchaos bench web``: the web server under 200 WebSocket clients on loopback (moves/s,
-move round trips, the store checked afterwards; ``orderchaos.web.load``). ``all`` runs
+``orderchaos bench web``: how long a fresh web server keeps ``/healthz`` waiting while it
+starts, then the server under 500 WebSocket clients on loopback (moves/s, move round trips,
+the store checked afterwards; ``orderchaos.web.load``). ``all`` runs
 every target.
 """
 

@@ -202,3 +202,12 @@ def test_strategy_players_as_order_never_lose_against_strong_chaos(order_spec: s
     for seed in range(games):
         record = play_game(make(order_spec, seed=seed), make(chaos_spec, seed=seed))
         assert record.winner == ORDER, (order_spec, chaos_spec, seed, record.actions)
+
+
+def test_the_long_compiled_loops_release_the_gil() -> None:
+    """The centre game's solve (seconds) and the solver's search run in a web server's threads:
+    holding the GIL they froze its event loop (GET /healthz waited 22 s at startup)."""
+    from orderchaos.agents import solver_kernel
+
+    assert strategy._solve_centre.targetoptions.get("nogil") is True
+    assert solver_kernel.search.targetoptions.get("nogil") is True

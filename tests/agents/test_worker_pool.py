@@ -146,3 +146,21 @@ def test_a_worker_closes_its_pipe_once_however_often_it_is_closed() -> None:
     worker.close()
     worker.close()
     assert closes == [1] and not worker.alive()
+
+
+def test_closing_the_pool_while_its_workers_warm_ends_them_and_its_threads(tmp_path: Path) -> None:
+    """What a server's SIGTERM during its warm-up relies on: close() does not wait for a
+    warm-up that would never end."""
+    pool = WorkerPool("processes", 2, warm=worker_jobs.warm_when, warm_args=(str(tmp_path / "never"),))
+    pool.start()
+    deadline = time.monotonic() + 60
+    while len(pool.pids()) < 2:  # both spawned, neither warm
+        assert time.monotonic() < deadline, "the workers never started"
+        time.sleep(0.01)
+    workers = pool.pids()
+    assert pool.ready == 0
+    pool.close()
+    assert not any(thread.is_alive() for thread in pool._threads)
+    for pid in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import threading
 import time
@@ -33,12 +34,14 @@ from orderchaos.agents.registry import make  # noqa: E402
 from orderchaos.arena.game_files import save_games  # noqa: E402
 from orderchaos.arena.matches import play_game  # noqa: E402
 from orderchaos.learn.puzzles import load_puzzles, parse_move  # noqa: E402
+from orderchaos.agents.worker_pool import WorkerPool  # noqa: E402
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.web.quotas import AddressLimits  # noqa: E402
 from orderchaos.web.services import Limits  # noqa: E402
 from orderchaos.envs.rules import cell_name, parse_board  # noqa: E402
 
 from helpers import HEURISTIC_VS_RANDOM_GAME, RANDOM_SEED_3_GAME  # noqa: E402
+from worker_jobs import warm_stalling  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -62,8 +65,9 @@ class Server:
     """uvicorn serving the app on one loopback port; :meth:`restart` stops it and starts a
     new app on the same port and database, as a restarted ``orderchaos serve`` would."""
 
-    def __init__(self, games: Path, db: Path, quotas: AddressLimits | None = None) -> None:
-        self.games, self.db, self.quotas = games, db, quotas
+    def __init__(self, games: Path, db: Path, quotas: AddressLimits | None = None,
+                 workers: WorkerPool | None = None) -> None:
+        self.games, self.db, self.quotas, self.workers = games, db, quotas, workers
         probe = socket.socket()
         probe.bind(("127.0.0.1", 0))
         self.port = probe.getsockname()[1]
@@ -75,7 +79,8 @@ class Server:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", self.port))
-        self.uv = uvicorn.Server(uvicorn.Config(create_app(self.games, LIMITS, db=self.db, quotas=self.quotas), log_level="warning",
+        self.uv = uvicorn.Server(uvicorn.Config(create_app(self.games, LIMITS, db=self.db, quotas=self.quotas,
+                                                                   workers=self.workers), log_level="warning",
                                                 lifespan="off"))
         self.thread = threading.Thread(target=self.uv.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
@@ -821,3 +826,64 @@ def test_the_puzzles_tab_fits_a_phone(browser: Browser, server: Server) -> None:
     expect(tab.get_by_test_id("puzzle-prompt")).to_contain_text("Puzzle of the day: ")
     assert tab.evaluate("[document.documentElement.scrollWidth, innerWidth]") == [390, 390]
     context.close()
+
+
+def test_a_refused_tab_says_why_until_taken_and_the_clocks_stop_while_disconnected(
+        browser: Browser, tmp_path: Path) -> None:
+    live = Server(tmp_path, tmp_path / "games.sqlite3", AddressLimits(connections=1))
+    try:
+        first_ctx, first = new_tab(browser, live.url)
+        second_ctx = browser.new_context(locale="en-GB")
+        second = second_ctx.new_page()
+        second.set_default_timeout(TIMEOUT_MS)
+        second.goto(live.url)  # one page per address: this one is refused
+        status = second.get_by_test_id("status")
+        expect(status).to_have_text(re.compile(r"^Not connected: too many open pages from your address \(at most 1\)"))
+        expect(status).not_to_contain_text("Connection lost")
+        first_ctx.close()  # a place frees: the refused tab is taken at its next try
+        expect(status).to_have_text(re.compile("Choose a side"), timeout=60_000)
+        second.select_option("select[name=time_control]", "3+2")
+        play_the_computer(second, "order")
+        second.click("button[data-symbol=X]")
+        second.click("[data-cell='0']")  # not charged; the computer's reply starts Order's clock
+        clock = second.get_by_test_id("clock-order")
+        expect(clock).to_have_class(re.compile("running"))
+        live.stop()
+        expect(status).to_contain_text("Connection lost")
+        expect(clock).not_to_have_class(re.compile("running"))  # no ticking the server cannot hear
+        live.start()
+        expect(clock).to_have_class(re.compile("running"), timeout=60_000)
+        second_ctx.close()
+    finally:
+        live.stop()
+
+
+def test_after_the_workers_died_at_every_try_the_page_asks_the_computer_again(browser: Browser, tmp_path: Path) -> None:
+    started, release = tmp_path / "started", tmp_path / "release"
+    pool = WorkerPool("processes", 1, warm=warm_stalling, warm_args=(str(started), str(release)))
+    live = Server(tmp_path, tmp_path / "games.sqlite3", workers=pool)
+    try:
+        context, tab = new_tab(browser, live.url)
+        play_the_computer(tab, "chaos")  # the computer plays Order: its move starts at once
+        killed: set[int] = set()
+        deadline = time.monotonic() + 120  # a hang guard: each try begins within seconds
+        while len(killed) < 3:  # every try's worker killed once its search began
+            begun = [pid for pid in pool.pids() if pid not in killed and Path(f"{started}-{pid}").exists()]
+            for pid in begun:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            assert time.monotonic() < deadline, "a try never began"
+            time.sleep(0.02)
+        status, retry = tab.get_by_test_id("status"), tab.locator("button[data-action=retry]")
+        expect(status).to_contain_text("the computer's process stopped 3 times while working on this",
+                                       timeout=60_000)
+        expect(retry).to_be_visible()
+        expect(retry).to_have_text("Ask the computer again")
+        release.touch()
+        retry.click()
+        expect(tab.locator("[data-testid=play-moves] li")).to_have_count(1, timeout=60_000)
+        expect(retry).to_be_hidden()
+        context.close()
+    finally:
+        live.stop()
+        pool.close()

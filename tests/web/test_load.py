@@ -3,6 +3,10 @@ kind to the end, and the store checked against the moves played."""
 
 from __future__ import annotations
 
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("websockets.asyncio.client", reason="the web extra is not installed: pip install -e '.[dev]'")
@@ -52,3 +56,53 @@ def test_the_store_check_finds_a_game_that_differs(tmp_path) -> None:
     assert check_store(db, [lost]) == [f"game {'g' * 22}: stored winner order, the players saw chaos"]
     missing = GameLog("agent", "h" * 22, {}, [], None)
     assert check_store(db, [missing]) == [f"game {'h' * 22}: not in the store"]
+
+
+STUBBORN_SERVER = """
+import os, signal, socket, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a server stuck in its shutdown
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # a worker
+listener = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+with open(sys.argv[2] + ".tmp", "w") as pids:
+    pids.write(f"{os.getpid()} {child.pid}")
+os.replace(sys.argv[2] + ".tmp", sys.argv[2])
+while True:  # accepts and hangs up: every request of the tool fails
+    connection, _ = listener.accept()
+    connection.close()
+"""
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_failed_run_stops_the_server_and_its_workers_even_when_sigterm_does_not(tmp_path, monkeypatch) -> None:
+    from orderchaos.web import load
+
+    pid_file = tmp_path / "pids"
+    monkeypatch.setattr(load, "STOP_GRACE_S", 1.0)
+    monkeypatch.setattr(load, "serve_command", lambda port, *_: [sys.executable, "-c", STUBBORN_SERVER, str(port),
+                                                                  str(pid_file)])
+    with pytest.raises(OSError):  # the stub hangs up on the tool's first scrape of /metrics
+        load_test(1, 0, agents="threads")
+    server, worker = map(int, pid_file.read_text().split())
+    deadline = time.monotonic() + 60  # a hang guard only: the kill is sent before load_test returns
+    while alive(server) or alive(worker):
+        assert time.monotonic() < deadline, "the server or its worker outlived the failed run"
+        time.sleep(0.05)
+
+
+def test_the_startup_probe_times_every_healthz_answer_of_a_fresh_server() -> None:
+    from orderchaos.web.load import startup_probe, startup_report
+
+    result = startup_probe(20.0, agents="threads", every=0.1)  # serve listens within seconds
+    assert result["probes"] == 200 and result["failed"] == 0 and result["server_errors"] == []
+    answered = result["ok"] + result["not_ready"]
+    assert answered + result["not_listening"] == 200 and answered > 0
+    assert result["ready_after_s"] is not None  # without workers it is ready once it listens
+    assert result["wait_histogram"]["<=infs"] == answered and result["wait_max_ms"] >= result["wait_p50_ms"]
+    assert "wait for an answer: p50" in startup_report(result)

@@ -5,17 +5,21 @@ exits 0."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import json
 import logging
 import os
+import re
 import signal
 import sqlite3
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -27,6 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 from starlette.testclient import TestClient  # noqa: E402
 
 from orderchaos.cli.main import main  # noqa: E402
+from orderchaos.web import ops  # noqa: E402
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.web.ops import Metrics  # noqa: E402
 from orderchaos.web.services import Limits, Services  # noqa: E402
@@ -57,6 +62,61 @@ def test_healthz_answers_while_the_store_does() -> None:
         assert down.status_code == 503 and "does not answer" in down.text
 
 
+def wait_until(condition: Any, what: str, seconds: float = 90.0) -> None:
+    """Poll ``condition`` until true (the bound only guards against a hang)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.02)
+
+
+def full_disk(*args: Any, **kwargs: Any) -> None:
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_healthz_is_503_with_a_metric_while_the_store_cannot_be_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = GameStore(":memory:")
+    monkeypatch.setattr(ops, "WRITE_PROBE_EVERY_S", 0.0)  # every request probes
+    with TestClient(create_app(None, FAST, db=store)) as client:
+        assert client.get("/healthz").status_code == 200
+        with monkeypatch.context() as disk:
+            disk.setattr(store, "probe_write", full_disk)
+            full = client.get("/healthz")
+            assert full.status_code == 503 and "cannot be written" in full.text and "No space left" in full.text
+            metrics = samples(client.get("/metrics").text)
+            assert metrics["orderchaos_store_write_failures_total"] == 1 and metrics["orderchaos_ready"] == 0
+        # space again
+        assert client.get("/healthz").status_code == 200
+        assert samples(client.get("/metrics").text)["orderchaos_ready"] == 1
+
+
+def test_a_move_the_full_disk_refuses_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = GameStore(":memory:")
+    with TestClient(create_app(None, FAST, db=store)) as client, client.websocket_connect("/ws") as ws:
+        next_message(ws, "hello")
+        ws.send_json({"type": "new_game", "side": "order", "opponent": "easy"})
+        next_message(ws, "joined")
+        monkeypatch.setattr(store, "add_move", full_disk)
+        ws.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        assert next_message(ws, "error")["code"] == "internal"
+        assert samples(client.get("/metrics").text)["orderchaos_store_write_failures_total"] == 1
+
+
+def test_healthz_is_503_until_the_workers_are_warm(tmp_path: Path) -> None:
+    from worker_jobs import warm_when
+
+    from orderchaos.agents.worker_pool import WorkerPool
+
+    released = tmp_path / "warm"
+    pool = WorkerPool("processes", 1, warm=warm_when, warm_args=(str(released),))
+    with TestClient(create_app(None, FAST, workers=pool, warm_up=True)) as client:
+        wait_until(lambda: pool.pids(), "the worker started")
+        warming = client.get("/healthz")
+        assert warming.status_code == 503 and "warming up (0 of 1 warm)" in warming.text
+        released.touch()
+        wait_until(lambda: client.get("/healthz").status_code == 200, "ready once the worker is warm")
+
+
 def test_metrics_count_connections_moves_refusals_and_round_trips() -> None:
     with TestClient(create_app(None, FAST)) as client, TestClient(create_app(None, FAST)) as other:
         with client.websocket_connect("/ws") as ws:
@@ -81,6 +141,20 @@ def test_metrics_count_connections_moves_refusals_and_round_trips() -> None:
         assert samples(client.get("/metrics").text)["orderchaos_connections"] == 0
         # another app in the same process counts apart
         assert samples(other.get("/metrics").text)["orderchaos_moves_total"] == 0
+
+
+def test_metrics_show_the_process_and_the_lobby_limit_refusals() -> None:
+    with TestClient(create_app(None, FAST)) as client, client.websocket_connect("/ws") as ws:
+        next_message(ws, "hello")
+        for _ in range(3):
+            ws.send_json({"type": "challenge", "side": "order", "time_control": "none"})
+            next_message(ws, "lobby")
+        ws.send_json({"type": "challenge", "side": "order", "time_control": "none"})
+        assert next_message(ws, "error")["code"] == "lobby_limit"
+        metrics = samples(client.get("/metrics").text)
+    assert metrics["orderchaos_lobby_refused_total"] == 1
+    assert metrics["process_resident_memory_bytes"] > 0 and metrics["process_open_fds"] > 0
+    assert metrics["process_cpu_seconds_total"] > 0
 
 
 def test_queued_and_running_searches_are_counted() -> None:
@@ -145,9 +219,69 @@ def test_game_events_are_logged_with_the_client_address(caplog: pytest.LogCaptur
             ws.send_json({"type": "state"})
             next_message(ws, "state")
     lines = [r.getMessage() for r in caplog.records]
-    assert f"client=127.0.0.9 game={game} new_game" in lines
-    assert f"client=127.0.0.9 game={game} move" in lines
-    assert "client=127.0.0.9 websocket /ws" in lines
+    [opened] = [line for line in lines if line.startswith("client=127.0.0.9 websocket /ws request=")]
+    socket_id = opened.rsplit("=", 1)[1]
+    assert re.fullmatch("[0-9a-f]{32}", socket_id)  # made up here: the page sent none
+    # every line of the WebSocket carries its id
+    assert f"client=127.0.0.9 game={game} new_game request={socket_id}" in lines
+    assert f"client=127.0.0.9 game={game} move request={socket_id}" in lines
+
+
+def test_an_http_request_logs_and_answers_its_request_id(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="orderchaos.web")
+    given = "0f5e4c3b2a1948f7b6e5d4c3b2a19876"  # a proxy's X-Request-ID (a UUID4) is kept
+    with TestClient(create_app(None, FAST)) as client:
+        answer = client.get("/healthz", headers={"X-Request-ID": given})
+        made_up = client.get("/healthz").headers["X-Request-ID"]
+    assert answer.headers["X-Request-ID"] == given and made_up != given
+    lines = [r.getMessage() for r in caplog.records if "GET /healthz" in r.getMessage()]
+    assert lines[0].endswith(f"request={given}") and lines[1].endswith(f"request={made_up}")
+
+
+def ended(caplog: pytest.LogCaptureFixture, game: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"game={game} ended")]
+
+
+def test_the_log_says_how_each_game_ended(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    from orderchaos.web.clocks import PRESETS
+    from orderchaos.web.games import ABORT_AFTER, Hub
+
+    caplog.set_level(logging.INFO, logger="orderchaos.web")
+    with TestClient(create_app(None, FAST)) as client, client.websocket_connect("/ws") as ws:
+        next_message(ws, "hello")
+        ws.send_json({"type": "new_game", "side": "order", "opponent": "random"})
+        resigned = next_message(ws, "joined")["game"]
+        ws.send_json({"type": "resign"})
+        while next_message(ws, "state").get("reason") is None:
+            pass
+        ws.send_json({"type": "play_friend", "side": "order"})
+        won = next_message(ws, "joined")["game"]
+        with client.websocket_connect("/ws") as other:
+            next_message(other, "hello")
+            view = next_message(ws, "state")
+            other.send_json({"type": "open", "game": won, "invite": view["invite"]})
+            next_message(other, "joined")
+            for ply, cell in enumerate([0, 6, 1, 7, 2, 8, 3, 9, 4]):  # X on a1..e1 by Order: five
+                mover, symbol = (ws, "X") if ply % 2 == 0 else (other, "O")
+                mover.send_json({"type": "move", "cell": cell, "symbol": symbol})
+                while len(next_message(other, "state")["moves"]) <= ply:
+                    pass
+        request = [r.getMessage() for r in caplog.records if r.getMessage().startswith("client=testclient websocket")]
+        socket_id = request[0].rsplit("=", 1)[1]
+    assert ended(caplog, resigned) == [f"game={resigned} ended: resign (resign), winner chaos request={socket_id}"]
+    assert ended(caplog, won)[0].startswith(f"game={won} ended: win (five), winner order request=")
+    # no tab open: the clock sweep ends them, outside any request
+    now = {"t": 1000.0}
+    store = GameStore(tmp_path / "games.sqlite3", clock=lambda: now["t"])
+    store.create("a" * 22, {"order": None, "chaos": None}, {}, {"order": "x", "chaos": "y"}, None)
+    store.create("t" * 22, {"order": None, "chaos": None}, {}, {"order": "x", "chaos": "y"}, None, PRESETS["1+0"])
+    clock = store.load("t" * 22).clock  # type: ignore[union-attr]
+    clock.after_move("order", now["t"])  # Order's first move starts Chaos's minute
+    store.add_move("t" * 22, 0, 0, None, clock)
+    now["t"] += ABORT_AFTER + 120
+    asyncio.run(Hub(Services(store=store)).sweep())
+    assert ended(caplog, "a" * 22) == [f"game={'a' * 22} ended: abort (aborted), winner none request=-"]
+    assert ended(caplog, "t" * 22) == [f"game={'t' * 22} ended: time (time), winner order request=-"]
 
 
 
@@ -170,9 +304,18 @@ def test_backup_checks_its_output_before_copying(tmp_path: Path, capsys: pytest.
     assert "not a usable game store" in capsys.readouterr().err and not (tmp_path / "b.sqlite3").exists()
 
 
+def health_status(port: int) -> int:
+    """The status of ``GET /healthz`` on 127.0.0.1:``port``."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=30) as answer:
+            return answer.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
 def host_status(port: int, host: str) -> int:
-    """The status of ``GET /healthz`` on 127.0.0.1:``port`` addressed to ``host``."""
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/healthz", headers={"Host": host})
+    """The status of ``GET /`` on 127.0.0.1:``port`` addressed to ``host``."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/", headers={"Host": host})
     try:
         with urllib.request.urlopen(request, timeout=SOCKET_DEADLINE) as answer:
             return answer.status
@@ -188,10 +331,11 @@ def test_a_running_server_behind_a_public_url_backs_up_tells_its_tabs_on_sigterm
     server = subprocess.Popen(
         [sys.executable, "-m", "orderchaos", "serve", "--db", str(db), "--port", str(port),
          "--public-url", "https://games.example.org", "--workers", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        # its log into a file: a pipe nobody reads fills up and stops the server at its next line
+        stdout=subprocess.PIPE, stderr=(tmp_path / "serve.log").open("w"), text=True, env=env)
     try:
         def still_starting() -> None:
-            assert server.poll() is None, server.communicate()
+            assert server.poll() is None, (tmp_path / "serve.log").read_text()[-2000:]
 
         wait_until_serving(f"http://127.0.0.1:{port}", still_starting, workers=1)
         ws = connect(f"ws://127.0.0.1:{port}/ws", open_timeout=SOCKET_DEADLINE)
@@ -214,7 +358,8 @@ def test_a_running_server_behind_a_public_url_backs_up_tells_its_tabs_on_sigterm
             told = json.loads(ws.recv(timeout=SOCKET_DEADLINE))
             assert told["type"] == "error" and told["code"] == "restarting"
         assert server.wait(timeout=SOCKET_DEADLINE) == 0
-        out, err = server.communicate()
+        out, _ = server.communicate()
+        err = (tmp_path / "serve.log").read_text()
         assert "the game store is closed" in out and "Traceback" not in err
         assert f"client=127.0.0.1 game={game['game']} move" in err
     finally:

@@ -1,12 +1,14 @@
-"""The web server's searches on worker processes: a worker killed mid-move fails only that
-move (with the code ``worker``) and the next move works; a closed tab stops its search on
-the worker; a warm worker answers the first Strongest move without building anything."""
+"""The web server's searches on worker processes: a worker killed mid-move is replaced and
+the move asked again, so the game gets it; only workers dying at every try fail the move
+(with the code ``worker``), and the page's retry asks again; a closed tab stops its search
+on the worker; a warm worker answers the first Strongest move without building anything."""
 
 from __future__ import annotations
 
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,9 +22,10 @@ from orderchaos.agents.worker_pool import WorkerPool  # noqa: E402
 from orderchaos.arena.agent_work import warm_bench  # noqa: E402
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.cli.commands.serve import agent_workers  # noqa: E402
-from orderchaos.web.services import Limits  # noqa: E402
+from orderchaos.web.services import WORKER_ATTEMPTS, Limits  # noqa: E402
 
 from helpers import next_message  # noqa: E402
+from worker_jobs import warm_stalling  # noqa: E402
 
 LIMITS = Limits(move_time=600.0, hint_time=0.3, rate=1000, burst=1000, max_sims=1_000_000)
 LONG_MOVE = "pretrained:sims=1000000"
@@ -51,26 +54,63 @@ def start_game(ws: Any, side: str, opponent: str) -> dict:
     return next_message(ws, "joined")
 
 
-def test_a_worker_killed_mid_move_fails_only_that_move_and_the_next_move_works() -> None:
-    pool = WorkerPool("processes", 1, warm=warm_bench)
+def kill_the_worker_once_its_search_began(pool: WorkerPool, started: Path, killed: set[int]) -> int:
+    """Wait until a worker not killed yet has begun the stalling move (its file is there),
+    then SIGKILL it; its pid."""
+    def begun() -> list[int]:
+        return [pid for pid in pool.pids() if pid not in killed and Path(f"{started}-{pid}").exists()]
+
+    wait_for(begun)
+    [worker] = begun()
+    os.kill(worker, signal.SIGKILL)
+    killed.add(worker)
+    return worker
+
+
+def stalling_pool(tmp_path: Path) -> tuple[WorkerPool, Path, Path]:
+    started, release = tmp_path / "started", tmp_path / "release"
+    return WorkerPool("processes", 1, warm=warm_stalling, warm_args=(str(started), str(release))), started, release
+
+
+def test_a_worker_killed_mid_move_is_replaced_and_the_game_gets_its_move(tmp_path: Path) -> None:
+    pool, started, release = stalling_pool(tmp_path)
     with TestClient(create_app(None, LIMITS, workers=pool, warm_up=True)) as client:
-        services = client.app.state.services  # type: ignore[attr-defined]
         with client.websocket_connect("/ws") as ws:
             next_message(ws, "hello")
-            start_game(ws, "chaos", LONG_MOVE)  # the agent plays Order: its move starts at once
-            wait_for(lambda: pool.running == 1 and services.running == 1)
-            [worker] = pool.pids()
-            os.kill(worker, signal.SIGKILL)
+            start_game(ws, "chaos", "easy")  # the agent plays Order: its move starts at once
+            worker = kill_the_worker_once_its_search_began(pool, started, set())
+            release.touch()  # the move asked again moves at once
+            view = play_view(ws)
+            while not view["moves"]:
+                assert not view.get("error"), view["error"]  # a short delay, not an error
+                view = play_view(ws)
+            assert len(view["moves"]) == 1 and not view["can_retry"]
+            assert pool.replaced == 1 and worker not in pool.pids()
+
+
+def test_a_move_whose_workers_keep_dying_fails_with_a_code_and_the_retry_button_asks_again(tmp_path: Path) -> None:
+    pool, started, release = stalling_pool(tmp_path)
+    with TestClient(create_app(None, LIMITS, workers=pool, warm_up=True)) as client:
+        with client.websocket_connect("/ws") as ws:
+            next_message(ws, "hello")
+            start_game(ws, "chaos", "easy")
+            killed: set[int] = set()
+            for _ in range(WORKER_ATTEMPTS):
+                kill_the_worker_once_its_search_began(pool, started, killed)
             view = play_view(ws)
             while not view.get("error"):
                 view = play_view(ws)
-            assert view["error"]["code"] == "worker" and view["moves"] == [] and not view["thinking"]
-            start_game(ws, "chaos", "easy")  # a new game: its agent's move runs on the fresh worker
+            assert view["error"]["code"] == "worker" and view["error"]["args"] == {"attempts": WORKER_ATTEMPTS}
+            assert view["moves"] == [] and not view["thinking"] and view["can_retry"]
+            release.touch()
+            ws.send_json({"type": "retry"})
             view = play_view(ws)
             while not view["moves"]:
                 assert not view.get("error"), view["error"]
                 view = play_view(ws)
-            assert len(view["moves"]) == 1 and pool.replaced == 1 and worker not in pool.pids()
+            assert len(view["moves"]) == 1 and not view["can_retry"] and pool.replaced == WORKER_ATTEMPTS
+            ws.send_json({"type": "retry"})  # nothing failed now
+            assert next_message(ws, "error")["code"] == "no_retry"
 
 
 def test_closing_the_tab_stops_the_search_on_its_worker() -> None:

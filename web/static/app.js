@@ -31,6 +31,9 @@ const ui = {
   invite: null,    // the invite secret from the link this tab was opened with
   publicUrl: null, // the site's public address (serve --public-url), the base of the links shown
   restarting: false,  // the server said it is restarting: the lost connection is expected
+  greeted: false,     // this connection got its hello: the server took the tab
+  refusal: null,      // why the server refused this tab (an error before hello), until it takes it
+  disconnectedAt: 0,  // when the connection was lost (performance.now()): the clocks stop there
   study: { file: "", games: [], game: -1, ply: 0, analysis: null },
   pendingColumn: null,
   catalogue: {},
@@ -121,10 +124,11 @@ function connect() {
     if (handler) handler(msg);
   });
   socket.addEventListener("open", () => {
-    retries = 0;
     ui.connected = true;
+    ui.greeted = false;
   });
   socket.addEventListener("close", () => {
+    if (ui.connected) ui.disconnectedAt = performance.now();
     ui.connected = false;
     // back off 0.5 s, 1 s, 2 s ... up to 10 s, then redraw everything from the server's state
     const delay = Math.min(10000, 500 * 2 ** retries) * (0.75 + Math.random() / 2);
@@ -158,6 +162,9 @@ function gameFromAddress() {
 
 const handlers = {
   hello(msg) {
+    retries = 0;  // taken: a refused tab keeps backing off
+    ui.greeted = true;
+    ui.refusal = null;
     ui.levels = msg.levels;
     ui.limits = msg.limits;
     ui.publicUrl = msg.public_url || null;
@@ -218,6 +225,11 @@ const handlers = {
   error(msg) {
     if (msg.code === "restarting") {  // the connection is about to close: say why, not "Error"
       ui.restarting = true;
+      render();
+      return;
+    }
+    if (!ui.greeted) {  // refused before hello (a connection limit): say why while it retries
+      ui.refusal = msg;
       render();
       return;
     }
@@ -457,6 +469,7 @@ function render() {
   document.body.classList.toggle("no-game", ui.mode === "play" && !ui.views.play);
   const error = ui.errors[ui.mode];
   if (ui.restarting) setStatus(t("status.restarting"), "error");
+  else if (!ui.connected && ui.refusal) setStatus(t("status.refused", { message: errorText(ui.refusal) }), "error");
   else if (!ui.connected) setStatus(t(socket ? "status.reconnecting" : "status.connecting"), "error");
   else if (extra) setStatus(...extra.status());
   else if (error) setStatus(t("status.error", { message: errorText(error) }), "error");
@@ -514,12 +527,14 @@ function renderClocks() {
   const clock = ui.mode === "play" && view ? view.clock : null;
   box.hidden = !clock;
   if (!clock) return;
+  // cut off from the server, the clocks stop where they were: its next view has the truth
+  const now = ui.connected ? performance.now() : Math.max(view.receivedAt, ui.disconnectedAt);
   for (const role of ["order", "chaos"]) {
     let left = clock.left[role];
-    if (clock.running === role) left -= (performance.now() - view.receivedAt) / 1000;
+    if (clock.running === role) left -= (now - view.receivedAt) / 1000;
     const node = $(`[data-testid=clock-${role}]`);
     node.textContent = t("clock.left", { side: side(role), time: clockText(left) });
-    node.classList.toggle("running", clock.running === role);
+    node.classList.toggle("running", ui.connected && clock.running === role);
   }
 }
 setInterval(renderClocks, 250);
@@ -546,6 +561,7 @@ function renderPlay() {
   }
   $("[data-action=undo]").disabled = !(view && view.can_undo);
   $("[data-action=resign]").disabled = !(view && view.can_resign);
+  $("[data-action=retry]").hidden = !(ui.mode === "play" && view && view.can_retry);  // after a failed computer move
   $("[data-action=hint]").disabled = !(view && view.vs_agent && view.seat && !view.winner);
 }
 
@@ -655,6 +671,7 @@ $("#move-form").addEventListener("submit", (event) => {
 });
 for (const button of $$("[data-symbol]")) button.addEventListener("click", () => chooseSymbol(button.dataset.symbol));
 $("[data-action=undo]").addEventListener("click", () => send({ type: "undo" }));
+$("[data-action=retry]").addEventListener("click", () => send({ type: "retry" }));
 $("[data-action=resign]").addEventListener("click", () => {
   if (window.confirm(t("play.resign_confirm"))) send({ type: "resign" });
 });
