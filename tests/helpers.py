@@ -323,6 +323,66 @@ def free_loopback_port() -> int:
     return port
 
 
+class RedisServer:
+    """Debian's ``redis-server`` on a free loopback port, with its files in ``folder`` and
+    nothing saved to disk; :meth:`start` returns once it answers PING, :meth:`stop` ends it
+    (and :meth:`start` brings it back on the same port)."""
+
+    BINARY = "/usr/bin/redis-server"
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.port = free_loopback_port()
+        self.process: Any = None
+
+    def url(self, database: int = 0) -> str:
+        """The ``redis://`` URL of one of its databases."""
+        return f"redis://127.0.0.1:{self.port}/{database}"
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start it and wait until it answers PING (a RuntimeError when it exits or does
+        not answer within ``timeout`` seconds)."""
+        import subprocess
+        import time
+
+        import redis
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        log = (self.folder / "redis.log").open("a")
+        self.process = subprocess.Popen(
+            [self.BINARY, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.folder),
+             "--save", "", "--appendonly", "no", "--protected-mode", "yes"],
+            stdout=log, stderr=subprocess.STDOUT)
+        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=1, socket_timeout=1)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"redis-server exited: {(self.folder / 'redis.log').read_text()[-2000:]}")
+                try:
+                    if client.ping():
+                        return
+                except redis.ConnectionError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("redis-server did not answer PING") from None
+                    time.sleep(0.05)  # poll interval while it starts, not a wait for a result
+        finally:
+            client.close()
+
+    def stop(self) -> None:
+        """End it (SIGTERM, then SIGKILL after 10 s)."""
+        import subprocess
+
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+
 def next_message(ws: Any, kind: str, limit: int = 50) -> dict:
     """The next message of type ``kind`` on a web test socket (Starlette's TestClient),
     skipping up to ``limit`` others."""

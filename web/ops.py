@@ -122,9 +122,13 @@ def settle_heap() -> None:
     gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
 
 
-def health_route(store: GameStore) -> Callable[[Request], Any]:
-    """``/healthz``: 200 ``ok`` while the game store answers a query, 503 otherwise."""
+def health_route(store: GameStore, bus_ready: Callable[[], bool] = lambda: True) -> Callable[[Request], Any]:
+    """``/healthz``: 200 ``ok`` while the game store answers a query and the bus is ready
+    (:attr:`.bus.Bus.ready`), 503 otherwise."""
     async def healthz(request: Request) -> Response:
+        if not bus_ready():
+            return PlainTextResponse("the bus (Redis) does not answer: reconnecting\n", status_code=503,
+                                     headers={"Cache-Control": "no-store"})
         if store.answers():
             return PlainTextResponse("ok\n", headers={"Cache-Control": "no-store"})
         return PlainTextResponse("the game store does not answer\n", status_code=503,
