@@ -96,14 +96,16 @@ def until_moves(ws: Any, count: int) -> dict:
     raise AssertionError(f"no position with {count} moves came")
 
 
-def friend_game(creator: Any, friend: Any, time_control: str = "none") -> str:
-    """``creator`` starts a friend game as Order, ``friend`` takes Chaos with the invite."""
+def friend_game(creator: Any, friend: Any, time_control: str = "none") -> tuple[str, dict[str, str]]:
+    """``creator`` starts a friend game as Order, ``friend`` takes Chaos with the invite:
+    the game's id and the seats' tokens."""
     creator.send_json({"type": "play_friend", "side": "order", "time_control": time_control})
-    game = receive(creator, "joined")["game"]
+    created = receive(creator, "joined")
     invite = receive(creator, "state")["invite"]
-    friend.send_json({"type": "open", "game": game, "invite": invite})
-    assert receive(friend, "joined")["seat"] == "chaos"
-    return game
+    friend.send_json({"type": "open", "game": created["game"], "invite": invite})
+    took = receive(friend, "joined")
+    assert took["seat"] == "chaos"
+    return created["game"], {"order": created["token"], "chaos": took["token"]}
 
 
 # -- moves, the lobby ------------------------------------------------------------------------
@@ -114,7 +116,7 @@ def test_a_move_through_one_instance_reaches_the_opponent_and_the_watchers_on_an
     db = tmp_path / "games.sqlite3"
     with Instance(db, redis_url) as a, Instance(db, redis_url) as b:
         creator, friend, watcher = a.connect(), b.connect(), b.connect()
-        game = friend_game(creator, friend)
+        game, _ = friend_game(creator, friend)
         watcher.send_json({"type": "open", "game": game})
         assert receive(watcher, "joined")["seat"] is None
         creator.send_json({"type": "move", "cell": 0, "symbol": "X"})
@@ -262,51 +264,51 @@ def start_serve(db: Path, url: str, port: int, log: Path) -> subprocess.Popen:
     raise RuntimeError("the server did not come up")
 
 
+class Tab:
+    """A page's WebSocket to a real server on 127.0.0.1:``port``."""
+
+    def __init__(self, port: int, stack: ExitStack) -> None:
+        from websockets.sync.client import connect
+
+        self.ws = stack.enter_context(
+            connect(f"ws://127.0.0.1:{port}/ws", origin=f"http://127.0.0.1:{port}", open_timeout=60))
+        assert self.next("hello")
+
+    def send_json(self, message: dict) -> None:
+        self.ws.send(json.dumps(message))
+
+    def receive_json(self) -> dict:
+        return json.loads(self.ws.recv(timeout=60))
+
+    def next(self, kind: str) -> dict:
+        return receive(self, kind, error_ok=True)
+
+
 def test_after_kill_9_of_one_instance_its_game_goes_on_through_the_other_with_every_move(
         tmp_path: Path, redis_url: str) -> None:
-    from websockets.sync.client import connect
-
     db, port, log = tmp_path / "games.sqlite3", free_loopback_port(), tmp_path / "serve.log"
     killed = start_serve(db, redis_url, port, log)
     try:
         with Instance(db, redis_url) as b:
-            friend = b.connect()
-            with connect(f"ws://127.0.0.1:{port}/ws", origin=f"http://127.0.0.1:{port}", open_timeout=60) as ws:
-
-                def send(message: dict) -> None:
-                    ws.send(json.dumps(message))
-
-                def next_of(kind: str) -> dict:
-                    for _ in range(200):
-                        msg = json.loads(ws.recv(timeout=60))
-                        if msg["type"] == kind:
-                            return msg
-                    raise AssertionError(f"no {kind} message came")
-
-                next_of("hello")
-                send({"type": "play_friend", "side": "order", "time_control": "5+3"})
-                joined = next_of("joined")
-                game, token = joined["game"], joined["token"]
-                invite = next_of("state")["invite"]
-                friend.send_json({"type": "open", "game": game, "invite": invite})
-                assert receive(friend, "joined")["seat"] == "chaos"
-                moves = [(0, "X"), (7, "O"), (14, "X")]
-                for ply, (cell, symbol) in enumerate(moves):
-                    if ply % 2 == 0:
-                        send({"type": "move", "cell": cell, "symbol": symbol})
-                    else:
-                        friend.send_json({"type": "move", "cell": cell, "symbol": symbol})
-                    until_moves(friend, ply + 1)  # committed and told across
-                killed.send_signal(signal.SIGKILL)
-                killed.wait(timeout=30)
-            back = b.connect()  # the creator's page reconnects, through the proxy, to b
-            back.send_json({"type": "open", "game": game, "token": token})
-            assert receive(back, "joined")["seat"] == "order"
-            view = until_moves(back, 3)
-            assert [m["move"] for m in view["moves"]] == ["a1 X", "b2 O", "c3 X"]
-            assert view["clock"]["running"] == "chaos" and view["players"]["order"]["here"]
-            friend.send_json({"type": "move", "cell": 21, "symbol": "O"})
-            assert until_moves(back, 4)["last"] == 21
+            creator, friend = Tab(port, b.stack), Tab(port, b.stack)  # both players on the instance that dies
+            game, tokens = friend_game(creator, friend, "5+3")
+            moves = [(0, "X"), (7, "O"), (14, "X")]
+            for ply, (cell, symbol) in enumerate(moves):
+                (creator if ply % 2 == 0 else friend).send_json({"type": "move", "cell": cell, "symbol": symbol})
+                until_moves(creator, ply + 1)
+                until_moves(friend, ply + 1)
+            killed.send_signal(signal.SIGKILL)
+            killed.wait(timeout=30)
+            # their pages reconnect, through the proxy, to b
+            back = {seat: b.connect() for seat in ("order", "chaos")}
+            for seat, ws in back.items():
+                ws.send_json({"type": "open", "game": game, "token": tokens[seat]})
+                assert receive(ws, "joined")["seat"] == seat
+                view = until_moves(ws, 3)
+                assert [m["move"] for m in view["moves"]] == ["a1 X", "b2 O", "c3 X"]
+                assert view["clock"]["running"] == "chaos"
+            back["chaos"].send_json({"type": "move", "cell": 21, "symbol": "O"})
+            assert until_moves(back["order"], 4)["last"] == 21
     finally:
         if killed.poll() is None:
             killed.kill()
@@ -334,7 +336,7 @@ def test_losing_redis_makes_the_instance_not_ready_and_it_recovers_by_itself(tmp
     try:
         with Instance(db, redis_server.url()) as a, Instance(db, redis_server.url()) as b:
             creator, friend = a.connect(), b.connect()
-            game = friend_game(creator, friend)
+            game, _ = friend_game(creator, friend)
             assert a.client.get("/healthz").status_code == 200
             redis_server.stop()
             assert receive(friend, "error", error_ok=True)["code"] == "reconnecting"
