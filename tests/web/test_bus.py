@@ -37,6 +37,7 @@ from orderchaos.cli.main import main  # noqa: E402
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.web.bus import RedisBus, parse_bus_url  # noqa: E402
 from orderchaos.web.clocks import TimeControl  # noqa: E402
+from orderchaos.web.errors import WebError  # noqa: E402
 from orderchaos.web.games import Client, Hub  # noqa: E402
 from orderchaos.web.quotas import SharedAddressLimits  # noqa: E402
 from orderchaos.web.services import Limits, Services  # noqa: E402
@@ -165,6 +166,48 @@ def test_play_anyone_pairs_tabs_on_two_instances(tmp_path: Path, redis_url: str)
         assert one["game"] == two["game"] and {one["seat"], two["seat"]} == {"order", "chaos"}
 
 
+def test_the_lobby_in_redis_keeps_the_lobby_rules(redis_url: str) -> None:
+    async def scenario() -> None:
+        one, other = RedisBus(redis_url), RedisBus(redis_url)
+        for bus in (one, other):
+            await bus.start(lambda event: asyncio.sleep(0), lambda: asyncio.sleep(0), lambda: asyncio.sleep(0))
+        try:
+            a, b, c = one.tab_id(), other.tab_id(), other.tab_id()
+            first = await one.open_challenge(a, "127.0.0.1", "order", "3+2")
+            await other.open_challenge(b, "127.0.0.1", "random", "none")
+            await other.open_challenge(c, "127.0.0.1", "chaos", "none")
+            with pytest.raises(WebError) as capped:  # three per address, on all instances together
+                await one.open_challenge(a, "127.0.0.1", "order", "none")
+            assert (capped.value.code, capped.value.args_) == ("lobby_limit", {"limit": 3})
+            seen = await other.listing(b)
+            assert [(x["side"], x["mine"]) for x in seen] == [("order", False), ("random", True), ("chaos", False)]
+            with pytest.raises(WebError) as own:
+                await one.take_challenge(first.id, a)
+            assert own.value.code == "own_challenge"
+            assert (await other.take_challenge(first.id, b)).owner == a
+            with pytest.raises(WebError) as taken:  # one taker wins
+                await other.take_challenge(first.id, c)
+            assert taken.value.code == "no_challenge"
+            with pytest.raises(WebError) as not_mine:
+                await one.cancel_challenge(seen[1]["id"], a)
+            assert not_mine.value.code == "no_challenge"
+            assert await other.gone(b) and [x["side"] for x in await one.listing(a)] == ["chaos"]
+            assert await one.seek(a, "3+2") is None and await one.seeking_for(a) == "3+2"
+            assert await other.seek(b, "1+0") is None  # another time control: waits
+            assert await one.seek(a, "3+2") is None  # asking twice does not pair a tab with itself
+            assert await other.seek(c, "3+2") == a and await one.seeking_for(a) is None
+            assert await one.seek(a, "1+0") == b  # across instances, first come first paired
+            await other.open_challenge(c, "127.0.0.2", "order", "none")
+            await other.seek(c, "5+3")
+            await other.close()  # its tabs' challenges and waits go with it
+            assert await one.listing(a) == [] and await one.seek(a, "5+3") is None
+        finally:
+            await one.close()
+            await other.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
 # -- the clock sweep -------------------------------------------------------------------------
 
 
@@ -234,7 +277,7 @@ def test_per_address_limits_count_across_instances(tmp_path: Path, redis_url: st
         on_a, on_b = a.connect(), b.connect()
         with a.client.websocket_connect("/ws") as third:  # the address's third WebSocket, on a
             refused = third.receive_json()
-            assert (refused["type"], refused["code"]) == ("error", "address_connections")
+            assert (refused["type"], refused.get("code")) == ("error", "address_connections")
         on_a.send_json({"type": "play_friend", "side": "order"})
         receive(on_a, "joined")
         on_b.send_json({"type": "play_friend", "side": "order"})
