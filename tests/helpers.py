@@ -392,6 +392,28 @@ def next_message(ws: Any, kind: str, limit: int = 50) -> dict:
             return msg
     raise AssertionError(f"no {kind} message came")
 
+def receive(ws: Any, kind: str, *, error_ok: bool = False) -> dict:
+    """The next message of type ``kind`` on a web test socket, skipping up to 200 others; an
+    ``error`` on the way fails the test unless ``error_ok``."""
+    for _ in range(200):
+        msg = ws.receive_json()
+        if msg["type"] == kind:
+            return msg
+        assert msg["type"] != "error" or error_ok, msg
+    raise AssertionError(f"no {kind} message came")
+
+
+def until_moves(ws: Any, count: int) -> list[dict]:
+    """The messages on a web test socket up to the first position with ``count`` moves,
+    that one included (the last)."""
+    seen = []
+    for _ in range(200):
+        seen.append(ws.receive_json())
+        if seen[-1]["type"] == "state" and len(seen[-1]["moves"]) == count:
+            return seen
+    raise AssertionError(f"no position with {count} moves came")
+
+
 def late_position(seed: int, empties: int) -> State:
     """A seeded random unfinished position with ``empties`` (even) empty cells, Order to move."""
     assert empties % 2 == 0, "Order is to move only with an even number of empty cells"

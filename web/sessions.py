@@ -232,8 +232,8 @@ class Play:
             pass
 
     async def paired(self, game: LiveGame, seat: str, token: str) -> None:
-        """Another instance paired this tab (its challenge taken, or its wait for a game
-        met): it lands in ``game`` in ``seat``."""
+        """The lobby paired this tab (its challenge taken, or its wait for a game met), here or
+        on another instance: it lands in ``game`` in ``seat``, and its page stops waiting."""
         await self._join(game, seat, token)
         await self.show_lobby()
 
@@ -339,14 +339,11 @@ async def _pair(first: str, second: Play, first_seat: str, control: TimeControl 
     game, first_token, second_token = await hub.create_seated(first_seat, control)
     owner = hub.lobby_tabs.get(first)
     if owner is not None:
-        await owner._join(game, first_seat, first_token)
+        await owner.paired(game, first_seat, first_token)
     else:
         await hub.bus.publish({"kind": "paired", "tab": first, "game": game.id, "seat": first_seat,
                                "token": first_token})
-    await second._join(game, AGENTS[1 - AGENTS.index(first_seat)], second_token)
-    for tab in (owner, second):  # the lobby took them out of the queue: their pages stop waiting
-        if tab is not None:
-            await tab.show_lobby()
+    await second.paired(game, AGENTS[1 - AGENTS.index(first_seat)], second_token)
 
 
 class WatchGame:

@@ -32,7 +32,7 @@ pytest.importorskip("redis", reason="redis-py is not installed: pip install -e '
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from helpers import RedisServer, free_loopback_port  # noqa: E402
+from helpers import RedisServer, free_loopback_port, receive, until_moves  # noqa: E402
 from orderchaos.cli.main import main  # noqa: E402
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.web.bus import RedisBus, parse_bus_url  # noqa: E402
@@ -77,24 +77,9 @@ class Instance:
         return ws
 
 
-def receive(ws: Any, kind: str, *, error_ok: bool = False) -> dict:
-    """The next message of type ``kind``, skipping others."""
-    for _ in range(200):
-        msg = ws.receive_json()
-        if msg["type"] == kind:
-            return msg
-        assert msg["type"] != "error" or error_ok, msg
-    raise AssertionError(f"no {kind} message came")
-
-
-def until_moves(ws: Any, count: int) -> dict:
+def position(ws: Any, count: int) -> dict:
     """The first position with ``count`` moves that ``ws`` is sent."""
-    for _ in range(200):
-        msg = ws.receive_json()
-        assert msg["type"] != "error", msg
-        if msg["type"] == "state" and len(msg["moves"]) == count:
-            return msg
-    raise AssertionError(f"no position with {count} moves came")
+    return until_moves(ws, count)[-1]
 
 
 def friend_game(creator: Any, friend: Any, time_control: str = "none") -> tuple[str, dict[str, str]]:
@@ -121,13 +106,13 @@ def test_a_move_through_one_instance_reaches_the_opponent_and_the_watchers_on_an
         watcher.send_json({"type": "open", "game": game})
         assert receive(watcher, "joined")["seat"] is None
         creator.send_json({"type": "move", "cell": 0, "symbol": "X"})
-        seen = until_moves(watcher, 1)
+        seen = position(watcher, 1)
         assert seen["last"] == 0 and seen["to_play"] == "chaos"
         assert seen["players"]["order"]["here"]  # the creator's tab is on the other instance
-        until_moves(friend, 1)
+        position(friend, 1)
         friend.send_json({"type": "move", "cell": 7, "symbol": "O"})
-        mine = until_moves(creator, 2)
-        assert mine["last"] == 7 and until_moves(watcher, 2)["moves"] == mine["moves"]
+        mine = position(creator, 2)
+        assert mine["last"] == 7 and position(watcher, 2)["moves"] == mine["moves"]
         friend.send_json({"type": "resign"})
         for _ in range(50):
             view = receive(creator, "state")
@@ -151,7 +136,7 @@ def test_a_challenge_opened_on_one_instance_is_taken_on_another(tmp_path: Path, 
         assert created["game"] == took["game"] and (created["seat"], took["seat"]) == ("chaos", "order")
         assert created["token"] and took["token"]
         taker.send_json({"type": "move", "cell": 0, "symbol": "X"})
-        view = until_moves(creator, 1)
+        view = position(creator, 1)
         assert view["clock"]["control"] == "3+2" and view["clock"]["running"] == "chaos"
 
 
@@ -338,8 +323,8 @@ def test_after_kill_9_of_one_instance_its_game_goes_on_through_the_other_with_ev
             moves = [(0, "X"), (7, "O"), (14, "X")]
             for ply, (cell, symbol) in enumerate(moves):
                 (creator if ply % 2 == 0 else friend).send_json({"type": "move", "cell": cell, "symbol": symbol})
-                until_moves(creator, ply + 1)
-                until_moves(friend, ply + 1)
+                position(creator, ply + 1)
+                position(friend, ply + 1)
             killed.send_signal(signal.SIGKILL)
             killed.wait(timeout=30)
             # their pages reconnect, through the proxy, to b
@@ -347,11 +332,11 @@ def test_after_kill_9_of_one_instance_its_game_goes_on_through_the_other_with_ev
             for seat, ws in back.items():
                 ws.send_json({"type": "open", "game": game, "token": tokens[seat]})
                 assert receive(ws, "joined")["seat"] == seat
-                view = until_moves(ws, 3)
+                view = position(ws, 3)
                 assert [m["move"] for m in view["moves"]] == ["a1 X", "b2 O", "c3 X"]
                 assert view["clock"]["running"] == "chaos"
             back["chaos"].send_json({"type": "move", "cell": 21, "symbol": "O"})
-            assert until_moves(back["order"], 4)["last"] == 21
+            assert position(back["order"], 4)["last"] == 21
     finally:
         if killed.poll() is None:
             killed.kill()
@@ -386,14 +371,14 @@ def test_losing_redis_makes_the_instance_not_ready_and_it_recovers_by_itself(tmp
             assert receive(creator, "error", error_ok=True)["code"] == "reconnecting"
             wait_for_health(a.client, 503)
             creator.send_json({"type": "move", "cell": 0, "symbol": "X"})  # committed: the store has it
-            assert until_moves(creator, 1)["last"] == 0
+            assert position(creator, 1)["last"] == 0
             redis_server.start()
             wait_for_health(a.client, 200)
             wait_for_health(b.client, 200)
-            view = until_moves(friend, 1)  # read again from the store once the bus is back
+            view = position(friend, 1)  # read again from the store once the bus is back
             assert view["game"] == game and view["last"] == 0
             friend.send_json({"type": "move", "cell": 7, "symbol": "O"})
-            assert until_moves(creator, 2)["last"] == 7
+            assert position(creator, 2)["last"] == 7
     finally:
         redis_server.stop()
 

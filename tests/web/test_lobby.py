@@ -16,6 +16,8 @@ pytest.importorskip("starlette.testclient", reason="the web extra is not install
 
 from starlette.testclient import TestClient  # noqa: E402
 
+from helpers import receive, until_moves  # noqa: E402
+
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.web.bus import Bus  # noqa: E402
 from orderchaos.web.errors import WebError  # noqa: E402
@@ -31,16 +33,6 @@ def no_hang() -> Iterator[None]:
     faulthandler.dump_traceback_later(120, exit=True)
     yield
     faulthandler.cancel_dump_traceback_later()
-
-
-def receive(ws: Any, kind: str, *, error_ok: bool = False) -> dict:
-    """The next message of type ``kind``, skipping others."""
-    for _ in range(200):
-        msg = ws.receive_json()
-        if msg["type"] == kind:
-            return msg
-        assert msg["type"] != "error" or error_ok, msg
-    raise AssertionError(f"no {kind} message came")
 
 
 # -- the bookkeeping ------------------------------------------------------------------------
@@ -211,16 +203,6 @@ def test_play_anyone_pairs_two_tabs_asking_for_the_same_time_control(bus: Callab
         assert one["game"] == two["game"] and {one["seat"], two["seat"]} == {"order", "chaos"}
         other_clock.send_json({"type": "cancel"})
         assert receive(other_clock, "lobby")["seeking"] is None
-
-
-def until_moves(ws: Any, count: int) -> list[dict]:
-    """The messages up to the first position with ``count`` moves, that one included."""
-    seen = []
-    for _ in range(200):
-        seen.append(ws.receive_json())
-        if seen[-1]["type"] == "state" and len(seen[-1]["moves"]) == count:
-            return seen
-    raise AssertionError(f"no position with {count} moves came")
 
 
 def test_a_paired_tab_is_told_it_no_longer_waits(bus: Callable[[], Bus | None]) -> None:
