@@ -23,7 +23,7 @@ import asyncio
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -346,12 +346,12 @@ class RedisBus(Bus):
                         if not self._ready:  # the heartbeat lost Redis: start over
                             raise ConnectionError("the heartbeat could not reach Redis")
                         continue
-                    event = json.loads(message["data"])
-                    if event.get("from") != self.instance and self._events is not None:
-                        try:
+                    try:
+                        event = json.loads(message["data"])
+                        if event.get("from") != self.instance and self._events is not None:
                             await self._events(event)
-                        except Exception:  # noqa: BLE001 - one bad event must not stop the bus
-                            log.exception("error while handling a bus event")
+                    except Exception:  # noqa: BLE001 - one bad event must not stop the bus
+                        log.exception("error while handling a bus event")
             except asyncio.CancelledError:
                 await pubsub.aclose()
                 raise
@@ -439,7 +439,7 @@ class RedisBus(Bus):
         await self.unseek(owner)
         return bool(await self._call("gone", [self._challenges, self._seeking], [owner]))
 
-    async def listing(self, viewer: Hashable) -> list[dict[str, Any]]:  # noqa: D102
+    async def listing(self, viewer: str) -> list[dict[str, Any]]:  # noqa: D102
         if not self._ready:
             raise reconnecting()
         try:
