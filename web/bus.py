@@ -287,12 +287,16 @@ class RedisBus(Bus):
     def ready(self) -> bool:  # noqa: D102
         return self._ready
 
-    async def start(self, events: Events, lost: Notice, back: Notice) -> None:  # noqa: D102
+    async def start(self, events: Events, lost: Notice, back: Notice) -> None:
+        """:meth:`Bus.start`; returns once subscribed, or after 10 s without Redis (then the
+        instance starts not ready and keeps trying)."""
         self._events, self._lost, self._back = events, lost, back
-        await self._beat()
         subscribed = asyncio.Event()
         self._tasks = [asyncio.create_task(self._listen(subscribed)), asyncio.create_task(self._heartbeat())]
-        await asyncio.wait_for(subscribed.wait(), 10)
+        try:
+            await asyncio.wait_for(subscribed.wait(), 10)
+        except asyncio.TimeoutError:
+            log.warning("the bus %s does not answer: starting not ready", self.url)
 
     async def close(self) -> None:  # noqa: D102
         for task in self._tasks:
@@ -398,10 +402,15 @@ class RedisBus(Bus):
             self._leases.add(key)
         return held
 
-    async def others_alive(self) -> bool:  # noqa: D102
-        async for key in self.redis.scan_iter(match=f"{PREFIX}alive:*"):
-            if key != self.alive_key:
-                return True
+    async def others_alive(self) -> bool:
+        """:meth:`Bus.others_alive`; True when Redis cannot tell (the running clocks are left
+        as they are)."""
+        try:
+            async for key in self.redis.scan_iter(match=f"{PREFIX}alive:*"):
+                if key != self.alive_key:
+                    return True
+        except Exception:  # noqa: BLE001 - Redis went away meanwhile
+            return True
         return False
 
     # -- the lobby ---------------------------------------------------------------------------
