@@ -334,6 +334,10 @@ class LiveGame:
         if len(self.actions) != ply:  # taken back meanwhile
             return
         async with self.lock:
+            if self.hub.bus.shared:  # the player's tab on another instance may have had it played there
+                self.reload()
+            if len(self.actions) != ply or self.over:
+                return
             await self._commit(action)
         await self.broadcast()
         self.agent_turn()
