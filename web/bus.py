@@ -106,6 +106,10 @@ class Bus:
         """Whether another instance of the site runs."""
         return False
 
+    async def alive(self, instances: set[str]) -> set[str]:
+        """Those of ``instances`` that still run (all of them when that cannot be told now)."""
+        return set(instances)
+
     # -- the lobby (owners are tab ids) ------------------------------------------------------
     async def open_challenge(self, owner: str, address: str, side: str, time_control: str) -> Challenge:
         """:meth:`Lobby.open`."""
@@ -412,6 +416,16 @@ class RedisBus(Bus):
         except Exception:  # noqa: BLE001 - Redis went away meanwhile
             return True
         return False
+
+    async def alive(self, instances: set[str]) -> set[str]:  # noqa: D102
+        if not instances or not self._ready:
+            return set(instances)
+        names = sorted(instances)
+        try:
+            found = await self.redis.mget([self._alive + name for name in names])
+        except Exception:  # noqa: BLE001 - Redis went away: nothing is known to have stopped
+            return set(instances)
+        return {name for name, value in zip(names, found) if value is not None}
 
     # -- the lobby ---------------------------------------------------------------------------
     _challenges = PREFIX + "lobby:challenges"

@@ -464,6 +464,20 @@ class Hub:
         while True:
             await asyncio.sleep(SWEEP_SECONDS)
             await self.sweep()
+            await self.forget_stopped_instances()
+
+    async def forget_stopped_instances(self) -> None:
+        """Stop showing the players whose tabs were on an instance that stopped without
+        saying so (killed): their games' tabs here are told."""
+        seen = {name for game in self.games.values() for name in game.elsewhere}
+        if not seen:
+            return
+        stopped = seen - await self.bus.alive(seen)
+        for game in list(self.games.values()):
+            if stopped & game.elsewhere.keys():
+                for name in stopped:
+                    game.elsewhere.pop(name, None)
+                await game.broadcast(publish=False)
 
     def start_sweeper(self) -> None:
         """Run :meth:`sweep` every :data:`SWEEP_SECONDS` from now on (once per hub)."""

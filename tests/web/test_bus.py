@@ -322,13 +322,20 @@ def test_after_kill_9_of_one_instance_its_game_goes_on_through_the_other_with_ev
         with Instance(db, redis_url) as b:
             creator, friend = Tab(port, b.stack), Tab(port, b.stack)  # both players on the instance that dies
             game, tokens = friend_game(creator, friend, "5+3")
+            watcher = b.connect()
+            watcher.send_json({"type": "open", "game": game})
+            assert receive(watcher, "joined")["seat"] is None
             moves = [(0, "X"), (7, "O"), (14, "X")]
             for ply, (cell, symbol) in enumerate(moves):
                 (creator if ply % 2 == 0 else friend).send_json({"type": "move", "cell": cell, "symbol": symbol})
                 position(creator, ply + 1)
                 position(friend, ply + 1)
+            seen = position(watcher, 3)
+            assert seen["players"]["order"]["here"] and seen["players"]["chaos"]["here"]
             killed.send_signal(signal.SIGKILL)
             killed.wait(timeout=30)
+            while seen["players"]["order"]["here"] or seen["players"]["chaos"]["here"]:
+                seen = receive(watcher, "state")  # told once the killed instance's alive key expired
             # their pages reconnect, through the proxy, to b
             back = {seat: b.connect() for seat in ("order", "chaos")}
             for seat, ws in back.items():
