@@ -307,12 +307,18 @@ class RedisBus(Bus):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         try:  # a successor need not wait for this instance's keys to expire
-            for key in self._leases:
-                await self._scripts["release"](keys=[key], args=[self.instance])
-            await self.redis.delete(self.alive_key)
-        except Exception:  # noqa: BLE001 - Redis already gone: the keys expire by themselves
+            await asyncio.wait_for(self._say_goodbye(), 5)
+        except Exception:  # noqa: BLE001 - Redis gone or slow: the keys expire by themselves
             pass
-        await self.redis.aclose()
+        try:
+            await asyncio.wait_for(self.redis.aclose(), 5)
+        except Exception:  # noqa: BLE001 - the process is stopping: its sockets close with it
+            pass
+
+    async def _say_goodbye(self) -> None:
+        for key in self._leases:
+            await self._scripts["release"](keys=[key], args=[self.instance])
+        await self.redis.delete(self.alive_key)
 
     async def _beat(self) -> None:
         await self.redis.set(self.alive_key, "1", px=ALIVE_MS)
