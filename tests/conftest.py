@@ -48,3 +48,36 @@ def in_process_ray() -> Iterator[Any]:
     finally:
         if owns:
             ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[helpers.RedisServer]:
+    """A redis-server of the test run's own on a loopback port (skipped, with the reason,
+    when Debian's redis-server is not installed; under CI a missing one fails instead)."""
+    import os
+
+    pytest.importorskip("redis", reason="redis-py is not installed: pip install -e '.[dev]'")
+    if not Path(helpers.RedisServer.BINARY).exists():
+        reason = f"{helpers.RedisServer.BINARY} is missing: install it with `apt-get install -y redis-server`"
+        if os.environ.get("CI"):
+            raise RuntimeError(f"Redis tests under CI: {reason} (.ci/run should have)")
+        pytest.skip(reason)
+    server = helpers.RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: helpers.RedisServer) -> str:
+    """The URL of an emptied database of :func:`redis_server`."""
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url(0))
+    try:
+        client.flushdb()
+    finally:
+        client.close()
+    return redis_server.url(0)

@@ -417,6 +417,73 @@ def receive_json(ws: Any, seconds: float = SOCKET_DEADLINE) -> Any:
         raise AssertionError(f"no message came from the server within {seconds:g} s") from None
     ws._raise_on_close(message)
     return json.loads(message["text"])
+def _end_with_parent() -> None:
+    """In a child process before it runs its program: have Linux send it SIGTERM when the
+    test process ends, even one stopped by a timeout's ``os._exit`` (no finalizer runs then)."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class RedisServer:
+    """Debian's ``redis-server`` on a free loopback port, with its files in ``folder`` and
+    nothing saved to disk; :meth:`start` returns once it answers PING, :meth:`stop` ends it
+    (and :meth:`start` brings it back on the same port)."""
+
+    BINARY = "/usr/bin/redis-server"
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.port = free_loopback_port()
+        self.process: Any = None
+
+    def url(self, database: int = 0) -> str:
+        """The ``redis://`` URL of one of its databases."""
+        return f"redis://127.0.0.1:{self.port}/{database}"
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start it and wait until it answers PING (a RuntimeError when it exits or does
+        not answer within ``timeout`` seconds)."""
+        import subprocess
+        import time
+
+        import redis
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        log = (self.folder / "redis.log").open("a")
+        self.process = subprocess.Popen(
+            [self.BINARY, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.folder),
+             "--save", "", "--appendonly", "no", "--protected-mode", "yes"],
+            stdout=log, stderr=subprocess.STDOUT, preexec_fn=_end_with_parent)
+        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=1, socket_timeout=1)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"redis-server exited: {(self.folder / 'redis.log').read_text()[-2000:]}")
+                try:
+                    if client.ping():
+                        return
+                except redis.ConnectionError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("redis-server did not answer PING") from None
+                    time.sleep(0.05)  # poll interval while it starts, not a wait for a result
+        finally:
+            client.close()
+
+    def stop(self) -> None:
+        """End it (SIGTERM, then SIGKILL after 10 s)."""
+        import subprocess
+
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
 
 
 def next_message(ws: Any, kind: str, limit: int = 50) -> dict:
@@ -427,6 +494,28 @@ def next_message(ws: Any, kind: str, limit: int = 50) -> dict:
         if msg["type"] == kind:
             return msg
     raise AssertionError(f"no {kind} message came")
+
+def receive(ws: Any, kind: str, *, error_ok: bool = False) -> dict:
+    """The next message of type ``kind`` on a web test socket, skipping up to 200 others; an
+    ``error`` on the way fails the test unless ``error_ok``."""
+    for _ in range(200):
+        msg = receive_json(ws)
+        if msg["type"] == kind:
+            return msg
+        assert msg["type"] != "error" or error_ok, msg
+    raise AssertionError(f"no {kind} message came")
+
+
+def until_moves(ws: Any, count: int) -> list[dict]:
+    """The messages on a web test socket up to the first position with ``count`` moves,
+    that one included (the last)."""
+    seen = []
+    for _ in range(200):
+        seen.append(receive_json(ws))
+        if seen[-1]["type"] == "state" and len(seen[-1]["moves"]) == count:
+            return seen
+    raise AssertionError(f"no position with {count} moves came")
+
 
 def late_position(seed: int, empties: int) -> State:
     """A seeded random unfinished position with ``empties`` (even) empty cells, Order to move."""

@@ -44,6 +44,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from orderchaos.agents.worker_pool import WorkerPool
 from orderchaos.arena.game_files import game_line
 from orderchaos.web import learn, puzzles
+from orderchaos.web.bus import Bus
 from orderchaos.web.errors import Busy, WebError
 from orderchaos.web.games import Hub, valid_id
 from orderchaos.web.learn import learn_routes
@@ -186,6 +187,7 @@ def create_app(
     trusted_proxies: Sequence[IPNetwork] = (),
     quotas: AddressLimits | None = None,
     workers: WorkerPool | None = None,
+    bus: Bus | None = None,
 ) -> Starlette:
     """The web app; ``games_dir`` is the only folder whose files can be opened by name and
     ``db`` the game store (a path, ``":memory:"``, or an open :class:`GameStore`).
@@ -198,12 +200,13 @@ def create_app(
     limits each client address (None: no such limits), its refusals counted in the app's
     metrics. ``workers`` run the agents' moves, hints and analyses (None: threads of this
     process); the app closes them when it stops, and with ``warm_up`` starts them at once.
+    ``bus`` joins this app to the other instances of the site (:mod:`.bus`; None: alone).
     """
     store = db if isinstance(db, GameStore) else GameStore(db)
     services = Services(limits or Limits(), Path(games_dir) if games_dir is not None else None, store)
     services.public_url = public.origin if public is not None else None
     services.workers = workers
-    hub = Hub(services)
+    hub = Hub(services, bus)
     metrics = Metrics(lambda: len(hub.games), lambda: services.queued, lambda: services.running, store)
     services.observe_wait = metrics.queue_wait.observe
     Gauge("orderchaos_workers_ready", "workers warm and able to take a search (0 without workers)",
@@ -211,7 +214,8 @@ def create_app(
     if quotas is not None:
         quotas.refused = lambda code: metrics.address_refused.labels(kind=code).inc()
     site = Site(services, hub, metrics, quotas, public)
-    health = Health(store, metrics, (lambda: (workers.ready, workers.workers)) if workers is not None else None)
+    health = Health(store, metrics, (lambda: (workers.ready, workers.workers)) if workers is not None else None,
+                    bus_ready=lambda: hub.bus.ready)
     info = build_info()
     template = (STATIC_DIR / "index.html").read_text()
     counter = {"open": 0}
@@ -251,7 +255,7 @@ def create_app(
             return
         try:
             if site.quotas is not None:
-                site.quotas.connect(address)
+                await site.quotas.check("connection", address)
         except WebError as exc:
             log.info("client=%s refused: %s", address, exc)
             await refuse(websocket, exc)
@@ -264,13 +268,15 @@ def create_app(
             counter["open"] -= 1
             metrics.connections.dec()
             if site.quotas is not None:
-                site.quotas.disconnect(address)
+                await site.quotas.release(address)
 
     @asynccontextmanager
     async def lifespan(app: Starlette):  # noqa: ANN202 - Starlette's lifespan protocol
         if warm_up:
             threading.Thread(target=services.warm_up, name="orderchaos-web: warm-up", daemon=True).start()
-        store.resume_clocks()  # the time the server was down is not charged to anyone
+        await hub.bus.start(hub.on_event, hub.bus_lost, hub.bus_back)
+        if not await hub.bus.others_alive():
+            store.resume_clocks()  # the time the site was down is not charged to anyone
         hub.start_sweeper()  # games run out of time with no tab open too
         metrics.watch_gc()
         yield
@@ -279,6 +285,7 @@ def create_app(
             hub.sweeper.cancel()
         for game in list(hub.games.values()):
             game.stop()
+        await hub.bus.close()
         services.close()
 
     # outermost: every log line of a request or WebSocket carries its id
@@ -354,7 +361,7 @@ async def serve_socket(websocket: WebSocket, site: Site) -> None:
                 msg = decode(received.get("text"), limits.max_message_bytes, limits.max_upload_bytes)
                 kind = msg["type"]
                 if kind in GAME_CREATING and site.quotas is not None:
-                    site.quotas.create_game(address)
+                    await site.quotas.check("game", address)
                 started = time.perf_counter()
                 await connection.handle(msg)
                 if kind == "move":

@@ -7,25 +7,30 @@ Anyone else with the id watches. A :class:`LiveGame` is the in-memory copy of a 
 some tab has open: it checks moves, commits them to the store *before* telling the tabs,
 runs the agent's moves, and is dropped (its agent stopped) when its last tab leaves; it is
 read back from the store when a tab opens it again, after a restart too.
+
+With a shared bus (:mod:`.bus`) several instances serve one site: each change is published,
+and every instance that has the game open reads it again from the store and tells its tabs.
+An agent's move is computed only where a player of the game has a tab, and the clock sweep
+runs where the sweep's lease is held.
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from orderchaos.agents.base import Agent
 from orderchaos.agents.fallback import fallback_action
 from orderchaos.arena.analysis import board_facts, move_list
+from orderchaos.web.bus import Bus, LocalBus
 from orderchaos.web.errors import Busy, TimedOut, WebError
-from orderchaos.web.lobby import Lobby
 from orderchaos.web.ops import log_game_end
 from orderchaos.web.clocks import TimeControl
 from orderchaos.web.services import Services, agent_move
 from orderchaos.web.store import REASONS, StoredGame, token_hash
-from orderchaos.envs.rules import AGENTS, CHAOS, ORDER, State
+from orderchaos.envs.rules import AGENTS, CHAOS, ORDER, State, cell_name
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 ID_BYTES = 16
@@ -36,6 +41,9 @@ ABORT_AFTER = 60.0
 """Seconds after both seats are taken within which the first move must come, or the game is aborted."""
 SWEEP_SECONDS = 0.5
 """How often the server looks for games to abort, open or not."""
+SWEEP_LEASE_SECONDS = 3.0
+"""How long the lease to sweep lasts unless its holder renews it (a stopped holder's
+successor takes over after at most this long)."""
 
 
 def other(role: str) -> str:
@@ -73,10 +81,25 @@ class LiveGame:
         self.winner, self.reason = stored.winner, stored.reason
         self.clock = stored.clock
         self.clients: list[Client] = []
+        self.elsewhere: dict[str, dict[str, Any]] = {}
+        """Other instances' tabs on this game: instance -> seats held there, agent thinking."""
         self.agents: dict[str, Agent | None] = {role: None for role in AGENTS}
         self.task: asyncio.Task | None = None
         self.error: dict[str, Any] | None = None
         self.lock = asyncio.Lock()
+
+    def reload(self) -> None:
+        """Read the game again from the store (another instance changed it)."""
+        stored = self.services.store.load(self.id)
+        if stored is None:
+            return
+        self.tokens, self.invite, self.rematch = stored.tokens, stored.invite, stored.rematch
+        if stored.actions != self.actions:
+            self.error = None
+        self.actions = list(stored.actions)
+        self.state = stored.state()
+        self.winner, self.reason = stored.winner, stored.reason
+        self.clock = stored.clock
 
     # -- seats ------------------------------------------------------------------------------
     def seat_for(self, token: object) -> str | None:
@@ -127,8 +150,10 @@ class LiveGame:
 
     def shared_view(self) -> dict[str, Any]:
         """The part of the ``state`` message that every tab of the game gets alike."""
-        here = {role: any(c.seat == role for c in self.clients) for role in AGENTS}
+        here = {role: any(c.seat == role for c in self.clients)
+                or any(role in there["here"] for there in self.elsewhere.values()) for role in AGENTS}
         agent_turn = not self.over and self.specs.get(self.state.to_play) is not None
+        thinking = self.task is not None or any(there["thinking"] for there in self.elsewhere.values())
         return {
             "type": "state",
             "mode": "play",
@@ -142,7 +167,7 @@ class LiveGame:
             **board_facts(self.state),
             "last": self.actions[-1] >> 1 if self.actions else None,
             "moves": move_list(self.actions),
-            "thinking": agent_turn and self.task is not None,
+            "thinking": agent_turn and thinking,
             "vs_agent": any(self.specs.get(r) for r in AGENTS),
             "rematch": self.rematch,
             "error": self.error,
@@ -184,8 +209,11 @@ class LiveGame:
             probe = probe.apply(action)
         return False
 
-    async def broadcast(self) -> None:
-        """Send every tab its view (the board's part made once for all of them)."""
+    async def broadcast(self, publish: bool = True) -> None:
+        """Send every tab its view (the board's part made once for all of them), and with
+        ``publish`` tell the other instances that the game changed."""
+        if publish:
+            await self.hub.publish(self)
         board = self.shared_view()
         for client in list(self.clients):
             await client.send(self.view(client, board))
@@ -197,6 +225,8 @@ class LiveGame:
         if await self.flag():
             raise WebError("the game is over", "game_over")
         async with self.lock:
+            if self.hub.bus.shared:  # another instance may have changed it a moment ago
+                self.reload()
             if client.seat is None:
                 raise WebError("you are watching this game: only its two players can move", "watching")
             if self.over:
@@ -205,6 +235,9 @@ class LiveGame:
                 raise WebError("wait for the other player to open the invite link", "no_opponent")
             if self.state.to_play != client.seat:
                 raise WebError("not your turn", "not_your_turn")
+            if action not in self.state.legal_actions():
+                cell = cell_name(action >> 1)
+                raise WebError(f"illegal move: {cell} is taken; choose an empty cell", "occupied", cell=cell)
             await self._commit(action)
         await self.broadcast()
         self.agent_turn()
@@ -272,6 +305,8 @@ class LiveGame:
         role = self.state.to_play
         if self.specs.get(role) is None:
             return
+        if self.hub.bus.shared and not any(c.seat is not None for c in self.clients):
+            return  # the instance where a player has a tab computes it
         self.task = asyncio.create_task(self._agent_move(role, len(self.actions)))
 
     async def _agent_move(self, role: str, ply: int) -> None:
@@ -303,6 +338,10 @@ class LiveGame:
         if len(self.actions) != ply:  # taken back meanwhile
             return
         async with self.lock:
+            if self.hub.bus.shared:  # the player's tab on another instance may have had it played there
+                self.reload()
+            if len(self.actions) != ply or self.over:
+                return
             await self._commit(action)
         await self.broadcast()
         self.agent_turn()
@@ -355,11 +394,11 @@ class LiveGame:
 class Hub:
     """The games that tabs have open, and how tabs create, open and leave them."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, bus: Bus | None = None) -> None:
         self.services = services
+        self.bus = bus or LocalBus()
         self.games: dict[str, LiveGame] = {}
-        self.lobby = Lobby()
-        self.lobby_tabs: set[Any] = set()  # every open tab's Play: each sees the lobby live
+        self.lobby_tabs: dict[str, Any] = {}  # every open tab's Play by its tab id: each sees the lobby live
         self.pending: set[asyncio.Task] = set()  # messages sent after a tab left
         self.sweeper: asyncio.Task | None = None
 
@@ -368,6 +407,8 @@ class Hub:
         :data:`ABORT_AFTER` seconds of both seats being taken, and end every game whose side
         to move has run out of time as lost on time."""
         store = self.services.store
+        if not await self.bus.lease("sweep", SWEEP_LEASE_SECONDS):
+            return  # another instance sweeps
         for game_id in store.clocks_out(store.clock()):
             live = self.games.get(game_id)
             if live is not None:
@@ -382,6 +423,7 @@ class Hub:
                 stored.clock.stop(to_move, now)
                 store.finish(game_id, other(to_move), "time", stored.clock)
                 log_game_end(game_id, other(to_move), "time")
+                await self.bus.publish({"kind": "game", "game": game_id, "here": [], "thinking": False})
         for game_id in store.unstarted_since(store.clock() - ABORT_AFTER):
             live = self.games.get(game_id)
             if live is not None:
@@ -389,11 +431,73 @@ class Hub:
             else:
                 store.finish(game_id, None, "aborted")
                 log_game_end(game_id, None, "aborted")
+                await self.bus.publish({"kind": "game", "game": game_id, "here": [], "thinking": False})
+
+    async def publish(self, game: LiveGame) -> None:
+        """Tell the other instances that ``game`` changed, with the seats held by this
+        instance's tabs and whether its agent is thinking."""
+        here = sorted({c.seat for c in game.clients if c.seat is not None})
+        await self.bus.publish({"kind": "game", "game": game.id, "here": here, "thinking": game.task is not None})
+
+    async def on_event(self, event: dict[str, Any]) -> None:
+        """Another instance's event: a game it changed is read again from the store and
+        shown to this instance's tabs; the lobby changed; a tab here was paired there."""
+        kind = event.get("kind")
+        if kind == "game":
+            game = self.games.get(event.get("game"))  # type: ignore[arg-type]
+            if game is None:
+                return
+            game.elsewhere[event["from"]] = {"here": list(event.get("here", [])),
+                                             "thinking": bool(event.get("thinking"))}
+            game.reload()
+            await game.broadcast(publish=False)
+            game.agent_turn()
+        elif kind == "lobby":
+            for tab in list(self.lobby_tabs.values()):
+                await tab.show_lobby()
+        elif kind == "paired":
+            tab = self.lobby_tabs.get(event.get("tab"))  # type: ignore[arg-type]
+            if tab is not None:
+                await tab.paired(self.get(event.get("game")), event["seat"], event["token"])
+
+    async def bus_lost(self) -> None:
+        """The bus went away: every tab is told the site is reconnecting."""
+        from orderchaos.web.bus import reconnecting
+
+        notice = reconnecting().payload()
+        for tab in list(self.lobby_tabs.values()):
+            await tab.send(notice)
+
+    async def bus_back(self) -> None:
+        """The bus is back: every open game is read again from the store (what changed
+        meanwhile on other instances) and every tab gets its view."""
+        for game in list(self.games.values()):
+            game.reload()
+            await game.broadcast()
+            game.agent_turn()
+        for tab in list(self.lobby_tabs.values()):
+            if tab.game is None:
+                await tab.state()
+            await tab.show_lobby()
 
     async def _sweep_forever(self) -> None:
         while True:
             await asyncio.sleep(SWEEP_SECONDS)
             await self.sweep()
+            await self.forget_stopped_instances()
+
+    async def forget_stopped_instances(self) -> None:
+        """Stop showing the players whose tabs were on an instance that stopped without
+        saying so (killed): their games' tabs here are told."""
+        seen = {name for game in self.games.values() for name in game.elsewhere}
+        if not seen:
+            return
+        stopped = seen - await self.bus.alive(seen)
+        for game in list(self.games.values()):
+            if stopped & game.elsewhere.keys():
+                for name in stopped:
+                    game.elsewhere.pop(name, None)
+                await game.broadcast(publish=False)
 
     def start_sweeper(self) -> None:
         """Run :meth:`sweep` every :data:`SWEEP_SECONDS` from now on (once per hub)."""
@@ -461,13 +565,20 @@ class Hub:
             game.stop()
             if self.games.get(game.id) is game:
                 del self.games[game.id]
+            if client.seat is not None and self.bus.shared:  # the other instances' tabs learn it
+                self._later(self.publish(game))
         elif client.seat is not None and not any(c.seat == client.seat for c in game.clients):
-            try:  # the tabs still there learn that this player has left
-                task = asyncio.get_running_loop().create_task(game.broadcast())
-            except RuntimeError:  # no event loop: nobody to tell
-                return
-            self.pending.add(task)
-            task.add_done_callback(self.pending.discard)
+            self._later(game.broadcast())  # the tabs still there learn that this player has left
+
+    def _later(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` after this call (nothing when no event loop runs: nobody to tell)."""
+        try:
+            task = asyncio.get_running_loop().create_task(work)
+        except RuntimeError:
+            work.close()
+            return
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
 
     async def rematch(self, game: LiveGame, client: Client) -> LiveGame:
         """The rematch of a finished game, sides swapped (each seat's token moves with its

@@ -178,16 +178,20 @@ class Health:
     (and while at least one of them is warm), the store answers a query and takes a small
     write (:meth:`GameStore.probe_write`, at most every :data:`WRITE_PROBE_EVERY_S`); else
     503 with the reason, so that a proxy sends nobody to an instance that cannot serve them.
-    ``workers`` gives (warm, started) counts; None: no workers (searches run in threads)."""
+    ``workers`` gives (warm, started) counts; None: no workers (searches run in threads).
+    ``bus_ready`` says whether the bus between instances answers (:attr:`.bus.Bus.ready`)."""
 
-    def __init__(self, store: GameStore, metrics: Metrics, workers: Callable[[], tuple[int, int]] | None = None) -> None:
-        self.store, self.metrics, self.workers = store, metrics, workers
+    def __init__(self, store: GameStore, metrics: Metrics, workers: Callable[[], tuple[int, int]] | None = None,
+                 bus_ready: Callable[[], bool] = lambda: True) -> None:
+        self.store, self.metrics, self.workers, self.bus_ready = store, metrics, workers, bus_ready
         self.warmed_up = workers is None
         self._probed_at = -WRITE_PROBE_EVERY_S
         self._write_error: str | None = None
 
     def problem(self) -> str | None:
         """Why the instance cannot take games now, or None when it can."""
+        if not self.bus_ready():
+            return "the bus (Redis) does not answer: reconnecting"
         if not self.store.answers():
             return "the game store does not answer"
         now = time.monotonic()

@@ -95,6 +95,8 @@ class Play:
     def __init__(self, services: Services, hub: Hub, send: Send, address: str = "") -> None:
         self.services, self.hub, self.send, self.address = services, hub, send, address
         self.client = Client(send)
+        self.tab_id = hub.bus.tab_id()
+        """This tab's name in the lobby, unique on the site."""
         self.game: LiveGame | None = None
         self.hint_task: asyncio.Task | None = None
 
@@ -119,12 +121,15 @@ class Play:
             joined["token"] = token
         await self.send(joined)
         # a tab that goes into a game stops waiting to be paired and withdraws its challenges
-        was_waiting = self.hub.lobby.seeking_for(self) is not None
-        withdrawn = self.hub.lobby.gone(self)
-        if withdrawn:
-            await self._tell_lobby(withdrawn)
-        elif was_waiting:
-            await self.show_lobby()
+        try:
+            was_waiting = await self.hub.bus.seeking_for(self.tab_id) is not None
+            withdrawn = await self.hub.bus.gone(self.tab_id)
+            if withdrawn:
+                await self._tell_lobby(withdrawn)
+            elif was_waiting:
+                await self.show_lobby()
+        except WebError:  # the bus is reconnecting: the game opens all the same
+            pass
         await game.broadcast()
 
     def _time_control(self, msg: dict[str, Any]) -> TimeControl | None:
@@ -176,44 +181,46 @@ class Play:
     async def show_lobby(self, withdrawn: int = 0) -> None:
         """Send this tab the open challenges and what it waits to be paired for; ``withdrawn``:
         how many of its challenges just went because it went into a game (the page says so)."""
-        lobby = self.hub.lobby
-        listing: dict[str, Any] = {"type": "lobby", "challenges": lobby.listing(self), "seeking": lobby.seeking_for(self)}
+        bus = self.hub.bus
+        listing: dict[str, Any] = {"type": "lobby", "challenges": await bus.listing(self.tab_id),
+                                   "seeking": await bus.seeking_for(self.tab_id)}
         if withdrawn:
             listing["withdrawn"] = withdrawn
         await self.send(listing)
 
     async def _tell_lobby(self, withdrawn: int = 0) -> None:
-        """Every lobby viewer gets the new listing; this tab with ``withdrawn``."""
-        for tab in list(self.hub.lobby_tabs):
+        """Every lobby viewer, on every instance, gets the new listing; this tab with ``withdrawn``."""
+        await self.hub.bus.publish({"kind": "lobby"})
+        for tab in list(self.hub.lobby_tabs.values()):
             await tab.show_lobby(withdrawn if tab is self else 0)
 
     async def challenge(self, msg: dict[str, Any]) -> None:
         """Open a challenge: ``side`` the creator takes (or random), ``time_control``."""
         side = self._side_asked(msg)
         self._time_control(msg)
-        self.hub.lobby.open(self, self.address, side, msg.get("time_control", NO_CLOCK))
+        await self.hub.bus.open_challenge(self.tab_id, self.address, side, msg.get("time_control", NO_CLOCK))
         await self._tell_lobby()
 
     async def accept(self, msg: dict[str, Any]) -> None:
         """Take an open challenge: both its creator and this tab land in the new game."""
-        challenge = self.hub.lobby.take(msg.get("challenge"), self)
+        challenge = await self.hub.bus.take_challenge(msg.get("challenge"), self.tab_id)
         await self._tell_lobby()
         control = parse_time_control(challenge.time_control)
-        await _pair(challenge.owner, self, _resolve_side(challenge.side), control)
+        await _pair(str(challenge.owner), self, _resolve_side(challenge.side), control)
 
     async def cancel(self, msg: dict[str, Any]) -> None:
         """Withdraw one of this tab's challenges, or (without one) stop waiting to be paired."""
         if "challenge" in msg:
-            self.hub.lobby.cancel(msg.get("challenge"), self)
+            await self.hub.bus.cancel_challenge(msg.get("challenge"), self.tab_id)
             await self._tell_lobby()
         else:
-            self.hub.lobby.seekers.pop(self, None)
+            await self.hub.bus.unseek(self.tab_id)
             await self.show_lobby()
 
     async def play_anyone(self, msg: dict[str, Any]) -> None:
         """Be paired with the first other tab asking for the same ``time_control``."""
         control = self._time_control(msg)
-        waiting = self.hub.lobby.seek(self, msg.get("time_control", NO_CLOCK))
+        waiting = await self.hub.bus.seek(self.tab_id, msg.get("time_control", NO_CLOCK))
         if waiting is None:
             await self.show_lobby()
             return
@@ -221,14 +228,21 @@ class Play:
 
     def leave_lobby(self) -> None:
         """This tab closed: its challenges and its wait for a pairing go with it."""
-        self.hub.lobby_tabs.discard(self)
-        if self.hub.lobby.gone(self):
-            try:
-                task = asyncio.get_running_loop().create_task(self._tell_lobby())
-            except RuntimeError:  # no event loop: nobody to tell
-                return
-            self.hub.pending.add(task)
-            task.add_done_callback(self.hub.pending.discard)
+        self.hub.lobby_tabs.pop(self.tab_id, None)
+        self.hub._later(self._left_lobby())
+
+    async def _left_lobby(self) -> None:
+        try:
+            if await self.hub.bus.gone(self.tab_id):
+                await self._tell_lobby()
+        except WebError:  # the bus is reconnecting: an owner whose instance is alive stays listed
+            pass
+
+    async def paired(self, game: LiveGame, seat: str, token: str) -> None:
+        """The lobby paired this tab (its challenge taken, or its wait for a game met), here or
+        on another instance: it lands in ``game`` in ``seat``, and its page stops waiting."""
+        await self._join(game, seat, token)
+        await self.show_lobby()
 
     def leave(self) -> None:
         """Close the open game in this tab (its hint stops)."""
@@ -329,13 +343,18 @@ def _resolve_side(side: str) -> str:
     return AGENTS[secrets.randbelow(2)] if side == "random" else side
 
 
-async def _pair(first: Play, second: Play, first_seat: str, control: TimeControl | None) -> None:
-    """A new game between two tabs, ``first`` in ``first_seat``: both land in it."""
-    game, first_token, second_token = await first.hub.create_seated(first_seat, control)
-    await first._join(game, first_seat, first_token)
-    await second._join(game, AGENTS[1 - AGENTS.index(first_seat)], second_token)
-    for tab in (first, second):  # the lobby took them out of the queue: their pages stop waiting
-        await tab.show_lobby()
+async def _pair(first: str, second: Play, first_seat: str, control: TimeControl | None) -> None:
+    """A new game between the tab with id ``first``, in ``first_seat``, and ``second``: both
+    land in it (``first`` through the bus when it is another instance's tab)."""
+    hub = second.hub
+    game, first_token, second_token = await hub.create_seated(first_seat, control)
+    owner = hub.lobby_tabs.get(first)
+    if owner is not None:
+        await owner.paired(game, first_seat, first_token)
+    else:
+        await hub.bus.publish({"kind": "paired", "tab": first, "game": game.id, "seat": first_seat,
+                               "token": first_token})
+    await second.paired(game, AGENTS[1 - AGENTS.index(first_seat)], second_token)
 
 
 class WatchGame:
@@ -585,7 +604,7 @@ class Connection:
     def __init__(self, services: Services, hub: Hub, send: Send, address: str = "") -> None:
         self.services = services
         self.play = Play(services, hub, send, address)
-        hub.lobby_tabs.add(self.play)
+        hub.lobby_tabs[self.play.tab_id] = self.play
         self.watch = WatchGame(services, send)
         self.study = Study(services, send)
         self.send = send

@@ -8,7 +8,9 @@ forwarded headers give the client's address (docs/deploy.md). Games are stored i
 writes the finished ones as games files and exits, --backup FILE copies the store (also while
 a server runs on it) and exits. Saved games (from `orderchaos eval --save-games F`) can be
 opened by name from --games-dir, or uploaded from the page. SIGTERM drains: the tabs are told
-the server is restarting. Needs the `web` extra: pip install 'orderchaos[web]'.
+the server is restarting. With --bus redis://HOST:PORT/N, any number of servers on one store
+behind one proxy are one site (the moves, the lobby, the clocks and the per-address limits
+shared through Redis). Needs the `web` extra: pip install 'orderchaos[web]'.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from orderchaos.cli import options
 
 if TYPE_CHECKING:
     from orderchaos.agents.worker_pool import WorkerPool
+    from orderchaos.web.bus import RedisBus
+    from orderchaos.web.quotas import AddressLimits
 
 AGENT_BACKENDS = ("processes", "ray", "threads")
 """Where ``--agents`` runs the searches."""
@@ -42,6 +46,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--db", metavar="PATH",
         help="the game store, a SQLite file (default: orderchaos/games.sqlite3 under $XDG_DATA_HOME "
         "or ~/.local/share; ':memory:' keeps nothing)",
+    )
+    parser.add_argument(
+        "--bus", metavar="URL",
+        help="redis://HOST:PORT/N: share the site with the other servers on the same Redis and game store "
+        "(moves, lobby, clock sweep, per-address limits; default: this process alone)",
     )
     parser.add_argument(
         "--export-games", metavar="DIR",
@@ -154,6 +163,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"orderchaos serve: --trusted-proxy {exc}", file=sys.stderr)
         return 2
+    if args.bus is not None:
+        from orderchaos.web.bus import parse_bus_url
+
+        try:
+            parse_bus_url(args.bus)
+        except ValueError as exc:
+            print(f"orderchaos serve: --bus {exc}", file=sys.stderr)
+            return 2
     from orderchaos.web.store import GameStore, StoreError, default_db_path, export_games
     from orderchaos.files import OutputPathError, check_output_dir
 
@@ -200,6 +217,10 @@ def run(args: argparse.Namespace) -> int:
         from orderchaos.web.quotas import AddressLimits
         from orderchaos.web.server import check_listen, serve
         from orderchaos.web.services import Limits
+
+        if args.bus is not None:
+            import limits  # noqa: F401 - the per-address limits shared through --bus
+            import redis  # noqa: F401 - the client of --bus
     except ImportError as exc:
         print(
             f"orderchaos serve: the web extra is not installed ({exc}); "
@@ -214,6 +235,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"orderchaos serve: {exc}", file=sys.stderr)
         store.close()
         return 2
+    bus = None
+    if args.bus is not None:
+        problem = bus_unreachable(args.bus)
+        if problem is not None:
+            print(f"orderchaos serve: --bus {args.bus}: cannot reach Redis ({problem})", file=sys.stderr)
+            store.close()
+            return 1
+        from orderchaos.web.bus import RedisBus
+
+        bus = RedisBus(args.bus)
     if not is_loopback(args.host):
         print(exposure(args), file=sys.stderr)
     facing = public_facing(args.host, public)
@@ -231,9 +262,8 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(
         args.games_dir, limits, warm_up=True, db=store, allowed_hosts=allowed_hosts(public, args.host),
         public=public, trusted_proxies=trusted,
-        quotas=AddressLimits(args.max_connections_per_address, args.games_per_minute, args.searches_per_minute)
-        if facing else None,
-        workers=workers,
+        quotas=address_limits(args, bus) if facing else None,
+        workers=workers, bus=bus,
     )
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
@@ -250,6 +280,29 @@ def run(args: argparse.Namespace) -> int:
         store.close()
     print("orderchaos serve: stopped; the game store is closed", flush=True)
     return 0
+
+
+def bus_unreachable(url: str) -> str | None:
+    """Why Redis at ``url`` does not answer a PING, or None when it does."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=3)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        return str(exc) or type(exc).__name__
+    finally:
+        client.close()
+    return None
+
+
+def address_limits(args: argparse.Namespace, bus: RedisBus | None) -> AddressLimits:
+    """The per-address limits of ``serve``: counted in Redis for all the instances with a bus,
+    in this process without."""
+    from orderchaos.web.quotas import AddressLimits, SharedAddressLimits
+
+    counts = (args.max_connections_per_address, args.games_per_minute, args.searches_per_minute)
+    return SharedAddressLimits(bus, *counts) if bus is not None else AddressLimits(*counts)
 
 
 def agent_workers(kind: str, count: int, ray_address: str | None) -> WorkerPool | None:

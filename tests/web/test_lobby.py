@@ -1,9 +1,11 @@
 """The lobby: its bookkeeping (:class:`Lobby`) and, through Starlette's TestClient, open
 challenges seen live by every lobby viewer, accepted with one message, cancelled, gone with
-their tab, at most three per client address; "play anyone" pairing by time control."""
+their tab, at most three per client address; "play anyone" pairing by time control. The
+tests through the server run with the lobby in memory and in Redis (``serve --bus``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
@@ -13,7 +15,10 @@ pytest.importorskip("starlette.testclient", reason="the web extra is not install
 
 from starlette.testclient import TestClient  # noqa: E402
 
+from helpers import receive, until_moves  # noqa: E402
+
 from orderchaos.web.app import create_app  # noqa: E402
+from orderchaos.web.bus import Bus  # noqa: E402
 from orderchaos.web.errors import WebError  # noqa: E402
 from orderchaos.web.lobby import Lobby  # noqa: E402
 from orderchaos.web.services import Limits  # noqa: E402
@@ -23,14 +28,6 @@ from helpers import receive_json  # noqa: E402
 FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, rate=1000, burst=1000)
 
 
-def receive(ws: Any, kind: str, *, error_ok: bool = False) -> dict:
-    """The next message of type ``kind``, skipping others."""
-    for _ in range(200):
-        msg = receive_json(ws)
-        if msg["type"] == kind:
-            return msg
-        assert msg["type"] != "error" or error_ok, msg
-    raise AssertionError(f"no {kind} message came")
 
 
 # -- the bookkeeping ------------------------------------------------------------------------
@@ -91,11 +88,22 @@ def test_play_anyone_pairs_the_first_two_on_the_same_time_control() -> None:
 # -- through the server ---------------------------------------------------------------------
 
 
+@pytest.fixture(params=["memory", "redis"])
+def bus(request: pytest.FixtureRequest) -> Callable[[], Bus | None]:
+    """Makes the bus of a site: none (the lobby in memory) or one on the tests' Redis."""
+    if request.param == "memory":
+        return lambda: None
+    from orderchaos.web.bus import RedisBus
+
+    url = request.getfixturevalue("redis_url")
+    return lambda: RedisBus(url)
+
+
 class Site:
     """An app and its sockets (all from the test client's one address)."""
 
-    def __init__(self) -> None:
-        self.app = create_app(None, FAST)
+    def __init__(self, bus: Bus | None = None) -> None:
+        self.app = create_app(None, FAST, bus=bus)
         self.stack = ExitStack()
 
     def __enter__(self) -> "Site":
@@ -114,8 +122,8 @@ class Site:
         ws.close()
 
 
-def test_a_challenge_is_seen_live_accepted_with_one_click_and_both_play() -> None:
-    with Site() as site:
+def test_a_challenge_is_seen_live_accepted_with_one_click_and_both_play(bus: Callable[[], Bus | None]) -> None:
+    with Site(bus()) as site:
         creator, viewer, taker = site.connect(), site.connect(), site.connect()
         for ws in (viewer, taker):
             ws.send_json({"type": "lobby"})
@@ -141,8 +149,8 @@ def test_a_challenge_is_seen_live_accepted_with_one_click_and_both_play() -> Non
         assert receive(viewer, "error", error_ok=True)["code"] == "no_challenge"
 
 
-def test_challenges_go_when_cancelled_or_when_their_tab_closes() -> None:
-    with Site() as site:
+def test_challenges_go_when_cancelled_or_when_their_tab_closes(bus: Callable[[], Bus | None]) -> None:
+    with Site(bus()) as site:
         creator, viewer = site.connect(), site.connect()
         viewer.send_json({"type": "lobby"})
         receive(viewer, "lobby")
@@ -159,8 +167,8 @@ def test_challenges_go_when_cancelled_or_when_their_tab_closes() -> None:
         assert receive(viewer, "lobby")["challenges"] == []
 
 
-def test_at_most_three_open_challenges_per_client_address() -> None:
-    with Site() as site:
+def test_at_most_three_open_challenges_per_client_address(bus: Callable[[], Bus | None]) -> None:
+    with Site(bus()) as site:
         tabs = [site.connect() for _ in range(2)]
         for i in range(3):
             tabs[i % 2].send_json({"type": "challenge", "side": "order", "time_control": "none"})
@@ -180,8 +188,8 @@ def wait_to_be_paired(ws: Any, time_control: str) -> None:
     assert receive(ws, "lobby")["seeking"] == time_control
 
 
-def test_play_anyone_pairs_two_tabs_asking_for_the_same_time_control() -> None:
-    with Site() as site:
+def test_play_anyone_pairs_two_tabs_asking_for_the_same_time_control(bus: Callable[[], Bus | None]) -> None:
+    with Site(bus()) as site:
         first, other_clock, second = site.connect(), site.connect(), site.connect()
         wait_to_be_paired(first, "1+0")
         wait_to_be_paired(other_clock, "5+3")
@@ -192,18 +200,8 @@ def test_play_anyone_pairs_two_tabs_asking_for_the_same_time_control() -> None:
         assert receive(other_clock, "lobby")["seeking"] is None
 
 
-def until_moves(ws: Any, count: int) -> list[dict]:
-    """The messages up to the first position with ``count`` moves, that one included."""
-    seen = []
-    for _ in range(200):
-        seen.append(receive_json(ws))
-        if seen[-1]["type"] == "state" and len(seen[-1]["moves"]) == count:
-            return seen
-    raise AssertionError(f"no position with {count} moves came")
-
-
-def test_a_paired_tab_is_told_it_no_longer_waits() -> None:
-    with Site() as site:
+def test_a_paired_tab_is_told_it_no_longer_waits(bus: Callable[[], Bus | None]) -> None:
+    with Site(bus()) as site:
         first, second = site.connect(), site.connect()
         wait_to_be_paired(first, "3+2")
         second.send_json({"type": "play_anyone", "time_control": "3+2"})
@@ -213,8 +211,8 @@ def test_a_paired_tab_is_told_it_no_longer_waits() -> None:
         assert [msg["seeking"] for msg in told] == [None]  # else its page keeps saying "waiting"
 
 
-def test_a_tab_waiting_to_be_paired_that_starts_another_game_stops_waiting() -> None:
-    with Site() as site:
+def test_a_tab_waiting_to_be_paired_that_starts_another_game_stops_waiting(bus: Callable[[], Bus | None]) -> None:
+    with Site(bus()) as site:
         waiting, later, third = site.connect(), site.connect(), site.connect()
         wait_to_be_paired(waiting, "none")
         waiting.send_json({"type": "play_friend", "side": "order"})
@@ -225,8 +223,8 @@ def test_a_tab_waiting_to_be_paired_that_starts_another_game_stops_waiting() -> 
         assert receive(waiting, "lobby")["seeking"] is None  # and its page was told
 
 
-def test_a_tab_that_goes_into_a_game_withdraws_its_open_challenges() -> None:
-    with Site() as site:
+def test_a_tab_that_goes_into_a_game_withdraws_its_open_challenges(bus: Callable[[], Bus | None]) -> None:
+    with Site(bus()) as site:
         creator, viewer = site.connect(), site.connect()
         viewer.send_json({"type": "lobby"})
         receive(viewer, "lobby")

@@ -1,0 +1,505 @@
+"""What the ``serve`` instances of one site share besides the game store: news of game
+changes, the lobby, the clock sweep's lease and the per-address limits.
+
+:class:`LocalBus` (the default) is one process alone: nothing to tell anyone, the lobby in
+memory (:class:`~orderchaos.web.lobby.Lobby`), the lease always held. :class:`RedisBus`
+(``serve --bus redis://HOST:PORT/N``) makes any number of instances one site:
+
+- every change to a game an instance has open is published on one channel; each instance
+  that has the game open reloads it from the store (the store stays the truth) and tells its
+  tabs, with which seats the publisher's tabs hold and whether its agent is thinking;
+- the lobby's challenges and "play anyone" queue live in Redis, changed by Lua scripts (one
+  taker wins a challenge, one per-address count for all instances); an owner is a tab id
+  ``INSTANCE/N``, and an instance that stops renewing its ``alive`` key takes its tabs'
+  challenges and waits with it;
+- a lease (``SET NX PX``, renewed by its holder) lets one instance sweep the clocks at a time;
+- losing Redis makes :attr:`RedisBus.ready` False (``/healthz`` answers 503) and tells the
+  tabs; the bus reconnects by itself, and then every open game is read again from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from orderchaos.web.errors import WebError
+from orderchaos.web.lobby import Challenge, Lobby
+
+log = logging.getLogger("orderchaos.web")
+PREFIX = "orderchaos:"
+"""The start of every Redis key and channel of the site."""
+CHANNEL = PREFIX + "events"
+ALIVE_MS = 5000
+"""An instance that has not renewed its ``alive`` key for this long is taken for gone."""
+HEARTBEAT_SECONDS = 1.0
+"""How often an instance renews its ``alive`` key (and finds out whether Redis answers)."""
+RETRY_SECONDS = (0.2, 0.5, 1.0, 2.0)
+"""Waits between tries to reach Redis again (the last one repeats)."""
+
+Events = Callable[[dict[str, Any]], Awaitable[None]]
+Notice = Callable[[], Awaitable[None]]
+
+
+def parse_bus_url(url: str) -> str:
+    """Check a ``--bus`` URL, ``redis://HOST[:PORT][/N]``; returns it, or raises ValueError
+    saying what is accepted."""
+    accepted = "expected redis://HOST:PORT/N, for example redis://127.0.0.1:6379/0"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{url!r}: {accepted}") from None
+    database = parts.path.lstrip("/")
+    if parts.scheme != "redis" or not parts.hostname or parts.query or parts.fragment:
+        raise ValueError(f"{url!r}: {accepted}")
+    if database and not database.isdigit() or port == 0:
+        raise ValueError(f"{url!r}: {accepted}")
+    return url
+
+
+def reconnecting() -> WebError:
+    """The error of anything that needs the bus while it is reconnecting."""
+    return WebError("the site lost its connection to its other servers and is reconnecting; "
+                    "your game is kept", "reconnecting")
+
+
+class Bus:
+    """One instance's part of the site (see the module docstring); :class:`LocalBus` alone."""
+
+    shared = False
+    """Whether other instances may share the site."""
+
+    def __init__(self) -> None:
+        self.instance = secrets.token_hex(6)
+        self._tabs = 0
+
+    @property
+    def ready(self) -> bool:
+        """Whether the bus can be used now."""
+        return True
+
+    def tab_id(self) -> str:
+        """A new id for a tab, unique on the site: ``INSTANCE/N``."""
+        self._tabs += 1
+        return f"{self.instance}/{self._tabs}"
+
+    async def start(self, events: Events, lost: Notice, back: Notice) -> None:
+        """Begin: ``events`` gets each other instance's event, ``lost`` and ``back`` are told
+        when the bus goes and comes back."""
+
+    async def close(self) -> None:
+        """Stop (the instance stops)."""
+
+    async def publish(self, event: dict[str, Any]) -> None:
+        """Tell the other instances ``event`` (a JSON object); nothing without any."""
+
+    async def lease(self, name: str, seconds: float) -> bool:
+        """Whether this instance holds (now or newly) the lease ``name`` for ``seconds``."""
+        return True
+
+    async def others_alive(self) -> bool:
+        """Whether another instance of the site runs."""
+        return False
+
+    async def alive(self, instances: set[str]) -> set[str]:
+        """Those of ``instances`` that still run (all of them when that cannot be told now)."""
+        return set(instances)
+
+    # -- the lobby (owners are tab ids) ------------------------------------------------------
+    async def open_challenge(self, owner: str, address: str, side: str, time_control: str) -> Challenge:
+        """:meth:`Lobby.open`."""
+        raise NotImplementedError
+
+    async def take_challenge(self, challenge_id: object, taker: str) -> Challenge:
+        """:meth:`Lobby.take`."""
+        raise NotImplementedError
+
+    async def cancel_challenge(self, challenge_id: object, owner: str) -> None:
+        """:meth:`Lobby.cancel`."""
+        raise NotImplementedError
+
+    async def gone(self, owner: str) -> int:
+        """:meth:`Lobby.gone`: how many of ``owner``'s challenges went."""
+        raise NotImplementedError
+
+    async def listing(self, viewer: str) -> list[dict[str, Any]]:
+        """:meth:`Lobby.listing`."""
+        raise NotImplementedError
+
+    async def seek(self, owner: str, time_control: str) -> str | None:
+        """:meth:`Lobby.seek`."""
+        raise NotImplementedError
+
+    async def unseek(self, owner: str) -> None:
+        """``owner`` stops waiting to be paired."""
+        raise NotImplementedError
+
+    async def seeking_for(self, owner: str) -> str | None:
+        """:meth:`Lobby.seeking_for`."""
+        raise NotImplementedError
+
+
+class LocalBus(Bus):
+    """One instance alone: the lobby in this process's memory."""
+
+    def __init__(self, lobby: Lobby | None = None) -> None:
+        super().__init__()
+        self.lobby = lobby or Lobby()
+
+    async def open_challenge(self, owner: str, address: str, side: str, time_control: str) -> Challenge:  # noqa: D102
+        return self.lobby.open(owner, address, side, time_control)
+
+    async def take_challenge(self, challenge_id: object, taker: str) -> Challenge:  # noqa: D102
+        return self.lobby.take(challenge_id, taker)
+
+    async def cancel_challenge(self, challenge_id: object, owner: str) -> None:  # noqa: D102
+        self.lobby.cancel(challenge_id, owner)
+
+    async def gone(self, owner: str) -> int:  # noqa: D102
+        return self.lobby.gone(owner)
+
+    async def listing(self, viewer: str) -> list[dict[str, Any]]:  # noqa: D102
+        return self.lobby.listing(viewer)
+
+    async def seek(self, owner: str, time_control: str) -> str | None:  # noqa: D102
+        waiting = self.lobby.seek(owner, time_control)
+        assert waiting is None or isinstance(waiting, str)
+        return waiting
+
+    async def unseek(self, owner: str) -> None:  # noqa: D102
+        self.lobby.seekers.pop(owner, None)
+
+    async def seeking_for(self, owner: str) -> str | None:  # noqa: D102
+        return self.lobby.seeking_for(owner)
+
+
+# Lua scripts: each runs atomically in Redis. An owner "INSTANCE/N" is alive while the key
+# ALIVE_PREFIX..INSTANCE exists.
+_OPEN = """
+local n = 0
+for _, value in ipairs(redis.call('HVALS', KEYS[1])) do
+  local c = cjson.decode(value)
+  if c.address == ARGV[2] and redis.call('EXISTS', ARGV[5] .. string.match(c.owner, '^[^/]*')) == 1 then
+    n = n + 1
+  end
+end
+if n >= tonumber(ARGV[3]) then return 0 end
+local c = cjson.decode(ARGV[4])
+c.seq = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(c))
+return 1
+"""
+_TAKE = """
+local value = redis.call('HGET', KEYS[1], ARGV[1])
+if not value then return 'gone' end
+local c = cjson.decode(value)
+if redis.call('EXISTS', ARGV[3] .. string.match(c.owner, '^[^/]*')) == 0 then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  return 'gone'
+end
+if c.owner == ARGV[2] then return 'own' end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return value
+"""
+_CANCEL = """
+local value = redis.call('HGET', KEYS[1], ARGV[1])
+if not value or cjson.decode(value).owner ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return 1
+"""
+_GONE = """
+redis.call('HDEL', KEYS[2], ARGV[1])
+local gone = 0
+for _, value in ipairs(redis.call('HVALS', KEYS[1])) do
+  local c = cjson.decode(value)
+  if c.owner == ARGV[1] then
+    redis.call('HDEL', KEYS[1], c.id)
+    gone = gone + 1
+  end
+end
+return gone
+"""
+# seekers: KEYS[1] a list of owners in the order they asked, KEYS[2] owner -> time control
+_SEEK = """
+redis.call('LREM', KEYS[1], 0, ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+for _, waiting in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+  if redis.call('EXISTS', ARGV[3] .. string.match(waiting, '^[^/]*')) == 0 then
+    redis.call('LREM', KEYS[1], 0, waiting)
+    redis.call('HDEL', KEYS[2], waiting)
+  elseif redis.call('HGET', KEYS[2], waiting) == ARGV[2] then
+    redis.call('LREM', KEYS[1], 0, waiting)
+    redis.call('HDEL', KEYS[2], waiting)
+    return waiting
+  end
+end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+return false
+"""
+_LEASE = """
+local holder = redis.call('GET', KEYS[1])
+if not holder then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+if holder == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class RedisBus(Bus):
+    """The site's instances joined through Redis at ``url`` (see the module docstring)."""
+
+    shared = True
+
+    def __init__(self, url: str, limit: int | None = None) -> None:
+        import redis.asyncio as redis
+
+        from orderchaos.web.lobby import MAX_OPEN_CHALLENGES
+
+        super().__init__()
+        self.url = url
+        self.limit = limit or MAX_OPEN_CHALLENGES
+        self.redis = redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2,
+                                          socket_timeout=5, health_check_interval=10)
+        self.alive_key = f"{PREFIX}alive:{self.instance}"
+        self._ready = False
+        self._tasks: list[asyncio.Task] = []
+        self._events: Events | None = None
+        self._lost: Notice | None = None
+        self._back: Notice | None = None
+        self._was_lost = False
+        self._scripts = {name: self.redis.register_script(body) for name, body in (
+            ("open", _OPEN), ("take", _TAKE), ("cancel", _CANCEL), ("gone", _GONE), ("seek", _SEEK),
+            ("lease", _LEASE), ("release", _RELEASE))}
+        self._leases: set[str] = set()
+
+    @property
+    def ready(self) -> bool:  # noqa: D102
+        return self._ready
+
+    async def start(self, events: Events, lost: Notice, back: Notice) -> None:
+        """:meth:`Bus.start`; returns once subscribed, or after 10 s without Redis (then the
+        instance starts not ready and keeps trying)."""
+        self._events, self._lost, self._back = events, lost, back
+        subscribed = asyncio.Event()
+        self._tasks = [asyncio.create_task(self._listen(subscribed)), asyncio.create_task(self._heartbeat())]
+        try:
+            await asyncio.wait_for(subscribed.wait(), 10)
+        except asyncio.TimeoutError:
+            log.warning("the bus %s does not answer: starting not ready", self.url)
+
+    async def close(self) -> None:  # noqa: D102
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        try:  # a successor need not wait for this instance's keys to expire
+            await asyncio.wait_for(self._say_goodbye(), 5)
+        except Exception:  # noqa: BLE001 - Redis gone or slow: the keys expire by themselves
+            pass
+        try:
+            await asyncio.wait_for(self.redis.aclose(), 5)
+        except Exception:  # noqa: BLE001 - the process is stopping: its sockets close with it
+            pass
+
+    async def _say_goodbye(self) -> None:
+        for key in self._leases:
+            await self._scripts["release"](keys=[key], args=[self.instance])
+        await self.redis.delete(self.alive_key)
+
+    async def _beat(self) -> None:
+        await self.redis.set(self.alive_key, "1", px=ALIVE_MS)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            try:
+                await self._beat()
+            except Exception as exc:  # noqa: BLE001 - any failure to reach Redis
+                await self._went(exc)
+
+    async def _went(self, exc: BaseException) -> None:
+        """Redis stopped answering: not ready, and the tabs are told (once)."""
+        self._ready = False
+        if not self._was_lost:
+            self._was_lost = True
+            log.warning("the bus %s is unreachable (%s): not ready, reconnecting", self.url, exc)
+            if self._lost is not None:
+                await self._lost()
+
+    async def _listen(self, subscribed: asyncio.Event) -> None:
+        tries = 0
+        while True:
+            pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(CHANNEL)
+                await self._beat()
+                self._ready, tries = True, 0
+                subscribed.set()
+                if self._was_lost:
+                    self._was_lost = False
+                    log.warning("the bus %s is back: ready", self.url)
+                    if self._back is not None:
+                        await self._back()
+                while True:
+                    message = await pubsub.get_message(timeout=1.0)
+                    if message is None or message.get("type") != "message":
+                        if not self._ready:  # the heartbeat lost Redis: start over
+                            raise ConnectionError("the heartbeat could not reach Redis")
+                        continue
+                    try:
+                        event = json.loads(message["data"])
+                        if event.get("from") != self.instance and self._events is not None:
+                            await self._events(event)
+                    except Exception:  # noqa: BLE001 - one bad event must not stop the bus
+                        log.exception("error while handling a bus event")
+            except asyncio.CancelledError:
+                await pubsub.aclose()
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure to reach Redis
+                await self._went(exc)
+                try:
+                    await pubsub.aclose()
+                except Exception:  # noqa: BLE001 - the connection is gone already
+                    pass
+                await asyncio.sleep(RETRY_SECONDS[min(tries, len(RETRY_SECONDS) - 1)])
+                tries += 1
+
+    async def _call(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        if not self._ready:
+            raise reconnecting()
+        try:
+            return await self._scripts[name](keys=keys, args=args)
+        except OSError as exc:
+            await self._went(exc)
+            raise reconnecting() from None
+        except Exception as exc:
+            import redis
+
+            if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
+                await self._went(exc)
+                raise reconnecting() from None
+            raise
+
+    async def publish(self, event: dict[str, Any]) -> None:  # noqa: D102
+        if not self._ready:
+            return  # the others read the store again when the bus is back
+        try:
+            await self.redis.publish(CHANNEL, json.dumps({**event, "from": self.instance}))
+        except Exception as exc:  # noqa: BLE001 - a failed publish loses nothing: the store has it
+            await self._went(exc)
+
+    async def lease(self, name: str, seconds: float) -> bool:  # noqa: D102
+        key = f"{PREFIX}lease:{name}"
+        try:
+            held = bool(await self._call("lease", [key], [self.instance, int(seconds * 1000)]))
+        except WebError:
+            return False
+        if held:
+            self._leases.add(key)
+        return held
+
+    async def others_alive(self) -> bool:
+        """:meth:`Bus.others_alive`; True when Redis cannot tell (the running clocks are left
+        as they are)."""
+        try:
+            async for key in self.redis.scan_iter(match=f"{PREFIX}alive:*"):
+                if key != self.alive_key:
+                    return True
+        except Exception:  # noqa: BLE001 - Redis went away meanwhile
+            return True
+        return False
+
+    async def alive(self, instances: set[str]) -> set[str]:  # noqa: D102
+        if not instances or not self._ready:
+            return set(instances)
+        names = sorted(instances)
+        try:
+            found = await self.redis.mget([self._alive + name for name in names])
+        except Exception:  # noqa: BLE001 - Redis went away: nothing is known to have stopped
+            return set(instances)
+        return {name for name, value in zip(names, found) if value is not None}
+
+    # -- the lobby ---------------------------------------------------------------------------
+    _challenges = PREFIX + "lobby:challenges"
+    _seq = PREFIX + "lobby:seq"
+    _queue = PREFIX + "lobby:seekers"
+    _seeking = PREFIX + "lobby:seeking"
+    _alive = PREFIX + "alive:"
+
+    async def open_challenge(self, owner: str, address: str, side: str, time_control: str) -> Challenge:  # noqa: D102
+        challenge = Challenge(secrets.token_urlsafe(12), owner, address, side, time_control)
+        record = json.dumps({"id": challenge.id, "owner": owner, "address": address, "side": side,
+                             "time_control": time_control})
+        if not await self._call("open", [self._challenges, self._seq],
+                                [challenge.id, address, self.limit, record, self._alive]):
+            raise WebError(f"at most {self.limit} open challenges per address", "lobby_limit", limit=self.limit)
+        return challenge
+
+    async def take_challenge(self, challenge_id: object, taker: str) -> Challenge:  # noqa: D102
+        if not isinstance(challenge_id, str):
+            raise WebError("that challenge is gone", "no_challenge")
+        found = await self._call("take", [self._challenges], [challenge_id, taker, self._alive])
+        if found == "own":
+            raise WebError("you cannot accept your own challenge", "own_challenge")
+        if found == "gone":
+            raise WebError("that challenge is gone", "no_challenge")
+        c = json.loads(found)
+        return Challenge(c["id"], c["owner"], c["address"], c["side"], c["time_control"])
+
+    async def cancel_challenge(self, challenge_id: object, owner: str) -> None:  # noqa: D102
+        if not isinstance(challenge_id, str) or not await self._call("cancel", [self._challenges], [challenge_id, owner]):
+            raise WebError("that challenge is gone", "no_challenge")
+
+    async def gone(self, owner: str) -> int:  # noqa: D102
+        await self.unseek(owner)
+        return int(await self._call("gone", [self._challenges, self._seeking], [owner]))
+
+    async def listing(self, viewer: str) -> list[dict[str, Any]]:  # noqa: D102
+        if not self._ready:
+            raise reconnecting()
+        try:
+            records = [json.loads(v) for v in (await self.redis.hvals(self._challenges))]
+            instances = sorted({c["owner"].split("/")[0] for c in records})
+            alive = dict(zip(instances, await self.redis.mget([self._alive + i for i in instances]))) if instances else {}
+        except Exception as exc:  # noqa: BLE001 - Redis went away
+            await self._went(exc)
+            raise reconnecting() from None
+        records = sorted((c for c in records if alive.get(c["owner"].split("/")[0])), key=lambda c: c["seq"])
+        return [{"id": c["id"], "side": c["side"], "time_control": c["time_control"], "mine": c["owner"] == viewer}
+                for c in records]
+
+    async def seek(self, owner: str, time_control: str) -> str | None:  # noqa: D102
+        return await self._call("seek", [self._queue, self._seeking], [owner, time_control, self._alive]) or None
+
+    async def unseek(self, owner: str) -> None:  # noqa: D102
+        if not self._ready:
+            raise reconnecting()
+        try:
+            await self.redis.lrem(self._queue, 0, owner)
+            await self.redis.hdel(self._seeking, owner)
+        except Exception as exc:  # noqa: BLE001 - Redis went away
+            await self._went(exc)
+            raise reconnecting() from None
+
+    async def seeking_for(self, owner: str) -> str | None:  # noqa: D102
+        if not self._ready:
+            return None
+        try:
+            return await self.redis.hget(self._seeking, owner)
+        except Exception as exc:  # noqa: BLE001 - Redis went away
+            await self._went(exc)
+            return None
