@@ -214,7 +214,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         from orderchaos.web.app import create_app
         from orderchaos.web.proxy import allowed_hosts
-        from orderchaos.web.quotas import AddressLimits
         from orderchaos.web.server import check_listen, serve
         from orderchaos.web.services import Limits
 
