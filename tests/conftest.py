@@ -48,3 +48,28 @@ def in_process_ray() -> Iterator[Any]:
     finally:
         if owns:
             ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[helpers.PostgresCluster]:
+    """A PostgreSQL cluster of the tests' own on a loopback port (helpers.PostgresCluster),
+    started once for the session; skipped when PostgreSQL is not installed."""
+    bindir = helpers.postgres_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL's initdb and pg_ctl are not installed (Debian: apt-get install postgresql)")
+    cluster = helpers.PostgresCluster(bindir)
+    try:
+        cluster.create()
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.remove()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a test's game store lives, once for each backend: a new SQLite file, and a new
+    database of the session's PostgreSQL cluster."""
+    if request.param == "sqlite":
+        return str(tmp_path / "games.sqlite3")
+    return request.getfixturevalue("postgres_cluster").new_database()
