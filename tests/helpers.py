@@ -391,7 +391,8 @@ class PostgresCluster:
         """Run one of PostgreSQL's programs; its output in the exception when it fails."""
         import subprocess
 
-        done = subprocess.run(self.command(program, *args), capture_output=True, text=True, timeout=120)
+        done = subprocess.run(self.command(program, *args), capture_output=True, text=True, timeout=120,
+                              cwd=self.folder)  # the postgres user may not enter the tests' own folder
         if done.returncode != 0:
             raise RuntimeError(f"{program} failed ({done.returncode}): {done.stdout}{done.stderr}")
 
@@ -437,5 +438,5 @@ class PostgresCluster:
 
         if (self.data / "postmaster.pid").exists():
             subprocess.run(self.command("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop"),
-                           capture_output=True, timeout=120)
+                           capture_output=True, timeout=120, cwd=self.folder)
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -43,7 +43,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from orderchaos.agents.worker_pool import WorkerPool
 from orderchaos.arena.game_files import game_line
 from orderchaos.web import learn, puzzles
-from orderchaos.web.errors import Busy, WebError
+from orderchaos.web.errors import Busy, StoreAway, WebError
 from orderchaos.web.games import Hub, valid_id
 from orderchaos.web.learn import learn_routes
 from orderchaos.web.proof_page import proof_page
@@ -54,7 +54,7 @@ from orderchaos.web.puzzles import PuzzleRoom
 from orderchaos.web.quotas import GAME_CREATING, AddressLimits, SearchRequests
 from orderchaos.web.services import Limits, Services
 from orderchaos.web.sessions import Connection
-from orderchaos.web.store import GameStore
+from orderchaos.web.store import GameStore, StoreUnavailable
 
 STATIC_DIR = Path(__file__).parent / "static"
 PROOF_DOC = Path(__file__).resolve().parents[2] / "docs" / "proof.md"
@@ -356,7 +356,10 @@ async def serve_socket(websocket: WebSocket, site: Site) -> None:
                     log.info("client=%s %s refused: %s", address, kind, exc.code)
                 await send(exc.payload())
             except Exception as exc:  # a bug must not end the tab's connection or show its text
-                if isinstance(exc, sqlite3.OperationalError) and "is locked" in str(exc):
+                if isinstance(exc, StoreUnavailable):
+                    log.warning("the game store does not answer: %s", exc)
+                    await send(StoreAway().payload())
+                elif isinstance(exc, sqlite3.OperationalError) and "is locked" in str(exc):
                     log.warning("the game store is locked by another program: %s", exc)
                     await send(WebError("the game store is in use by another program; try again in a "
                                         "moment", "store_busy").payload())

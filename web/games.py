@@ -12,6 +12,7 @@ read back from the store when a tab opens it again, after a restart too.
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -19,13 +20,14 @@ from typing import Any
 from orderchaos.agents.base import Agent
 from orderchaos.agents.fallback import fallback_action
 from orderchaos.arena.analysis import board_facts, move_list
-from orderchaos.web.errors import Busy, TimedOut, WebError
+from orderchaos.web.errors import Busy, StoreAway, TimedOut, WebError
 from orderchaos.web.lobby import Lobby
 from orderchaos.web.clocks import TimeControl
 from orderchaos.web.services import Services, agent_move
-from orderchaos.web.store import REASONS, StoredGame, token_hash
+from orderchaos.web.store import REASONS, StoredGame, StoreUnavailable, token_hash
 from orderchaos.envs.rules import AGENTS, CHAOS, ORDER, State
 
+log = logging.getLogger("orderchaos.web")
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 ID_BYTES = 16
 """Random bytes in a game id and an invite secret (128 bits)."""
@@ -35,6 +37,8 @@ ABORT_AFTER = 60.0
 """Seconds after both seats are taken within which the first move must come, or the game is aborted."""
 SWEEP_SECONDS = 0.5
 """How often the server looks for games to abort, open or not."""
+STORE_RETRY_SECONDS = 1.0
+"""How often an agent's move is offered again to a game store that does not answer."""
 
 
 def other(role: str) -> str:
@@ -295,11 +299,20 @@ class LiveGame:
         except asyncio.CancelledError:
             self.task = None
             raise
-        self.task = None
-        if len(self.actions) != ply:  # taken back meanwhile
-            return
-        async with self.lock:
-            await self._commit(action)
+        while True:
+            try:
+                async with self.lock:
+                    if len(self.actions) != ply:  # taken back meanwhile
+                        self.task = None
+                        return
+                    await self._commit(action)
+                    self.task = None
+                break
+            except StoreUnavailable as exc:  # told, and committed once the database is back
+                log.warning("the opponent's move waits for the game store: %s", exc)
+                self.error = StoreAway().payload()
+                await self.broadcast()
+                await asyncio.sleep(STORE_RETRY_SECONDS)
         await self.broadcast()
         self.agent_turn()
 
@@ -373,7 +386,10 @@ class Hub:
     async def _sweep_forever(self) -> None:
         while True:
             await asyncio.sleep(SWEEP_SECONDS)
-            await self.sweep()
+            try:
+                await self.sweep()
+            except StoreUnavailable as exc:  # the database is away: sweep again once it is back
+                log.warning("clock sweep skipped: %s", exc)
 
     def start_sweeper(self) -> None:
         """Run :meth:`sweep` every :data:`SWEEP_SECONDS` from now on (once per hub)."""

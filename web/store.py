@@ -154,6 +154,10 @@ class StoreURLError(StoreError):
     """A store location (``--db``) that is neither a path nor a URL of a kind the store knows."""
 
 
+class CopyMismatch(Exception):
+    """A copy of a store whose counts differ from its source's (and was therefore not kept)."""
+
+
 class StoreUnavailable(Exception):
     """The store's database does not answer (PostgreSQL down or out of reach): at start the
     server cannot begin, while running a request fails and ``/healthz`` says 503 until it is
@@ -709,13 +713,92 @@ class GameStore:
         return [i for (i,) in self.db.execute(f"SELECT id FROM games{where} ORDER BY created, id")]
 
 
+STORE_TABLES = ("games", "moves", "puzzle_players", "puzzle_ratings", "puzzle_attempts")
+"""Every table that holds a site (all but ``meta``), games before the moves that refer to them."""
+COPY_BATCH = 1000
+"""Rows read and written at a time by :func:`copy_store`."""
+
+
+def table_counts(store: GameStore) -> dict[str, int]:
+    """The number of rows in each of :data:`STORE_TABLES`."""
+    return {table: store.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table in STORE_TABLES}
+
+
+def copy_store(source: GameStore, target: GameStore, replace: bool = False) -> dict[str, tuple[int, int]]:
+    """Copy everything ``source`` holds (games with their moves, clocks and seats, puzzle
+    ratings and attempts) into ``target``, of either backend, as it stood at one moment (the
+    source is read in one snapshot, so a server may go on writing to it). The target is
+    written in one transaction and checked count by count before it commits: on any
+    difference nothing is kept. Returns table -> (rows in the source, rows in the target).
+    Raises StoreError when the target already holds something, unless ``replace`` (its rows
+    are deleted first, in the same transaction), CopyMismatch when the counts differ."""
+    with source.db.snapshot(), target.db.transaction():
+        held = {table: n for table, n in table_counts(target).items() if n}
+        if held and not replace:
+            raise StoreError(f"{target.path} already holds " + ", ".join(f"{n} {t}" for t, n in held.items())
+                             + "; copy into an empty store, or replace what it holds (--replace)")
+        for table in reversed(STORE_TABLES):
+            target.db.execute(f"DELETE FROM {table}")
+        for table in STORE_TABLES:
+            cursor = source.db.execute(f"SELECT * FROM {table}")
+            columns = [column[0] for column in cursor.description]
+            insert = (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})")
+            while rows := cursor.fetchmany(COPY_BATCH):
+                target.db.executemany(insert, rows)
+        counts = {table: (n, m) for (table, n), m in zip(table_counts(source).items(), table_counts(target).values())}
+        wrong = [f"{table} {n} -> {m}" for table, (n, m) in counts.items() if n != m]
+        if wrong:
+            raise CopyMismatch(f"the copy in {target.path} does not match its source ({', '.join(wrong)}); "
+                               f"nothing was kept")
+    return counts
+
+
+def same_store(first: str, second: str) -> bool:
+    """Whether two store locations name the same SQLite file or the same PostgreSQL database."""
+    (kind, one), (other_kind, two) = parse_store_url(first), parse_store_url(second)
+    if kind != other_kind:
+        return False
+    if kind == "sqlite":
+        return one != ":memory:" and Path(one).resolve() == Path(two).resolve()
+    a, b = urlsplit(one), urlsplit(two)
+    return (a.hostname, a.port or 5432, a.path) == (b.hostname, b.port or 5432, b.path)
+
+
+def copy_site(source: str, target: str, replace: bool = False) -> dict[str, tuple[int, int]]:
+    """``orderchaos store copy``: open the store at ``source`` (which must exist) and the one
+    at ``target`` (created when new), and :func:`copy_store` the first into the second.
+    Raises StoreURLError for a malformed location, StoreError for a source that is not
+    there, the same store twice or a target that holds something, StoreUnavailable for a
+    database that does not answer."""
+    kind, where = parse_store_url(source)
+    parse_store_url(target)
+    if kind == "sqlite" and (where == ":memory:" or not Path(where).is_file()):
+        raise StoreError(f"{source}: no such store file to copy from")
+    if same_store(source, target):
+        raise StoreError(f"{source} and {target} are the same store")
+    origin = GameStore(source)
+    try:
+        copy = GameStore(target)
+        try:
+            return copy_store(origin, copy, replace)
+        finally:
+            copy.close()
+    finally:
+        origin.close()
+
+
 def backup_store(source: str | os.PathLike, target: str | os.PathLike) -> int:
-    """Copy the game store ``source`` into the new file ``target`` with SQLite's backup API: a
-    consistent copy even while a server writes to ``source``. The copy is written beside
-    ``target`` and renamed into place when complete. Returns the number of games copied.
-    Raises StoreError for a source that is not a game store of this schema version."""
+    """Copy the game store ``source`` into the new SQLite file ``target``: a consistent copy
+    even while servers write to ``source`` (a SQLite file: SQLite's backup API; a PostgreSQL
+    database: :func:`copy_store` from one snapshot). The copy is written beside ``target`` and
+    renamed into place when complete. Returns the number of games copied. Raises StoreError
+    for a source that is not a game store of this schema version, StoreUnavailable for a
+    database that does not answer."""
     target = Path(target)
     partial = target.with_name(f".{target.name}.partial")
+    kind, source = parse_store_url(os.fspath(source))
+    if kind == "postgresql":
+        return backup_from_postgres(source, target, partial)
     try:
         src = sqlite3.connect(f"file:{Path(source).resolve()}?mode=ro", uri=True)
     except sqlite3.Error as exc:
@@ -737,6 +820,27 @@ def backup_store(source: str | os.PathLike, target: str | os.PathLike) -> int:
             dst.close()
     finally:
         src.close()
+    os.replace(partial, target)
+    return games
+
+
+def backup_from_postgres(source: str, target: Path, partial: Path) -> int:
+    """:func:`backup_store` of a PostgreSQL store: copied into ``partial``, then renamed."""
+    partial.unlink(missing_ok=True)
+    origin = GameStore(source)
+    try:
+        copy = GameStore(partial)
+        try:
+            games = copy_store(origin, copy)["games"][1]
+        finally:
+            copy.close()
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    finally:
+        origin.close()
+    with sqlite3.connect(partial) as db:
+        db.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
     os.replace(partial, target)
     return games
 
