@@ -146,3 +146,21 @@ def test_serve_backs_up_and_exports_a_postgresql_store(
     assert not list(tmp_path.glob(".*partial"))
     assert main(["serve", "--db", url, "--export-games", str(tmp_path / "out")]) == 0
     assert "wrote 1 finished games into 1 files" in capsys.readouterr().out
+
+
+def test_bench_store_prints_both_backends_and_leaves_nothing_behind(
+    postgres_cluster: helpers.PostgresCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import psycopg
+
+    url = postgres_cluster.new_database()
+    assert main(["bench", "store", "--quick", "--postgres", url]) == 0
+    out = capsys.readouterr().out
+    rows_printed = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith("  s")
+                    or line.startswith("  p")}
+    assert {"sqlite", "postgresql"} <= set(rows_printed) and "PostgreSQL / SQLite, mean per move:" in out, out
+    assert all(float(value) > 0 for value in rows_printed["postgresql"][:4])
+    with psycopg.connect(url) as conn:  # the benchmark's schema is gone
+        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'orderchaos_bench_%'").fetchone()[0] == 0
+    assert main(["bench", "store", "--postgres", "sqlite:///tmp/x.sqlite3"]) == 2
+    assert "--postgres" in capsys.readouterr().err
