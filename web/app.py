@@ -177,7 +177,8 @@ def create_app(
     workers: WorkerPool | None = None,
 ) -> Starlette:
     """The web app; ``games_dir`` is the only folder whose files can be opened by name and
-    ``db`` the game store (a path, ``":memory:"``, or an open :class:`GameStore`).
+    ``db`` the game store (a path, ``":memory:"``, a ``sqlite:///`` or ``postgresql://`` URL, or an
+    open :class:`GameStore`).
 
     ``warm_up`` loads the solver's compiled kernels in the background at startup, so the
     first hint does not wait for them. ``allowed_hosts`` (None: any) lists the host names

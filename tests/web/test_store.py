@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import helpers
+
 from orderchaos.web.clocks import PRESETS, GameClock, TimeControl, parse_time_control
 from orderchaos.web.store import GameStore, export_games
 
@@ -187,3 +189,31 @@ def test_clocks_out_names_exactly_the_games_whose_side_to_move_ran_out(store_url
     assert store.clocks_out(1160.0) == ["even", "odd"]  # the earlier started clock first
     store.finish("even", "chaos", "time")
     assert store.clocks_out(1160.0) == ["odd"]
+
+
+def test_servers_opening_one_new_postgresql_store_take_turns_at_its_tables(
+    postgres_cluster: helpers.PostgresCluster,
+) -> None:
+    import threading
+    import time
+
+    import psycopg
+
+    from orderchaos.web.store import PostgresDatabase
+
+    url = postgres_cluster.new_database()
+    opened: list[GameStore] = []
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", (PostgresDatabase.SCHEMA_LOCK,))  # another server sets up
+        opener = threading.Thread(target=lambda: opened.append(GameStore(url)), daemon=True)
+        opener.start()
+        waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        deadline = time.monotonic() + 60  # a bound, so that a bug fails rather than hangs
+        while other.execute(waiting).fetchone()[0] == 0:  # it waits for the lock before any table
+            assert opener.is_alive(), "the store was opened without waiting for the schema lock"
+            assert time.monotonic() < deadline, "the store neither waited for the lock nor opened"
+        assert other.execute("SELECT to_regclass('games')").fetchone()[0] is None
+        other.execute("SELECT pg_advisory_unlock(%s)", (PostgresDatabase.SCHEMA_LOCK,))
+        opener.join(60)
+    assert len(opened) == 1 and opened[0].ids() == []
+    opened[0].close()
