@@ -309,7 +309,8 @@ class LiveGame:
                     self.task = None
                 break
             except StoreUnavailable as exc:  # told, and committed once the database is back
-                log.warning("the opponent's move waits for the game store: %s", exc)
+                if self.error is None or self.error["code"] != "store_unavailable":
+                    log.warning("game=%s the opponent's move waits for the game store: %s", self.id, exc)
                 self.error = StoreAway().payload()
                 await self.broadcast()
                 await asyncio.sleep(STORE_RETRY_SECONDS)
@@ -357,6 +358,7 @@ class Hub:
         self.lobby_tabs: set[Any] = set()  # every open tab's Play: each sees the lobby live
         self.pending: set[asyncio.Task] = set()  # messages sent after a tab left
         self.sweeper: asyncio.Task | None = None
+        self.store_away = False  # the last sweep met a game store that did not answer
 
     async def sweep(self) -> None:
         """Abort every game, open in a tab or not, whose first move did not come within
@@ -389,7 +391,13 @@ class Hub:
             try:
                 await self.sweep()
             except StoreUnavailable as exc:  # the database is away: sweep again once it is back
-                log.warning("clock sweep skipped: %s", exc)
+                if not self.store_away:  # said once, not every half second
+                    log.warning("clock sweeps wait for the game store: %s", exc)
+                self.store_away = True
+                continue
+            if self.store_away:
+                log.info("the game store answers again; clock sweeps go on")
+                self.store_away = False
 
     def start_sweeper(self) -> None:
         """Run :meth:`sweep` every :data:`SWEEP_SECONDS` from now on (once per hub)."""
