@@ -395,25 +395,21 @@ class PostgresDatabase(Database):
         self.guarded(many, retry=False)
 
     def guarded(self, call: Callable[[], Any], retry: bool) -> Any:
-        """Run ``call`` on a live connection; turn a lost connection into StoreUnavailable."""
-        if self.lost():
-            if self.in_transaction:
-                raise StoreUnavailable(f"{self.location}: the connection to the database was lost")
-            self.connect()
-        try:
-            return call()
-        except self.psycopg.OperationalError as exc:
-            if not self.lost():
-                raise
-            if retry and not self.in_transaction:  # a read on a connection that died while idle
+        """Run ``call`` on a live connection, once more on a new one when ``retry`` (outside a
+        transaction) and the first found the connection dead; a lost connection becomes
+        StoreUnavailable."""
+        for _ in range(2 if retry and not self.in_transaction else 1):
+            if self.lost():
+                if self.in_transaction:
+                    raise StoreUnavailable(f"{self.location}: the connection to the database was lost")
                 self.connect()
-                try:
-                    return call()
-                except self.psycopg.OperationalError as again:
-                    if not self.lost():
-                        raise
-                    exc = again
-            raise StoreUnavailable(f"{self.location}: the database cannot be reached ({first_line(exc)})") from None
+            try:
+                return call()
+            except self.psycopg.OperationalError as exc:
+                if not self.lost():
+                    raise
+                failure = first_line(exc)
+        raise StoreUnavailable(f"{self.location}: the database cannot be reached ({failure})")
 
     def rollback(self) -> None:  # noqa: D102 - Database's
         if not self.lost():
