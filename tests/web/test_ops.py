@@ -132,10 +132,18 @@ def test_a_lost_postgresql_makes_healthz_503_loses_nothing_and_comes_back(
         assert not client.app.state.hub.sweeper.done()
         ws.send_json({"type": "move", "cell": cell, "symbol": "X"})
         until_my_turn(ws, "order")
-    store.close()
     again = GameStore(url)
     assert len(again.load(game).actions) == 4  # two moves across each outage: none lost
     again.close()
+    for restart in range(2):  # restarted while the store was idle: the next statement finds out
+        cluster.stop()
+        cluster.start()
+        if restart == 0:
+            assert len(store.load(game).actions) == 4  # a read is asked again on a new connection
+        else:
+            store.finish(game, "chaos", "resign")  # so is a transaction's BEGIN
+    assert store.load(game).reason == "resign"
+    store.close()
 
 
 def test_metrics_count_connections_moves_refusals_and_round_trips() -> None:
