@@ -87,11 +87,14 @@ def test_a_lost_postgresql_makes_healthz_503_loses_nothing_and_comes_back(
     url = cluster.new_database()
     store = GameStore(url)
     sweeps = {"while down": 0, "down": False}
+    swept_while_down = threading.Event()
     real_sweep, real_move = web_games.Hub.sweep, web_games.agent_move
     agent_may_move = threading.Event()
 
     async def counted_sweep(hub: web_games.Hub) -> None:
         sweeps["while down"] += sweeps["down"]
+        if sweeps["while down"] >= 2:
+            swept_while_down.set()
         await real_sweep(hub)
 
     def gated_move(agent: object, state: object) -> int:
@@ -123,9 +126,7 @@ def test_a_lost_postgresql_makes_healthz_503_loses_nothing_and_comes_back(
         ws.send_json({"type": "move", "cell": cell, "symbol": "X"})
         error = next_message(ws, "error")
         assert error["code"] == "store_unavailable" and "Traceback" not in error["message"]
-        while sweeps["while down"] < 2:  # the clock sweep met the outage (and must live on)
-            ws.send_json({"type": "state"})
-            next_message(ws, "state")
+        assert swept_while_down.wait(60)  # the clock sweep met the outage (and must live on)
         cluster.start()
         sweeps["down"] = False
         assert client.get("/healthz").status_code == 200
