@@ -566,11 +566,17 @@ class GameStore:
         game, the winner (by five for Order, by a full board for Chaos)."""
         now = self.clock()
         reason = None if winner is None else "five" if winner == "order" else "full_board"
-        with self.db.transaction():
+        with self.db.transaction():  # the game row and its clocks in one UPDATE: each statement is a
+            # round trip to PostgreSQL
             self.db.execute("INSERT INTO moves VALUES (?, ?, ?, ?)", (game_id, ply, action, now))
-            self.db.execute("UPDATE games SET updated=?, winner=?, reason=? WHERE id=?", (now, winner, reason, game_id))
-            if clock is not None:
-                self._write_clock(game_id, clock)
+            if clock is None:
+                self.db.execute("UPDATE games SET updated=?, winner=?, reason=? WHERE id=?",
+                                (now, winner, reason, game_id))
+            else:
+                self.db.execute(
+                    "UPDATE games SET updated=?, winner=?, reason=?, order_left=?, chaos_left=?, turn_started=?"
+                    " WHERE id=?", (now, winner, reason, clock.remaining["order"], clock.remaining["chaos"],
+                                    clock.turn_started, game_id))
 
     def _write_clock(self, game_id: str, clock: GameClock) -> None:
         self.db.execute(
