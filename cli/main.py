@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "play": "play against any agent in the terminal",
     "replay": "show saved games move by move",
     "serve": "play, watch and study games in the browser (a local web server)",
+    "store": "copy the web server's game store between SQLite and PostgreSQL, count by count",
     "export": "copy a run's latest policy out, e.g. as the shipped pretrained weights",
     "bench": "benchmarks: env throughput, search speed, training throughput",
     "demo": "a short train-then-evaluate demo on the default config",

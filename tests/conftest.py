@@ -81,3 +81,39 @@ def redis_url(redis_server: helpers.RedisServer) -> str:
     finally:
         client.close()
     return redis_server.url(0)
+
+
+def running_postgres_cluster() -> Iterator[helpers.PostgresCluster]:
+    """A new PostgreSQL cluster (helpers.PostgresCluster), running until the generator
+    ends; skips the test when PostgreSQL is not installed."""
+    bindir = helpers.postgres_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL's initdb and pg_ctl are not installed (Debian: apt-get install postgresql)")
+    cluster = helpers.PostgresCluster(bindir)
+    try:
+        cluster.create()
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.remove()
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[helpers.PostgresCluster]:
+    """A PostgreSQL cluster of the tests' own on a loopback port, started once for the whole test run."""
+    yield from running_postgres_cluster()
+
+
+@pytest.fixture
+def own_postgres_cluster() -> Iterator[helpers.PostgresCluster]:
+    """A PostgreSQL cluster for one test alone (one that stops and restarts it)."""
+    yield from running_postgres_cluster()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a test's game store lives, once for each backend: a new SQLite file, and a new
+    database of the test run's PostgreSQL cluster."""
+    if request.param == "sqlite":
+        return str(tmp_path / "games.sqlite3")
+    return request.getfixturevalue("postgres_cluster").new_database()

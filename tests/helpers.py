@@ -529,3 +529,99 @@ def late_position(seed: int, empties: int) -> State:
                 break
         if not s.is_terminal and s.to_play == "order":
             return s
+
+
+# ---------------------------------------------------------------------------------------
+# A PostgreSQL cluster of the tests' own.
+# ---------------------------------------------------------------------------------------
+
+def postgres_bindir() -> Path | None:
+    """The folder of PostgreSQL's server programs (initdb, pg_ctl, pg_isready): on PATH, or
+    Debian's /usr/lib/postgresql/VERSION/bin (the newest); None when not installed."""
+    import shutil
+
+    found = shutil.which("initdb")
+    if found is not None and (Path(found).resolve().parent / "pg_ctl").exists():
+        return Path(found).resolve().parent
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+                      key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0)
+    return versions[-1].parent if versions else None
+
+
+class PostgresCluster:
+    """A throwaway PostgreSQL cluster in a temporary folder, listening on a free port of
+    127.0.0.1 only, user ``orderchaos`` with trust authentication, fsync off (nothing here
+    outlives the tests). PostgreSQL refuses to run as root: as root it runs as the
+    ``postgres`` user that Debian's package creates (``runuser``)."""
+
+    USER = "orderchaos"
+
+    def __init__(self, bindir: Path) -> None:
+        import tempfile
+
+        self.bindir = bindir
+        self.folder = Path(tempfile.mkdtemp(prefix="orderchaos-pg-"))
+        self.data = self.folder / "data"
+        self.port = free_loopback_port()
+        self.databases = 0
+
+    def command(self, program: str, *args: str) -> list[str]:
+        """``program`` of the cluster's PostgreSQL, as the user that owns the cluster."""
+        import os
+
+        line = [str(self.bindir / program), *args]
+        return ["runuser", "-u", "postgres", "--", *line] if os.geteuid() == 0 else line
+
+    def run(self, program: str, *args: str) -> None:
+        """Run one of PostgreSQL's programs; its output in the exception when it fails."""
+        import subprocess
+
+        done = subprocess.run(self.command(program, *args), capture_output=True, text=True, timeout=120,
+                              cwd=self.folder)  # the postgres user may not enter the tests' own folder
+        if done.returncode != 0:
+            raise RuntimeError(f"{program} failed ({done.returncode}): {done.stdout}{done.stderr}")
+
+    def create(self) -> None:
+        """initdb the cluster (as root: the folder is given to the postgres user first)."""
+        import os
+        import shutil
+
+        if os.geteuid() == 0:
+            shutil.chown(self.folder, "postgres", "postgres")
+        self.run("initdb", "-D", str(self.data), "-U", self.USER, "-A", "trust", "--no-sync",
+                 "-E", "UTF8", "--locale=C")
+
+    def start(self) -> None:
+        """Start the server and return once it accepts connections (pg_ctl -w, then pg_isready)."""
+        self.run("pg_ctl", "-D", str(self.data), "-l", str(self.folder / "server.log"), "-w", "-t", "60",
+                 "-o", f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.folder} -c fsync=off"
+                       " -c full_page_writes=off -c synchronous_commit=off", "start")
+        self.run("pg_isready", "-h", "127.0.0.1", "-p", str(self.port), "-t", "60")
+
+    def stop(self) -> None:
+        """Stop the server (fast: open connections are cut, as when a database goes away)."""
+        self.run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "-t", "60", "stop")
+
+    def url(self, database: str = "postgres") -> str:
+        """The URL of one of the cluster's databases."""
+        return f"postgresql://{self.USER}@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """The URL of a new, empty database of the cluster."""
+        import psycopg
+
+        self.databases += 1
+        name = f"store{self.databases}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return self.url(name)
+
+    def remove(self) -> None:
+        """Stop the server if it runs and delete the folder."""
+        import shutil
+        import subprocess
+
+        if (self.data / "postmaster.pid").exists():
+            subprocess.run(self.command("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop"),
+                           capture_output=True, timeout=120, cwd=self.folder)
+        shutil.rmtree(self.folder, ignore_errors=True)

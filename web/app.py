@@ -45,7 +45,7 @@ from orderchaos.agents.worker_pool import WorkerPool
 from orderchaos.arena.game_files import game_line
 from orderchaos.web import learn, puzzles
 from orderchaos.web.bus import Bus
-from orderchaos.web.errors import Busy, WebError
+from orderchaos.web.errors import Busy, StoreAway, WebError
 from orderchaos.web.games import Hub, valid_id
 from orderchaos.web.learn import learn_routes
 from orderchaos.web.proof_page import proof_page, render_not_found
@@ -56,7 +56,7 @@ from orderchaos.web.puzzles import PuzzleRoom
 from orderchaos.web.quotas import GAME_CREATING, AddressLimits, SearchRequests
 from orderchaos.web.services import Limits, Services
 from orderchaos.web.sessions import Connection
-from orderchaos.web.store import GameStore
+from orderchaos.web.store import GameStore, StoreUnavailable
 
 STATIC_DIR = Path(__file__).parent / "static"
 PROOF_DOC = Path(__file__).resolve().parents[1] / "docs" / "proof.md"
@@ -190,7 +190,8 @@ def create_app(
     bus: Bus | None = None,
 ) -> Starlette:
     """The web app; ``games_dir`` is the only folder whose files can be opened by name and
-    ``db`` the game store (a path, ``":memory:"``, or an open :class:`GameStore`).
+    ``db`` the game store (a path, ``":memory:"``, a ``sqlite:///`` or ``postgresql://`` URL, or an
+    open :class:`GameStore`).
 
     ``warm_up`` loads the solver's compiled kernels in the background at startup, so the
     first hint does not wait for them. ``allowed_hosts`` (None: any) lists the host names
@@ -380,7 +381,10 @@ async def serve_socket(websocket: WebSocket, site: Site) -> None:
                     log.info("client=%s %s refused: %s", address, kind, exc.code)
                 await send(exc.payload())
             except Exception as exc:  # a bug must not end the tab's connection or show its text
-                if isinstance(exc, sqlite3.OperationalError) and "is locked" in str(exc):
+                if isinstance(exc, StoreUnavailable):
+                    log.warning("the game store does not answer: %s", exc)
+                    await send(StoreAway().payload())
+                elif isinstance(exc, sqlite3.OperationalError) and "is locked" in str(exc):
                     log.warning("the game store is locked by another program: %s", exc)
                     await send(WebError("the game store is in use by another program; try again in a "
                                         "moment", "store_busy").payload())

@@ -32,3 +32,11 @@ class Busy(WebError):
 
     def __init__(self, what: str) -> None:
         super().__init__(f"the server is busy ({what}); try again in a minute", "busy")
+
+
+class StoreAway(WebError):
+    """The game store's database does not answer just now (PostgreSQL restarting or out of
+    reach); nothing of the request was committed."""
+
+    def __init__(self) -> None:
+        super().__init__("the game store cannot be reached just now; try again in a moment", "store_unavailable")

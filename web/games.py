@@ -17,6 +17,7 @@ runs where the sweep's lease is held.
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -25,13 +26,14 @@ from orderchaos.agents.base import Agent
 from orderchaos.agents.fallback import fallback_action
 from orderchaos.arena.analysis import board_facts, move_list
 from orderchaos.web.bus import Bus, LocalBus
-from orderchaos.web.errors import Busy, TimedOut, WebError
+from orderchaos.web.errors import Busy, StoreAway, TimedOut, WebError
 from orderchaos.web.ops import log_game_end
 from orderchaos.web.clocks import TimeControl
 from orderchaos.web.services import Services, agent_move
-from orderchaos.web.store import REASONS, StoredGame, token_hash
+from orderchaos.web.store import REASONS, StoredGame, StoreUnavailable, token_hash
 from orderchaos.envs.rules import AGENTS, CHAOS, ORDER, State, cell_name
 
+log = logging.getLogger("orderchaos.web")
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 ID_BYTES = 16
 """Random bytes in a game id and an invite secret (128 bits)."""
@@ -44,6 +46,8 @@ SWEEP_SECONDS = 0.5
 SWEEP_LEASE_SECONDS = 3.0
 """How long the lease to sweep lasts unless its holder renews it (a stopped holder's
 successor takes over after at most this long)."""
+STORE_RETRY_SECONDS = 1.0
+"""How often an agent's move is offered again to a game store that does not answer."""
 
 
 def other(role: str) -> str:
@@ -334,15 +338,23 @@ class LiveGame:
         except asyncio.CancelledError:
             self.task = None
             raise
-        self.task = None
-        if len(self.actions) != ply:  # taken back meanwhile
-            return
-        async with self.lock:
-            if self.hub.bus.shared:  # the player's tab on another instance may have had it played there
-                self.reload()
-            if len(self.actions) != ply or self.over:
-                return
-            await self._commit(action)
+        while True:
+            try:
+                async with self.lock:
+                    if self.hub.bus.shared:  # the player's tab on another instance may have had it played there
+                        self.reload()
+                    if len(self.actions) != ply or self.over:  # taken back or played meanwhile
+                        self.task = None
+                        return
+                    await self._commit(action)
+                    self.task = None
+                break
+            except StoreUnavailable as exc:  # told, and committed once the database is back
+                if self.error is None or self.error["code"] != "store_unavailable":
+                    log.warning("game=%s the opponent's move waits for the game store: %s", self.id, exc)
+                self.error = StoreAway().payload()
+                await self.broadcast()
+                await asyncio.sleep(STORE_RETRY_SECONDS)
         await self.broadcast()
         self.agent_turn()
 
@@ -401,6 +413,7 @@ class Hub:
         self.lobby_tabs: dict[str, Any] = {}  # every open tab's Play by its tab id: each sees the lobby live
         self.pending: set[asyncio.Task] = set()  # messages sent after a tab left
         self.sweeper: asyncio.Task | None = None
+        self.store_away = False  # the last sweep met a game store that did not answer
 
     async def sweep(self) -> None:
         """Abort every game, open in a tab or not, whose first move did not come within
@@ -483,7 +496,16 @@ class Hub:
     async def _sweep_forever(self) -> None:
         while True:
             await asyncio.sleep(SWEEP_SECONDS)
-            await self.sweep()
+            try:
+                await self.sweep()
+            except StoreUnavailable as exc:  # the database is away: sweep again once it is back
+                if not self.store_away:  # said once, not every half second
+                    log.warning("clock sweeps wait for the game store: %s", exc)
+                self.store_away = True
+                continue
+            if self.store_away:
+                log.info("the game store answers again; clock sweeps go on")
+                self.store_away = False
             await self.forget_stopped_instances()
 
     async def forget_stopped_instances(self) -> None:

@@ -200,7 +200,7 @@ class Health:
             try:
                 self.store.probe_write()
                 self._write_error = None
-            except (sqlite3.Error, OSError) as exc:
+            except Exception as exc:  # noqa: BLE001 - whatever refused the write (SQLite, the disk, PostgreSQL)
                 self.metrics.store_write_failures.inc()
                 log.error("the game store cannot be written: %s", exc)
                 self._write_error = f"the game store cannot be written ({exc})"

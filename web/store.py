@@ -1,9 +1,13 @@
-"""The web server's game store: the one module that knows its SQLite schema.
+"""The web server's game store: the one module that knows its schema, on either of two
+backends (:class:`Database`): a SQLite file (the default; one machine needs nothing else) or
+a PostgreSQL database that any number of servers share (``--db postgresql://...``).
 
 Every game played on the page (against a friend or an agent) is a row of ``games``, and
 each of its moves a row of ``moves``; a move is committed before the server tells anyone
-about it, so a restart loses nothing that a player saw. The file is opened in WAL mode
-(readers never wait for the writer). Schema, version 3::
+about it, so a restart loses nothing that a player saw. A SQLite file is opened in WAL mode
+(readers never wait for the writer). The statements, the schema and its upgrades are the
+same on both backends. Schema, version 3 (REAL below is DOUBLE PRECISION in the tables:
+PostgreSQL's REAL has 4 bytes, too few for Unix seconds)::
 
     games(id TEXT PRIMARY KEY,       -- secrets.token_urlsafe(16): 128 random bits
           created REAL, updated REAL,  -- Unix seconds
@@ -45,10 +49,12 @@ import hashlib
 import os
 import sqlite3
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from orderchaos.arena.game_files import OFF_BOARD_ENDS, GameRecord, SavedGame, game_line
 from orderchaos.arena.glicko2 import Rating
@@ -65,8 +71,8 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS games (
     id TEXT PRIMARY KEY,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
+    created DOUBLE PRECISION NOT NULL,
+    updated DOUBLE PRECISION NOT NULL,
     order_spec TEXT, chaos_spec TEXT,
     order_label TEXT, chaos_label TEXT,
     order_token TEXT, chaos_token TEXT,
@@ -74,72 +80,89 @@ CREATE TABLE IF NOT EXISTS games (
     winner TEXT,
     rematch TEXT,
     reason TEXT,
-    time_base REAL, time_increment REAL,
-    order_left REAL, chaos_left REAL,
-    turn_started REAL,
-    seated REAL
+    time_base DOUBLE PRECISION, time_increment DOUBLE PRECISION,
+    order_left DOUBLE PRECISION, chaos_left DOUBLE PRECISION,
+    turn_started DOUBLE PRECISION,
+    seated DOUBLE PRECISION
 );
 CREATE TABLE IF NOT EXISTS moves (
     game TEXT NOT NULL REFERENCES games(id),
     ply INTEGER NOT NULL,
     action INTEGER NOT NULL,
-    at REAL NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (game, ply)
 );
 CREATE INDEX IF NOT EXISTS games_open ON games(reason) WHERE reason IS NULL;
 CREATE TABLE IF NOT EXISTS puzzle_players (
     id TEXT PRIMARY KEY,
-    r REAL NOT NULL, rd REAL NOT NULL, sigma REAL NOT NULL,
+    r DOUBLE PRECISION NOT NULL, rd DOUBLE PRECISION NOT NULL, sigma DOUBLE PRECISION NOT NULL,
     attempts INTEGER NOT NULL, solved INTEGER NOT NULL,
-    updated REAL NOT NULL
+    updated DOUBLE PRECISION NOT NULL
 );
 CREATE TABLE IF NOT EXISTS puzzle_ratings (
     id TEXT PRIMARY KEY,
-    r REAL NOT NULL, rd REAL NOT NULL, sigma REAL NOT NULL,
+    r DOUBLE PRECISION NOT NULL, rd DOUBLE PRECISION NOT NULL, sigma DOUBLE PRECISION NOT NULL,
     attempts INTEGER NOT NULL, solved INTEGER NOT NULL,
-    updated REAL NOT NULL
+    updated DOUBLE PRECISION NOT NULL
 );
 CREATE TABLE IF NOT EXISTS puzzle_attempts (
     player TEXT NOT NULL,
     puzzle TEXT NOT NULL,
-    at REAL NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
     solved INTEGER NOT NULL,
-    before REAL NOT NULL,
-    after REAL NOT NULL,
+    before DOUBLE PRECISION NOT NULL,
+    after DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (player, puzzle)
 );
 """
 V2_COLUMNS = (
-    "reason TEXT", "time_base REAL", "time_increment REAL", "order_left REAL", "chaos_left REAL",
-    "turn_started REAL", "seated REAL",
+    "reason TEXT", "time_base DOUBLE PRECISION", "time_increment DOUBLE PRECISION", "order_left DOUBLE PRECISION",
+    "chaos_left DOUBLE PRECISION", "turn_started DOUBLE PRECISION", "seated DOUBLE PRECISION",
 )
 """The columns version 2 added to ``games``, in the order :func:`upgrade_from_1` adds them."""
 
 
-def upgrade_from_1(db: sqlite3.Connection) -> None:
-    """Bring a version 1 store to version 2 in one transaction (see the module docstring)."""
-    with db:
-        db.execute("BEGIN IMMEDIATE")
-        for column in V2_COLUMNS:
-            db.execute(f"ALTER TABLE games ADD COLUMN {column}")
-        db.execute("UPDATE games SET reason = CASE winner WHEN 'order' THEN 'five' ELSE 'full_board' END"
-                   " WHERE winner IS NOT NULL")
-        db.execute("DROP INDEX IF EXISTS games_unfinished")
-        db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+def schema_statements() -> list[str]:
+    """:data:`SCHEMA` one statement at a time."""
+    return [statement.strip() for statement in SCHEMA.split(";") if statement.strip()]
 
 
-def upgrade_from_2(db: sqlite3.Connection) -> None:
-    """Bring a version 2 store to version 3 in one transaction: the puzzle tables, empty."""
-    with db:
-        db.execute("BEGIN IMMEDIATE")
-        for statement in SCHEMA.split(";"):
-            if "puzzle_" in statement:
-                db.execute(statement)
-        db.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
+def upgrade_from_1(db: Database) -> None:
+    """Bring a version 1 store to version 2, inside the caller's transaction (see the module
+    docstring)."""
+    for column in V2_COLUMNS:
+        db.execute(f"ALTER TABLE games ADD COLUMN {column}")
+    db.execute("UPDATE games SET reason = CASE winner WHEN 'order' THEN 'five' ELSE 'full_board' END"
+               " WHERE winner IS NOT NULL")
+    db.execute("DROP INDEX IF EXISTS games_unfinished")
+    db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+
+
+def upgrade_from_2(db: Database) -> None:
+    """Bring a version 2 store to version 3, inside the caller's transaction: the puzzle
+    tables, empty."""
+    for statement in schema_statements():
+        if "puzzle_" in statement:
+            db.execute(statement)
+    db.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
 
 
 class StoreError(ValueError):
-    """A database file that cannot be used (not SQLite, another schema version, unwritable)."""
+    """A store that cannot be used (not SQLite, another schema version, unwritable)."""
+
+
+class StoreURLError(StoreError):
+    """A store location (``--db``) that is neither a path nor a URL of a kind the store knows."""
+
+
+class CopyMismatch(Exception):
+    """A copy of a store whose counts differ from its source's (and was therefore not kept)."""
+
+
+class StoreUnavailable(Exception):
+    """The store's database does not answer (PostgreSQL down or out of reach): at start the
+    server cannot begin, while running a request fails and ``/healthz`` says 503 until it is
+    back."""
 
 
 def damage_found(db: sqlite3.Connection, check: str = "integrity_check") -> str | None:
@@ -210,73 +233,313 @@ class StoredGame:
         return SavedGame(0, self.label("order"), self.label("chaos"), record)
 
 
-class TimedConnection(sqlite3.Connection):
-    """A SQLite connection that adds up the seconds spent in its statements
-    (``statement_seconds``) and in committing its ``with`` blocks (``commit_seconds``), which
-    the load test reports as the store's share of the server's time."""
+class Database:
+    """One connection to the store's database, the part of the store that differs between
+    SQLite and PostgreSQL: statements are written once, with ``?`` placeholders, and run on
+    either. It adds up the seconds spent in statements (``statement_seconds``) and in
+    committing transactions (``commit_seconds``), which the load test reports as the store's
+    share of the server's time."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    kind = ""
+    begin_write = "BEGIN"
+    begin_snapshot = "BEGIN"
+
+    def __init__(self, location: str) -> None:
+        self.location = location
         self.statement_seconds = 0.0
         self.commit_seconds = 0.0
         self.commits = 0
+        self.in_transaction = False
 
-    def execute(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:  # noqa: D102 - sqlite3's, timed
+    def run(self, sql: str, params: Sequence[Any]) -> Any:
+        """Run one statement on the connection (the backend's own call)."""
+        raise NotImplementedError
+
+    def run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run one statement once per row (the backend's own call)."""
+        raise NotImplementedError
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run a statement and return its cursor (rows as tuples, ``rowcount``)."""
         started = time.perf_counter()
         try:
-            return super().execute(*args, **kwargs)
+            return self.run(sql, params)
         finally:
             self.statement_seconds += time.perf_counter() - started
 
-    def __exit__(self, *exc: Any) -> Any:
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run a statement once per row."""
         started = time.perf_counter()
         try:
-            return super().__exit__(*exc)
+            self.run_many(sql, rows)
+        finally:
+            self.statement_seconds += time.perf_counter() - started
+
+    @contextmanager
+    def transaction(self, begin: str | None = None) -> Iterator[None]:
+        """A write transaction: committed when the block ends, rolled back if it raises."""
+        self.execute(begin or self.begin_write)
+        self.in_transaction = True
+        try:
+            yield
+        except BaseException:
+            self.in_transaction = False
+            self.rollback()
+            raise
+        self.in_transaction = False
+        started = time.perf_counter()
+        try:
+            self.execute("COMMIT")
         finally:
             self.commit_seconds += time.perf_counter() - started
             self.commits += 1
 
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A transaction that reads one consistent state of the store (a copy, a backup)."""
+        return self.transaction(self.begin_snapshot)
+
+    def rollback(self) -> None:
+        """Roll back the open transaction; a lost connection has nothing left to roll back."""
+        self.execute("ROLLBACK")
+
+    def has_table(self, name: str) -> bool:
+        """Whether the database has a table of this name."""
+        raise NotImplementedError
+
+    def lock_schema(self) -> None:
+        """Inside the setup transaction: keep other servers opening the store from creating or
+        upgrading the tables at the same time."""
+
+    def damage(self) -> str | None:
+        """What is damaged in the database, or None when its own check finds nothing."""
+        return None
+
+    def close(self) -> None:
+        """Close the connection."""
+        raise NotImplementedError
+
+
+class SQLiteDatabase(Database):
+    """The store in one SQLite file (``":memory:"``: a store that dies with it), in WAL mode
+    (readers never wait for the writer). Errors are sqlite3's own."""
+
+    kind = "sqlite"
+    begin_write = "BEGIN IMMEDIATE"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+
+    def run(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:  # noqa: D102 - Database's
+        return self.db.execute(sql, params)
+
+    def run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:  # noqa: D102 - Database's
+        self.db.executemany(sql, rows)
+
+    def has_table(self, name: str) -> bool:  # noqa: D102 - Database's
+        return self.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
+
+    def damage(self) -> str | None:  # noqa: D102 - Database's; corrupt pages would fail games one by one
+        return damage_found(self.db, "quick_check")
+
+    def close(self) -> None:  # noqa: D102 - Database's
+        self.db.close()
+
+
+class PostgresDatabase(Database):
+    """The store in a PostgreSQL database (psycopg 3), shared by any number of servers.
+
+    A connection lost while the server runs (the database restarted, the network went) is
+    replaced by a new one on the next statement; a read that met the loss is asked again once
+    on the new connection, a write raises :class:`StoreUnavailable` (nothing of it was
+    committed unless the database had already answered). Until the database answers again
+    every statement raises :class:`StoreUnavailable`."""
+
+    kind = "postgresql"
+    begin_snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+    CONNECT_TIMEOUT = 5
+    SCHEMA_LOCK = 0x6F726465  # any constant: the advisory lock the servers take around setup
+
+    def __init__(self, url: str) -> None:
+        super().__init__(shown_location(url))
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise StoreError(f"a PostgreSQL store needs psycopg ({exc}); "
+                             f"install it with: pip install 'orderchaos[web]'") from None
+        self.psycopg = psycopg
+        self.url = url
+        self.conn: Any = None
+        self.placeholders: dict[str, str] = {}
+        self.connect()
+
+    def connect(self) -> None:
+        """Open a new connection; :class:`StoreUnavailable` when the database does not answer."""
+        try:
+            self.conn = self.psycopg.connect(self.url, autocommit=True, connect_timeout=self.CONNECT_TIMEOUT)
+        except self.psycopg.OperationalError as exc:
+            self.conn = None
+            raise StoreUnavailable(f"{self.location}: the database cannot be reached "
+                                   f"({first_line(exc)})") from None
+
+    def lost(self) -> bool:
+        """Whether there is no usable connection (never opened, closed, or broken)."""
+        return self.conn is None or self.conn.closed or self.conn.broken
+
+    def sql(self, sql: str) -> str:
+        """The statement with psycopg's placeholders (``%s``) for the store's ``?``."""
+        translated = self.placeholders.get(sql)
+        if translated is None:
+            translated = self.placeholders[sql] = sql.replace("%", "%%").replace("?", "%s")
+        return translated
+
+    def run(self, sql: str, params: Sequence[Any]) -> Any:  # noqa: D102 - Database's
+        safe_again = sql.lstrip().startswith(("SELECT", "BEGIN"))  # nothing written yet
+        return self.guarded(lambda: self.conn.execute(self.sql(sql), params), retry=safe_again)
+
+    def run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:  # noqa: D102 - Database's
+        def many() -> None:
+            with self.conn.cursor() as cursor:
+                cursor.executemany(self.sql(sql), rows)
+        self.guarded(many, retry=False)
+
+    def guarded(self, call: Callable[[], Any], retry: bool) -> Any:
+        """Run ``call`` on a live connection, once more on a new one when ``retry`` (outside a
+        transaction) and the first found the connection dead; a lost connection becomes
+        StoreUnavailable."""
+        for _ in range(2 if retry and not self.in_transaction else 1):
+            if self.lost():
+                if self.in_transaction:
+                    raise StoreUnavailable(f"{self.location}: the connection to the database was lost")
+                self.connect()
+            try:
+                return call()
+            except self.psycopg.OperationalError as exc:
+                if not self.lost():
+                    raise
+                failure = first_line(exc)
+        raise StoreUnavailable(f"{self.location}: the database cannot be reached ({failure})")
+
+    def rollback(self) -> None:  # noqa: D102 - Database's
+        if not self.lost():
+            self.execute("ROLLBACK")
+
+    def has_table(self, name: str) -> bool:  # noqa: D102 - Database's
+        return self.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()[0]
+
+    def lock_schema(self) -> None:  # noqa: D102 - Database's
+        self.execute("SELECT pg_advisory_xact_lock(?)", (self.SCHEMA_LOCK,))
+
+    def close(self) -> None:  # noqa: D102 - Database's
+        if self.conn is not None:
+            self.conn.close()
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message on one line (libpq's run over several)."""
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def shown_location(url: str) -> str:
+    """A PostgreSQL URL as messages show it: without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}@{netloc}"))
+
+
+def parse_store_url(text: str) -> tuple[str, str]:
+    """Where ``--db`` says the store is: ``("sqlite", path)`` for a file path, ``:memory:`` or
+    ``sqlite:///PATH``, ``("postgresql", url)`` for ``postgresql://USER@HOST:PORT/DB``.
+    Raises StoreURLError, naming what is accepted, for anything else."""
+    accepted = "a file path, sqlite:///PATH or postgresql://USER@HOST:PORT/DB"
+    if "://" not in text:
+        if not text.strip():
+            raise StoreURLError(f"an empty store location; give {accepted}")
+        return "sqlite", text
+    scheme = text.split("://", 1)[0].lower()
+    parts = urlsplit(text)
+    if scheme == "sqlite":
+        if parts.netloc or not parts.path.strip("/") or parts.query or parts.fragment:
+            raise StoreURLError(f"{text}: a SQLite URL is sqlite:///PATH (three slashes, then the file's path)")
+        return "sqlite", parts.path
+    if scheme in ("postgresql", "postgres"):
+        try:
+            port = parts.port
+        except ValueError:
+            raise StoreURLError(f"{text}: the port must be a number 1..65535") from None
+        if not parts.hostname:
+            raise StoreURLError(f"{text}: no host; a PostgreSQL URL is postgresql://USER@HOST:PORT/DB")
+        if port == 0:
+            raise StoreURLError(f"{text}: the port must be a number 1..65535")
+        database = parts.path.lstrip("/")
+        if not database or "/" in database:
+            raise StoreURLError(f"{text}: name one database after the host: postgresql://USER@HOST:PORT/DB")
+        return "postgresql", text
+    raise StoreURLError(f"{text}: unknown kind of store {scheme!r}; give {accepted}")
+
 
 class GameStore:
-    """Games and moves in one SQLite file (``":memory:"`` for a store that dies with it).
+    """Games, moves and puzzle ratings in a SQLite file or a PostgreSQL database: ``location``
+    is what :func:`parse_store_url` accepts (a path, ``":memory:"``, ``sqlite:///PATH``,
+    ``postgresql://...``). The same schema, statements and upgrades on both.
 
     Used from one thread (the server's event loop); every write is committed at once.
     """
 
-    def __init__(self, path: str | os.PathLike, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, location: str | os.PathLike, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
-        self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        kind, target = parse_store_url(os.fspath(location))
+        self.kind = kind
+        self.path = target if kind == "sqlite" else shown_location(target)
         try:
-            self.db: TimedConnection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                                       factory=TimedConnection)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("PRAGMA foreign_keys=ON")
-            has_meta = self.db.execute(
-                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+            self.db: Database = SQLiteDatabase(target) if kind == "sqlite" else PostgresDatabase(target)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a usable game store ({exc})") from None
+        try:
+            self.set_up()
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise StoreError(f"{self.path}: not a usable game store ({exc})") from None
+        except (StoreError, StoreUnavailable):
+            self.db.close()
+            raise
+
+    def set_up(self) -> None:
+        """Create the tables of a new store, upgrade an older one, refuse a damaged one or one
+        of a version this server does not read."""
+        with self.db.transaction():
+            self.db.lock_schema()
+            has_meta = self.db.has_table("meta")
             row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() if has_meta else None
             if row is not None and row[0] == "1":
                 upgrade_from_1(self.db)
                 row = ("2",)
             if row is not None and row[0] == "2":
                 upgrade_from_2(self.db)
-            self.db.executescript(SCHEMA)
-            damage = damage_found(self.db, "quick_check")
-            if damage is not None:  # corrupt pages would fail later games one by one
-                raise StoreError(f"{self.path}: the game store is damaged ({damage}); "
-                                 f"move it aside (or export what is readable with sqlite3 .recover)")
-            row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+                row = ("3",)
+            for statement in schema_statements():
+                self.db.execute(statement)
             if row is None:
                 self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
-            elif row[0] != SCHEMA_VERSION:
-                raise StoreError(f"{self.path}: game store schema version {row[0]}, this server reads {SCHEMA_VERSION}")
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: not a usable game store ({exc})") from None
+        damage = self.db.damage()
+        if damage is not None:
+            raise StoreError(f"{self.path}: the game store is damaged ({damage}); "
+                             f"move it aside (or export what is readable with sqlite3 .recover)")
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row[0] != SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: game store schema version {row[0]}, this server reads {SCHEMA_VERSION}")
 
     def close(self) -> None:
-        """Close the file."""
+        """Close the file or the connection."""
         self.db.close()
 
     def check_writable(self) -> None:
@@ -284,24 +547,27 @@ class GameStore:
         write lock another program holds (a second server on it) is refused before a server
         starts on it, not by its first write."""
         try:
-            with self.db:
-                self.db.execute("BEGIN IMMEDIATE")
+            with self.db.transaction():
+                pass
         except sqlite3.OperationalError as exc:
             raise StoreError(f"{self.path}: cannot write the game store ({exc}); is another server "
                              "or program writing to it?") from None
 
     def answers(self) -> bool:
-        """True while the file answers a query (what ``/healthz`` reports)."""
+        """True while the database answers a query (what ``/healthz`` reports); a PostgreSQL
+        store that lost its connection tries a new one here, so it comes back by itself."""
         try:
             return self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() is not None
-        except sqlite3.Error:
+        except (sqlite3.Error, StoreUnavailable):
             return False
 
     def probe_write(self) -> None:
         """Write and commit one small row: ``/healthz``'s check that the store takes writes.
-        Raises what the write raised (sqlite3.Error, OSError: a full disk, a read-only file)."""
-        with self.db:
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('write_probe', ?)", (repr(time.time()),))
+        Raises what the write raised (sqlite3.Error, OSError: a full disk, a read-only file;
+        :class:`StoreUnavailable` or psycopg's errors for PostgreSQL)."""
+        with self.db.transaction():
+            self.db.execute("INSERT INTO meta VALUES ('write_probe', ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                            (repr(time.time()),))
 
     def create(
         self,
@@ -333,12 +599,17 @@ class GameStore:
         game, the winner (by five for Order, by a full board for Chaos)."""
         now = self.clock()
         reason = None if winner is None else "five" if winner == "order" else "full_board"
-        with self.db:
-            self.db.execute("BEGIN IMMEDIATE")
+        with self.db.transaction():  # the game row and its clocks in one UPDATE: each statement is a
+            # round trip to PostgreSQL
             self.db.execute("INSERT INTO moves VALUES (?, ?, ?, ?)", (game_id, ply, action, now))
-            self.db.execute("UPDATE games SET updated=?, winner=?, reason=? WHERE id=?", (now, winner, reason, game_id))
-            if clock is not None:
-                self._write_clock(game_id, clock)
+            if clock is None:
+                self.db.execute("UPDATE games SET updated=?, winner=?, reason=? WHERE id=?",
+                                (now, winner, reason, game_id))
+            else:
+                self.db.execute(
+                    "UPDATE games SET updated=?, winner=?, reason=?, order_left=?, chaos_left=?, turn_started=?"
+                    " WHERE id=?", (now, winner, reason, clock.remaining["order"], clock.remaining["chaos"],
+                                    clock.turn_started, game_id))
 
     def _write_clock(self, game_id: str, clock: GameClock) -> None:
         self.db.execute(
@@ -350,8 +621,7 @@ class GameStore:
         """End a game off the board: ``reason`` one of resign, time, aborted (winner None)."""
         if reason not in REASONS[2:]:
             raise ValueError(f"reason must be one of {REASONS[2:]}, got {reason!r}")
-        with self.db:
-            self.db.execute("BEGIN IMMEDIATE")
+        with self.db.transaction():
             self.db.execute("UPDATE games SET updated=?, winner=?, reason=? WHERE id=? AND reason IS NULL",
                             (self.clock(), winner, reason, game_id))
             if clock is not None:
@@ -375,8 +645,7 @@ class GameStore:
         """Restart every running clock of an unfinished game from now (the server starts:
         the time it was down is not charged); returns how many were running."""
         now = self.clock()
-        with self.db:
-            self.db.execute("BEGIN IMMEDIATE")
+        with self.db.transaction():
             cursor = self.db.execute(
                 "UPDATE games SET turn_started=? WHERE reason IS NULL AND turn_started IS NOT NULL", (now,))
         return cursor.rowcount
@@ -385,8 +654,7 @@ class GameStore:
         """Remove every move from ply ``plies`` on (an undo), with the clocks after it; back to
         no move at all, the minute to make a first move counts from now."""
         now = self.clock()
-        with self.db:
-            self.db.execute("BEGIN IMMEDIATE")
+        with self.db.transaction():
             self.db.execute("DELETE FROM moves WHERE game=? AND ply>=?", (game_id, plies))
             self.db.execute("UPDATE games SET updated=?, winner=NULL, reason=NULL WHERE id=?", (now, game_id))
             if plies == 0:
@@ -459,10 +727,9 @@ class GameStore:
         """Store a first attempt and both new ratings in one transaction; False (and nothing
         written) when the player has attempted this puzzle before."""
         now = self.clock()
-        with self.db:
-            self.db.execute("BEGIN IMMEDIATE")
+        with self.db.transaction():
             cursor = self.db.execute(
-                "INSERT OR IGNORE INTO puzzle_attempts VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO puzzle_attempts VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (player, puzzle, now, int(solved), before.r, player_after.r))
             if cursor.rowcount == 0:
                 return False
@@ -470,8 +737,8 @@ class GameStore:
                                        ("puzzle_ratings", puzzle, puzzle_after)):
                 self.db.execute(
                     f"INSERT INTO {table} VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT(id) DO UPDATE SET"
-                    " r=excluded.r, rd=excluded.rd, sigma=excluded.sigma, attempts=attempts+1,"
-                    " solved=solved+excluded.solved, updated=excluded.updated",
+                    f" r=excluded.r, rd=excluded.rd, sigma=excluded.sigma, attempts={table}.attempts+1,"
+                    f" solved={table}.solved+excluded.solved, updated=excluded.updated",
                     (key, rating.r, rating.rd, rating.sigma, int(solved), now))
         return True
 
@@ -481,15 +748,92 @@ class GameStore:
         return [i for (i,) in self.db.execute(f"SELECT id FROM games{where} ORDER BY created, id")]
 
 
+STORE_TABLES = ("games", "moves", "puzzle_players", "puzzle_ratings", "puzzle_attempts")
+"""Every table that holds a site (all but ``meta``), games before the moves that refer to them."""
+COPY_BATCH = 1000
+"""Rows read and written at a time by :func:`copy_store`."""
+
+
+def table_counts(store: GameStore) -> dict[str, int]:
+    """The number of rows in each of :data:`STORE_TABLES`."""
+    return {table: store.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table in STORE_TABLES}
+
+
+def copy_store(source: GameStore, target: GameStore, replace: bool = False) -> dict[str, tuple[int, int]]:
+    """Copy everything ``source`` holds (games with their moves, clocks and seats, puzzle
+    ratings and attempts) into ``target``, of either backend, as it stood at one moment (the
+    source is read in one snapshot, so a server may go on writing to it). The target is
+    written in one transaction and checked count by count before it commits: on any
+    difference nothing is kept. Returns table -> (rows in the source, rows in the target).
+    Raises StoreError when the target already holds something, unless ``replace`` (its rows
+    are deleted first, in the same transaction), CopyMismatch when the counts differ."""
+    with source.db.snapshot(), target.db.transaction():
+        held = {table: n for table, n in table_counts(target).items() if n}
+        if held and not replace:
+            raise StoreError(f"{target.path} already holds " + ", ".join(f"{n} {t}" for t, n in held.items())
+                             + "; copy into an empty store, or replace what it holds (--replace)")
+        for table in reversed(STORE_TABLES):
+            target.db.execute(f"DELETE FROM {table}")
+        for table in STORE_TABLES:
+            cursor = source.db.execute(f"SELECT * FROM {table}")
+            columns = [column[0] for column in cursor.description]
+            insert = (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})")
+            while rows := cursor.fetchmany(COPY_BATCH):
+                target.db.executemany(insert, rows)
+        counts = {table: (n, m) for (table, n), m in zip(table_counts(source).items(), table_counts(target).values())}
+        wrong = [f"{table} {n} -> {m}" for table, (n, m) in counts.items() if n != m]
+        if wrong:
+            raise CopyMismatch(f"the copy in {target.path} does not match its source ({', '.join(wrong)}); "
+                               f"nothing was kept")
+    return counts
+
+
+def same_store(first: str, second: str) -> bool:
+    """Whether two store locations name the same SQLite file or the same PostgreSQL database."""
+    (kind, one), (other_kind, two) = parse_store_url(first), parse_store_url(second)
+    if kind != other_kind:
+        return False
+    if kind == "sqlite":
+        return one != ":memory:" and Path(one).resolve() == Path(two).resolve()
+    a, b = urlsplit(one), urlsplit(two)
+    return (a.hostname, a.port or 5432, a.path) == (b.hostname, b.port or 5432, b.path)
+
+
+def copy_site(source: str, target: str, replace: bool = False) -> dict[str, tuple[int, int]]:
+    """``orderchaos store copy``: open the store at ``source`` (which must exist) and the one
+    at ``target`` (created when new), and :func:`copy_store` the first into the second.
+    Raises StoreURLError for a malformed location, StoreError for a source that is not
+    there, the same store twice or a target that holds something, StoreUnavailable for a
+    database that does not answer."""
+    kind, where = parse_store_url(source)
+    parse_store_url(target)
+    if kind == "sqlite" and (where == ":memory:" or not Path(where).is_file()):
+        raise StoreError(f"{source}: no such store file to copy from")
+    if same_store(source, target):
+        raise StoreError(f"{source} and {target} are the same store")
+    origin = GameStore(source)
+    try:
+        copy = GameStore(target)
+        try:
+            return copy_store(origin, copy, replace)
+        finally:
+            copy.close()
+    finally:
+        origin.close()
+
+
 def backup_store(source: str | os.PathLike, target: str | os.PathLike) -> int:
-    """Copy the game store ``source`` into the new file ``target`` with SQLite's backup API: a
-    consistent copy even while a server writes to ``source``. The copy is written beside
-    ``target``, checked whole (``PRAGMA integrity_check``) and renamed into place. Returns
-    the number of games copied. Raises StoreError for a source that is not a game store of
-    this schema version or is damaged, and OSError when the copy cannot be written (a full
-    disk: ENOSPC); either way no copy, whole or partial, is left."""
+    """Copy the game store ``source`` into the new SQLite file ``target``: a consistent copy
+    even while servers write to ``source`` (a SQLite file: SQLite's backup API; a PostgreSQL
+    database: :func:`copy_store` from one snapshot). The copy is written beside ``target`` and
+    renamed into place when complete. Returns the number of games copied. Raises StoreError
+    for a source that is not a game store of this schema version, StoreUnavailable for a
+    database that does not answer."""
     target = Path(target)
     partial = target.with_name(f".{target.name}.partial")
+    kind, source = parse_store_url(os.fspath(source))
+    if kind == "postgresql":
+        return backup_from_postgres(source, target, partial)
     try:
         src = sqlite3.connect(f"file:{Path(source).resolve()}?mode=ro", uri=True)
     except sqlite3.Error as exc:
@@ -522,6 +866,27 @@ def backup_store(source: str | os.PathLike, target: str | os.PathLike) -> int:
             partial.unlink(missing_ok=True)
     finally:
         src.close()
+    return games
+
+
+def backup_from_postgres(source: str, target: Path, partial: Path) -> int:
+    """:func:`backup_store` of a PostgreSQL store: copied into ``partial``, then renamed."""
+    partial.unlink(missing_ok=True)
+    origin = GameStore(source)
+    try:
+        copy = GameStore(partial)
+        try:
+            games = copy_store(origin, copy)["games"][1]
+        finally:
+            copy.close()
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    finally:
+        origin.close()
+    with sqlite3.connect(partial) as db:
+        db.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+    os.replace(partial, target)
     return games
 
 

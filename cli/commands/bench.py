@@ -6,8 +6,9 @@ per second (against OpenSpiel's C++ MCTSBot when installed) and exact-solver tim
 ``orderchaos bench train``: network evaluation throughput and self-play games per second.
 ``orderchaos bench web``: how long a fresh web server keeps ``/healthz`` waiting while it
 starts, then the server under 500 WebSocket clients on loopback (moves/s, move round trips,
-the store checked afterwards; ``orderchaos.web.load``). ``all`` runs
-every target.
+the store checked afterwards; ``orderchaos.web.load``). ``orderchaos bench store``: one
+committed move in the game store's SQLite file and, with --postgres URL, in PostgreSQL, and
+the ratio (``orderchaos.web.store_bench``). ``all`` runs every target.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ TARGETS: dict[str, list[str]] = {
     "search": ["orderchaos.bench.search:run", "orderchaos.bench.solver:run"],
     "train": ["orderchaos.bench.train:run"],
     "web": ["orderchaos.web.load:run"],
+    "store": ["orderchaos.web.store_bench:run"],
 }
 
 
@@ -34,6 +36,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--quick", action="store_true", help="a tiny budget (seconds), for smoke tests"
     )
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
+    parser.add_argument(
+        "--postgres", metavar="URL",
+        help="store: also measure the PostgreSQL database postgresql://USER@HOST:PORT/DB (in a schema of "
+        "its own, dropped afterwards)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,12 +53,22 @@ def run(args: argparse.Namespace) -> int:
         except OutputPathError as exc:
             print(f"orderchaos bench: {exc}", file=sys.stderr)
             return 2
+    if args.postgres is not None:
+        from orderchaos.web.store import StoreError, parse_store_url
+
+        try:
+            if parse_store_url(args.postgres)[0] != "postgresql":
+                raise StoreError(f"{args.postgres}: give postgresql://USER@HOST:PORT/DB")
+        except StoreError as exc:
+            print(f"orderchaos bench: --postgres {exc}", file=sys.stderr)
+            return 2
     names = list(TARGETS) if args.target == "all" else [args.target]
     results: dict[str, dict] = {}
     for name in names:
         for target in TARGETS[name]:
             module_name, attr = target.split(":")
-            results[target] = getattr(importlib.import_module(module_name), attr)(quick=args.quick)
+            extra = {"postgres": args.postgres} if name == "store" else {}
+            results[target] = getattr(importlib.import_module(module_name), attr)(quick=args.quick, **extra)
     if args.json:
         text = json.dumps(results, indent=2, default=str)
         return options.save_finished("bench", args.json, lambda p: atomic_write_bytes(p, text.encode()),

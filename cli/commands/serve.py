@@ -1,10 +1,12 @@
 """Play, watch and study games in the browser: a web server with an SVG board, games
-against a friend (an invite link) or an agent, kept in a SQLite file across restarts.
+against a friend (an invite link) or an agent, kept across restarts in a SQLite file or in a
+PostgreSQL database that several servers share.
 
 Opens nothing to the network unless --host says so: the default binds 127.0.0.1. Behind a
 reverse proxy, --public-url names the address people use and --trusted-proxy the proxy whose
 forwarded headers give the client's address (docs/deploy.md). Games are stored in --db
-(default: orderchaos/games.sqlite3 under $XDG_DATA_HOME or ~/.local/share); --export-games DIR
+(a file, sqlite:///PATH or postgresql://USER@HOST:PORT/DB; default: orderchaos/games.sqlite3
+under $XDG_DATA_HOME or ~/.local/share); --export-games DIR
 writes the finished ones as games files and exits, --backup FILE copies the store (also while
 a server runs on it) and exits. Saved games (from `orderchaos eval --save-games F`) can be
 opened by name from --games-dir, or uploaded from the page. SIGTERM drains: the tabs are told
@@ -43,9 +45,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="folder of saved games files that the page may open by name",
     )
     parser.add_argument(
-        "--db", metavar="PATH",
-        help="the game store, a SQLite file (default: orderchaos/games.sqlite3 under $XDG_DATA_HOME "
-        "or ~/.local/share; ':memory:' keeps nothing)",
+        "--db", metavar="URL",
+        help="the game store: a SQLite file (PATH or sqlite:///PATH; default: orderchaos/games.sqlite3 "
+        "under $XDG_DATA_HOME or ~/.local/share; ':memory:' keeps nothing) or a PostgreSQL database "
+        "that several servers may share (postgresql://USER@HOST:PORT/DB)",
     )
     parser.add_argument(
         "--bus", metavar="URL",
@@ -105,8 +108,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--backup", metavar="FILE",
-        help="copy the game store (--db) into the new file FILE, consistently even while a server "
-        "runs on it, then exit",
+        help="copy the game store (--db, SQLite or PostgreSQL) into the new SQLite file FILE, "
+        "consistently even while a server runs on it, then exit",
     )
     parser.add_argument("--open", action="store_true", help="open the page in a web browser")
     parser.add_argument(
@@ -171,16 +174,23 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"orderchaos serve: --bus {exc}", file=sys.stderr)
             return 2
-    from orderchaos.web.store import GameStore, StoreError, default_db_path, export_games
+    from orderchaos.web.store import (
+        GameStore, StoreError, StoreUnavailable, default_db_path, export_games, parse_store_url,
+    )
     from orderchaos.files import OutputPathError, check_output_dir
 
     db = args.db or str(default_db_path())
+    try:
+        kind, location = parse_store_url(db)
+    except StoreError as exc:
+        print(f"orderchaos serve: --db {exc}", file=sys.stderr)
+        return 2
     if args.backup is not None:
         return backup(db, args.backup)
     if args.export_games is not None and db == ":memory:":
         print("orderchaos serve: --export-games needs a --db file to read", file=sys.stderr)
         return 2
-    if args.export_games is not None and not Path(db).is_file():
+    if args.export_games is not None and kind == "sqlite" and not Path(location).is_file():
         print(f"orderchaos serve: --db {db}: no such file to export from", file=sys.stderr)
         return 2
     if args.export_games is not None:
@@ -191,6 +201,9 @@ def run(args: argparse.Namespace) -> int:
             return 2
     try:
         store = GameStore(db)
+    except StoreUnavailable as exc:
+        print(f"orderchaos serve: --db {exc}", file=sys.stderr)
+        return 1
     except (StoreError, OSError) as exc:
         print(f"orderchaos serve: --db {db}: {exc}", file=sys.stderr)
         return 2
@@ -267,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
     shown = f"{url}, public address {public.origin}/" if public is not None else url
-    print(f"orderchaos serve: open {shown} (games stored in {db}; Ctrl-C stops)", flush=True)
+    print(f"orderchaos serve: open {shown} (games stored in {store.path}; Ctrl-C stops)", flush=True)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.open:
         threading.Timer(1.0, webbrowser.open, [url]).start()
@@ -323,10 +336,11 @@ def backup(db: str, target: str) -> int:
     from pathlib import Path
 
     from orderchaos.files import OutputPathError, check_output_file, os_error_reason
-    from orderchaos.web.store import StoreError, backup_store
+    from orderchaos.web.store import StoreError, StoreUnavailable, backup_store, parse_store_url, shown_location
 
     out = Path(target)
-    if db == ":memory:" or not Path(db).is_file():
+    kind, location = parse_store_url(db)
+    if kind == "sqlite" and (db == ":memory:" or not Path(location).is_file()):
         print(f"orderchaos serve: --db {db}: no such file to back up", file=sys.stderr)
         return 2
     if out.exists():
@@ -342,13 +356,17 @@ def backup(db: str, target: str) -> int:
         return 2
     try:
         games = backup_store(db, out)
+    except StoreUnavailable as exc:
+        print(f"orderchaos serve: --backup: {exc}", file=sys.stderr)
+        return 1
     except StoreError as exc:
         print(f"orderchaos serve: --backup: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a full disk: no copy is left, whole or partial
         print(f"orderchaos serve: --backup {target}: {os_error_reason(exc)}; no copy was made", file=sys.stderr)
         return 1
-    print(f"orderchaos serve: copied {games} games from {db} into {target}")
+    shown = location if kind == "sqlite" else shown_location(location)
+    print(f"orderchaos serve: copied {games} games from {shown} into {target}")
     return 0
 
 

@@ -644,8 +644,8 @@ def test_a_random_side_is_drawn_from_the_two(client: TestClient, monkeypatch: py
 # -- the store -------------------------------------------------------------------------------
 
 
-def test_games_survive_a_restart_with_a_file_database(tmp_path: Path) -> None:
-    db = tmp_path / "games.sqlite3"
+def test_games_survive_a_restart_with_a_file_database(store_url: str) -> None:
+    db = store_url  # a SQLite file, and a PostgreSQL database
     with TestClient(create_app(None, FAST, db=db)) as first, ExitStack() as stack:
         first.sockets = stack  # type: ignore[attr-defined]
         order, joined, view = friend_game(first)
@@ -1037,9 +1037,9 @@ def test_a_clock_running_out_with_both_tabs_closed_loses_on_time(tmp_path: Path)
     assert stored.clock is not None and stored.clock.remaining["chaos"] == 0.0 and stored.clock.turn_started is None
 
 
-def test_a_restart_keeps_both_clocks_without_charging_the_downtime(tmp_path: Path) -> None:
+def test_a_restart_keeps_both_clocks_without_charging_the_downtime(store_url: str) -> None:
     now = {"t": 1000.0}
-    db = tmp_path / "games.sqlite3"
+    db = store_url
     with TestClient(create_app(None, FAST, db=GameStore(db, clock=lambda: now["t"]))) as first:
         with ExitStack() as stack:
             first.sockets = stack  # type: ignore[attr-defined]

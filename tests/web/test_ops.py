@@ -37,6 +37,7 @@ from orderchaos.web.ops import Metrics  # noqa: E402
 from orderchaos.web.services import Limits, Services  # noqa: E402
 from orderchaos.web.store import GameStore  # noqa: E402
 
+import helpers  # noqa: E402
 from helpers import SOCKET_DEADLINE, free_loopback_port, next_message, wait_until_serving  # noqa: E402
 
 FAST = Limits(move_time=5.0, hint_time=0.3, rate=1000, burst=1000)
@@ -115,6 +116,81 @@ def test_healthz_is_503_until_the_workers_are_warm(tmp_path: Path) -> None:
         assert warming.status_code == 503 and "warming up (0 of 1 warm)" in warming.text
         released.touch()
         wait_until(lambda: client.get("/healthz").status_code == 200, "ready once the worker is warm")
+def until_my_turn(ws: object, side: str) -> dict:
+    """The first view in which it is ``side``'s turn and no agent is thinking."""
+    while True:
+        view = next_message(ws, "state")
+        if view["to_play"] == side and not view["thinking"]:
+            return view
+
+
+def test_a_lost_postgresql_makes_healthz_503_loses_nothing_and_comes_back(
+    own_postgres_cluster: helpers.PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orderchaos.web import games as web_games
+
+    cluster = own_postgres_cluster
+    url = cluster.new_database()
+    store = GameStore(url)
+    sweeps = {"while down": 0, "down": False}
+    swept_while_down = threading.Event()
+    real_sweep, real_move = web_games.Hub.sweep, web_games.agent_move
+    agent_may_move = threading.Event()
+
+    async def counted_sweep(hub: web_games.Hub) -> None:
+        sweeps["while down"] += sweeps["down"]
+        if sweeps["while down"] >= 2:
+            swept_while_down.set()
+        await real_sweep(hub)
+
+    def gated_move(agent: object, state: object) -> int:
+        assert agent_may_move.wait(60), "the test never let the agent move"
+        return real_move(agent, state)
+
+    monkeypatch.setattr(web_games.Hub, "sweep", counted_sweep)
+    monkeypatch.setattr(web_games, "agent_move", gated_move)
+    with TestClient(create_app(None, FAST, db=store)) as client, client.websocket_connect("/ws") as ws:
+        next_message(ws, "hello")
+        ws.send_json({"type": "new_game", "side": "order", "opponent": "random"})
+        game = next_message(ws, "joined")["game"]
+        until_my_turn(ws, "order")
+        ws.send_json({"type": "move", "cell": 0, "symbol": "X"})  # committed; the agent thinks
+        cluster.stop()
+        down = client.get("/healthz")
+        assert down.status_code == 503 and "does not answer" in down.text
+        agent_may_move.set()  # its move cannot be committed: the page is told, the move waits
+        while (next_message(ws, "state")["error"] or {}).get("code") != "store_unavailable":
+            pass
+        cluster.start()
+        assert client.get("/healthz").status_code == 200  # back by itself, on a new connection
+        view = until_my_turn(ws, "order")  # the agent's move, committed once the database was back
+        assert view["error"] is None
+
+        cluster.stop()
+        sweeps["down"] = True
+        cell = next(c for c in range(36) if not view["board"][c])
+        ws.send_json({"type": "move", "cell": cell, "symbol": "X"})
+        error = next_message(ws, "error")
+        assert error["code"] == "store_unavailable" and "Traceback" not in error["message"]
+        assert swept_while_down.wait(60)  # the clock sweep met the outage (and must live on)
+        cluster.start()
+        sweeps["down"] = False
+        assert client.get("/healthz").status_code == 200
+        assert not client.app.state.hub.sweeper.done()
+        ws.send_json({"type": "move", "cell": cell, "symbol": "X"})
+        until_my_turn(ws, "order")
+    again = GameStore(url)
+    assert len(again.load(game).actions) == 4  # two moves across each outage: none lost
+    again.close()
+    for restart in range(2):  # restarted while the store was idle: the next statement finds out
+        cluster.stop()
+        cluster.start()
+        if restart == 0:
+            assert len(store.load(game).actions) == 4  # a read is asked again on a new connection
+        else:
+            store.finish(game, "chaos", "resign")  # so is a transaction's BEGIN
+    assert store.load(game).reason == "resign"
+    store.close()
 
 
 def test_metrics_count_connections_moves_refusals_and_round_trips() -> None:

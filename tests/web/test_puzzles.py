@@ -26,7 +26,7 @@ PLAYER = "test-player-0123456789"
 SOLUTIONS = {p.id: p for p in load_puzzles()}
 
 
-def _client(db: Path) -> TestClient:
+def _client(db: Path | str) -> TestClient:
     return TestClient(create_app(db=str(db)), base_url="http://127.0.0.1")
 
 
@@ -49,8 +49,8 @@ def _solve(client: TestClient, puzzle_id: str) -> dict:
     raise AssertionError("the solution ended before the puzzle did")
 
 
-def test_solve_and_fail_move_the_rating_both_ways_and_persist(tmp_path: Path) -> None:
-    db = tmp_path / "games.sqlite3"
+def test_solve_and_fail_move_the_rating_both_ways_and_persist(store_url: str) -> None:
+    db = store_url
     with _client(db) as client:
         assert client.get("/puzzles/player", params={"player": PLAYER}).json() == {"rating": 1500, "deviation": 350}
         first = client.get("/puzzles/next", params={"player": PLAYER}).json()

@@ -1,12 +1,17 @@
-"""The game store's schema version 2 (clocks, result reasons, seating time), its upgrade
-from a version 1 file, and the clock arithmetic it stores; an injected clock, no sleeps."""
+"""The game store's schema version 3 (clocks, result reasons, seating time, puzzle ratings),
+its upgrades from versions 1 and 2, and the clock arithmetic it stores; an injected clock, no
+sleeps. Every store test runs on both backends (the ``store_url`` fixture: a SQLite file and
+a database of the tests' own PostgreSQL cluster)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+
+import helpers
 
 from orderchaos.web.clocks import PRESETS, GameClock, TimeControl, parse_time_control
 from orderchaos.web.store import GameStore, export_games
@@ -33,22 +38,34 @@ class FakeClock:
         return self.now
 
 
+def run_statements(url: str, statements: Sequence[str]) -> None:
+    """Run SQL on the store's database behind the store's back (an older version's tables)."""
+    if url.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            for statement in statements:
+                conn.execute(statement)
+        return
+    db = sqlite3.connect(url)
+    for statement in statements:
+        db.execute(statement)
+    db.commit()
+    db.close()
+
+
 def person_game(store: GameStore, game_id: str, control: TimeControl | None) -> None:
     store.create(game_id, {"order": None, "chaos": None}, {"order": None, "chaos": None},
                  {"order": "a" * 64, "chaos": None}, "invite", control)
 
 
-def test_a_version_1_file_opens_and_is_upgraded(tmp_path: Path) -> None:
-    path = tmp_path / "v1.sqlite3"
-    db = sqlite3.connect(path)
-    db.executescript(V1_SCHEMA)
-    db.execute("INSERT INTO games (id, created, updated, winner) VALUES ('won', 1, 1, 'order')")
-    db.execute("INSERT INTO games (id, created, updated, winner) VALUES ('full', 2, 2, 'chaos')")
-    db.execute("INSERT INTO games (id, created, updated) VALUES ('open', 3, 3)")
-    db.execute("INSERT INTO moves VALUES ('open', 0, 7, 3)")
-    db.commit()
-    db.close()
-
+def test_a_version_1_store_opens_and_is_upgraded(store_url: str) -> None:
+    path = store_url
+    run_statements(path, [*V1_SCHEMA.split(";")[:-1],
+                          "INSERT INTO games (id, created, updated, winner) VALUES ('won', 1, 1, 'order')",
+                          "INSERT INTO games (id, created, updated, winner) VALUES ('full', 2, 2, 'chaos')",
+                          "INSERT INTO games (id, created, updated) VALUES ('open', 3, 3)",
+                          "INSERT INTO moves VALUES ('open', 0, 7, 3)"])
     store = GameStore(path)
     version = store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
     assert version == "3"
@@ -62,17 +79,17 @@ def test_a_version_1_file_opens_and_is_upgraded(tmp_path: Path) -> None:
     assert again.load("open").reason == "resign" and again.load("open").winner == "chaos"
 
 
-def test_clocks_survive_a_reopen_and_downtime_is_not_charged(tmp_path: Path) -> None:
-    path = tmp_path / "games.sqlite3"
-    now = FakeClock(1000.0)
+def test_clocks_survive_a_reopen_and_downtime_is_not_charged(store_url: str) -> None:
+    path = store_url
+    now = FakeClock(1_765_000_000.0)  # Unix seconds of today: times need all of a double's digits
     store = GameStore(path, clock=now)
     person_game(store, "g", PRESETS["3+2"])
     clock = store.load("g").clock
     assert clock == GameClock.fresh(PRESETS["3+2"])
     clock.after_move("order", now())  # the first move starts Chaos's clock, charges nobody
     store.add_move("g", 0, 5, None, clock)
-    now.now += 30.0
-    clock.after_move("chaos", now())  # Chaos used 30 s and gains 2
+    now.now += 30.1
+    clock.after_move("chaos", now())  # Chaos used 30.1 s and gains 2
     store.add_move("g", 1, 6, None, clock)
     now.now += 10.0  # Order thinks 10 s, then the server goes down for an hour
     store.close()
@@ -81,14 +98,14 @@ def test_clocks_survive_a_reopen_and_downtime_is_not_charged(tmp_path: Path) -> 
     reopened = GameStore(path, clock=now)
     assert reopened.resume_clocks() == 1
     clock = reopened.load("g").clock
-    assert clock.remaining == {"order": 180.0, "chaos": 152.0}
+    assert clock.remaining == {"order": 180.0, "chaos": pytest.approx(151.9, abs=1e-6)}
     assert clock.turn_started == now()
     assert clock.left("order", "order", now() + 5.0) == 175.0
 
 
-def test_resign_and_abort_are_kept_with_their_reason(tmp_path: Path) -> None:
+def test_resign_and_abort_are_kept_with_their_reason(store_url: str, tmp_path: Path) -> None:
     now = FakeClock()
-    store = GameStore(tmp_path / "games.sqlite3", clock=now)
+    store = GameStore(store_url, clock=now)
     person_game(store, "resigned", None)
     person_game(store, "aborted", None)
     assert store.load("resigned").seated is None
@@ -128,22 +145,15 @@ def test_time_controls_by_name() -> None:
         parse_time_control("2+1")
 
 
-def test_a_version_2_file_gains_the_puzzle_tables(tmp_path: Path) -> None:
+def test_a_version_2_store_gains_the_puzzle_tables(store_url: str) -> None:
     from orderchaos.arena.glicko2 import Rating
 
-    path = tmp_path / "v2.sqlite3"
-    db = sqlite3.connect(path)
-    db.executescript(V1_SCHEMA)
-    db.execute("INSERT INTO games (id, created, updated, winner) VALUES ('won', 1, 1, 'order')")
-    db.commit()
-    db.close()
+    path = store_url
+    run_statements(path, [*V1_SCHEMA.split(";")[:-1],
+                          "INSERT INTO games (id, created, updated, winner) VALUES ('won', 1, 1, 'order')"])
     GameStore(path).close()  # 1 -> 3 in one open
-    db = sqlite3.connect(path)
-    for table in ("puzzle_players", "puzzle_ratings", "puzzle_attempts"):
-        db.execute(f"DROP TABLE {table}")
-    db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")  # a version 2 file as it was
-    db.commit()
-    db.close()
+    run_statements(path, [*(f"DROP TABLE {table}" for table in ("puzzle_players", "puzzle_ratings", "puzzle_attempts")),
+                          "UPDATE meta SET value='2' WHERE key='schema_version'"])  # a version 2 store as it was
 
     store = GameStore(path, clock=FakeClock(50.0))
     assert store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
@@ -161,9 +171,9 @@ def test_a_version_2_file_gains_the_puzzle_tables(tmp_path: Path) -> None:
     assert row == (1, 1)
 
 
-def test_clocks_out_names_exactly_the_games_whose_side_to_move_ran_out(tmp_path: Path) -> None:
+def test_clocks_out_names_exactly_the_games_whose_side_to_move_ran_out(store_url: str) -> None:
     now = FakeClock()
-    store = GameStore(tmp_path / "games.sqlite3", clock=now)
+    store = GameStore(store_url, clock=now)
     control = parse_time_control("1+0")
     for game_id, plies in (("even", 2), ("odd", 1)):
         person_game(store, game_id, control)
@@ -179,3 +189,31 @@ def test_clocks_out_names_exactly_the_games_whose_side_to_move_ran_out(tmp_path:
     assert store.clocks_out(1160.0) == ["even", "odd"]  # the earlier started clock first
     store.finish("even", "chaos", "time")
     assert store.clocks_out(1160.0) == ["odd"]
+
+
+def test_servers_opening_one_new_postgresql_store_take_turns_at_its_tables(
+    postgres_cluster: helpers.PostgresCluster,
+) -> None:
+    import threading
+    import time
+
+    import psycopg
+
+    from orderchaos.web.store import PostgresDatabase
+
+    url = postgres_cluster.new_database()
+    opened: list[GameStore] = []
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", (PostgresDatabase.SCHEMA_LOCK,))  # another server sets up
+        opener = threading.Thread(target=lambda: opened.append(GameStore(url)), daemon=True)
+        opener.start()
+        waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        deadline = time.monotonic() + 60  # a bound, so that a bug fails rather than hangs
+        while other.execute(waiting).fetchone()[0] == 0:  # it waits for the lock before any table
+            assert opener.is_alive(), "the store was opened without waiting for the schema lock"
+            assert time.monotonic() < deadline, "the store neither waited for the lock nor opened"
+        assert other.execute("SELECT to_regclass('games')").fetchone()[0] is None
+        other.execute("SELECT pg_advisory_unlock(%s)", (PostgresDatabase.SCHEMA_LOCK,))
+        opener.join(60)
+    assert len(opened) == 1 and opened[0].ids() == []
+    opened[0].close()
