@@ -506,6 +506,12 @@ class GameStore:
             raise StoreError(f"{self.path}: not a usable game store ({exc})") from None
         try:
             self.set_up()
+        except sqlite3.OperationalError as exc:
+            self.db.close()
+            if "locked" in str(exc):  # another program holds the write lock (a second server mid-write)
+                raise StoreError(f"{self.path}: cannot write the game store ({exc}); is another server "
+                                 "or program writing to it?") from None
+            raise StoreError(f"{self.path}: not a usable game store ({exc})") from None
         except sqlite3.DatabaseError as exc:
             self.db.close()
             raise StoreError(f"{self.path}: not a usable game store ({exc})") from None
