@@ -154,7 +154,9 @@ def test_a_lost_postgresql_makes_healthz_503_loses_nothing_and_comes_back(
         ws.send_json({"type": "new_game", "side": "order", "opponent": "random"})
         game = next_message(ws, "joined")["game"]
         until_my_turn(ws, "order")
-        ws.send_json({"type": "move", "cell": 0, "symbol": "X"})  # committed; the agent thinks
+        ws.send_json({"type": "move", "cell": 0, "symbol": "X"})
+        while not ((view := next_message(ws, "state"))["thinking"] and len(view["moves"]) == 1):
+            pass  # the move is committed and the agent thinks before the database goes
         cluster.stop()
         down = client.get("/healthz")
         assert down.status_code == 503 and "does not answer" in down.text
