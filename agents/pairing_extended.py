@@ -297,3 +297,22 @@ def extended_move(state: State) -> int:
         found = _two_halves_fill(state, halves)
     assert found is not None  # _case said the tables prove it
     return found
+
+
+class ExtendedStrategyAgent(strategy.StrategyAgent):
+    """The extended pairing rule as a player (spec ``strategy:extended``), Order only: in a
+    position :func:`covers_extended` proves and :func:`strategy.covers` does not (after a
+    border first move of Order's, say) it plays :func:`extended_move` (``last_reason ==
+    "extended"``); elsewhere it is :class:`strategy.StrategyAgent` (the strategy's move
+    where the plain rule covers the position, else the tactical fallback). The first
+    position it meets outside the plain rule builds the tables it needs (about 5 s each)."""
+
+    name = "strategy:extended"
+
+    def act(self, state: State) -> int:
+        """Order's move (see the class docstring)."""
+        if (not state.is_terminal and state.to_play == ORDER and not strategy.covers(state)
+                and covers_extended(state)):
+            self.last_reason = "extended"
+            return extended_move(state)
+        return super().act(state)

@@ -75,6 +75,12 @@ REGISTRY: dict[str, FactoryInfo] = {
         "Order only: the central-pairing strategy, which wins every game from the empty board",
         roles=("order",),
     ),
+    "strategy:extended": FactoryInfo(
+        "orderchaos.agents.pairing_extended:ExtendedStrategyAgent", {},
+        "Order only: the strategy, and where its plain rule does not cover the position (after a "
+        "border first move, say) the extended pairing rule (equal pairs, open half pairs) where that covers it",
+        roles=("order",),
+    ),
     "pretrained": FactoryInfo(
         "orderchaos.agents.network_agent:pretrained_agent",
         _NETWORK_OPTIONS,

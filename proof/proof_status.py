@@ -34,10 +34,23 @@ def _result_word(hit: tuple[str, int | None] | None) -> str:
 
 def _work(meta: BookMeta, key: int) -> dict[str, Any]:
     """The solver work charged to a top-of-tree position: wall seconds, CPU seconds and
-    nodes (the last two recorded per position only by newer runs; 0 where not)."""
+    nodes, each solve's work charged to every such position on its path (a first move's
+    figures hold its replies'). CPU seconds and nodes are kept per position only by runs
+    since they were added: None (not recorded) for a position with wall seconds from older
+    runs alone; 0 for a position no solve was charged to."""
+    unrecorded = key in meta.seconds and key not in meta.nodes
     return {"seconds": round(meta.seconds.get(key, 0.0), 1),
-            "cpu_seconds": round(meta.cpu_seconds.get(key, 0.0), 1),
-            "solver_nodes": meta.nodes.get(key, 0)}
+            "cpu_seconds": None if unrecorded else round(meta.cpu_seconds.get(key, 0.0), 1),
+            "solver_nodes": None if unrecorded else meta.nodes.get(key, 0)}
+
+
+def _unattributed(meta: BookMeta, firsts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The share of the book's totals that no first move's figures hold: the CPU seconds and
+    nodes of runs that kept them in total only (before they were kept per position), and
+    solves at the empty board itself."""
+    return {"seconds": round(meta.solver_seconds - sum(f["seconds"] for f in firsts), 1),
+            "cpu_seconds": round(meta.solver_cpu_seconds - sum(f["cpu_seconds"] or 0.0 for f in firsts), 1),
+            "solver_nodes": meta.solver_nodes - sum(f["solver_nodes"] or 0 for f in firsts)}
 
 
 def status(book_path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -45,9 +58,12 @@ def status(book_path: str | os.PathLike[str]) -> dict[str, Any]:
     ``first_moves``, one per symmetry class of Order's first move, each with ``move``,
     ``result`` ('proven', 'disproven' or 'open': is it an Order win), ``replies`` (Chaos
     reply classes), ``replies_proven``, ``replies_disproven`` and the solver work below it
-    (``seconds``, ``cpu_seconds``, ``solver_nodes``); ``focus``, the first move
+    (``seconds``, ``cpu_seconds``, ``solver_nodes``; the last two None where not recorded
+    per position, see :func:`_work`); ``focus``, the first move
     being proven (the one fixed by the prover, else the one with most replies proven) with
-    every reply class's result and solver seconds spent below it; and totals.
+    every reply class's result and solver work spent below it; the totals over every run
+    (``solver_seconds``, ``solver_cpu_seconds``, ``solver_nodes``); and ``unattributed``,
+    the totals' share that no first move's figures hold (:func:`_unattributed`).
     Raises ProofBookError for an unusable book or side file."""
     book = ProofBook.load(book_path)
     meta = BookMeta.load(book_path)
@@ -86,6 +102,7 @@ def status(book_path: str | os.PathLike[str]) -> dict[str, Any]:
         "wall_seconds": round(meta.wall_seconds, 1),
         "runs": meta.runs,
         "open_positions_tried": len(meta.tried),
+        "unattributed": _unattributed(meta, firsts),
         "first_moves": firsts,
         "focus": None if focus_action is None else {
             "move": action_name(focus_action),

@@ -96,8 +96,11 @@ def first_move_line(f: dict[str, Any]) -> str:
     else:
         detail = (f"replies proven {f['replies_proven']}/{f['replies']}, refuted {f['replies_disproven']}, "
                   f"open {f['replies_open']}")
-    work = (f"solver work {f['seconds']:,.0f} s wall, {f['cpu_seconds']:,.0f} s CPU, "
-            f"{f['solver_nodes']:,} nodes")
+    if f["solver_nodes"] is None:
+        work = f"solver work {f['seconds']:,.0f} s wall (CPU time and nodes not recorded per position)"
+    else:
+        work = (f"solver work {f['seconds']:,.0f} s wall, {f['cpu_seconds']:,.0f} s CPU, "
+                f"{f['solver_nodes']:,} nodes")
     return f"{head}; {detail}; {work}"
 
 
@@ -107,7 +110,11 @@ def print_solved_status(s: dict[str, Any]) -> None:
     print(f"empty board: {s['root']} wins (by the certificate: central pairing after {src['first_move']}; "
           f"{src['check']})")
     print(f"proof book: {s['book_entries']} entries; solver {s['solver_seconds']:.0f}s wall, "
-          f"{s['solver_cpu_seconds']:.0f}s CPU over {s['runs']} run(s)")
+          f"{s['solver_cpu_seconds']:.0f}s CPU, {s['solver_nodes']:,} nodes over {s['runs']} run(s)")
+    rest = s["unattributed"]
+    if rest["solver_nodes"] or rest["cpu_seconds"]:
+        print(f"  of them not in any first move's figures: {rest['cpu_seconds']:.0f}s CPU and "
+              f"{rest['solver_nodes']:,} nodes (runs that kept them in total only) and {rest['seconds']:.0f}s wall")
     print("Order's first moves, up to symmetry (the first-move table: is each an Order win?):")
     for f in s["first_moves"]:
         print("  " + first_move_line(f))

@@ -209,3 +209,42 @@ def test_the_border_first_moves_are_claimed_and_were_unclaimed(diagonal_tables: 
     f6x = a1.apply(2 * parse_cell("f6"))  # Chaos makes the pair equal: the diagonal counts for X only
     assert not strategy.covers(f6x) and pe.covers_extended(f6x)
     assert pe.extended_move(f6x) >> 1 in CENTRE_CELLS
+
+
+def test_the_extended_player_plays_the_rule_where_only_it_covers_and_the_strategy_elsewhere() -> None:
+    from orderchaos.agents.registry import SpecError, check_role, make
+    from orderchaos.envs.rules import CHAOS
+
+    agent = make("strategy:extended")
+    assert isinstance(agent, pe.ExtendedStrategyAgent)
+    check_role("strategy:extended", ORDER)
+    with pytest.raises(SpecError, match="order only"):
+        check_role("strategy:extended", CHAOS)
+    assert agent.act(State()) == strategy.move(State()) and agent.last_reason == "strategy"
+    # a1 X, then Chaos makes the diagonal pair equal: outside the plain rule, inside the extended one
+    equal = State().apply(2 * parse_cell("a1")).apply(2 * parse_cell("f6"))
+    assert agent.act(equal) == pe.extended_move(equal) and agent.last_reason == "extended"
+    plain = make("strategy")
+    plain.act(equal)
+    assert plain.last_reason == "fallback"
+
+
+@pytest.mark.slow
+def test_the_extended_player_wins_after_a_border_first_move_where_the_plain_strategy_loses() -> None:
+    from orderchaos.agents.registry import make
+
+    a1 = 2 * parse_cell("a1")
+    plain_losses = 0
+    for seed in range(6):
+        for spec in ("strategy", "strategy:extended"):
+            order, chaos, state = make(spec), make("heuristic", seed=seed), State().apply(a1)
+            while not state.is_terminal:
+                mover = order if state.to_play == ORDER else chaos
+                state = state.apply(mover.act(state))
+                if mover is order and spec == "strategy:extended":
+                    assert order.last_reason in ("strategy", "extended"), (seed, state.to_string())
+            if spec == "strategy":
+                plain_losses += state.winner != ORDER
+            else:
+                assert state.winner == ORDER, seed
+    assert plain_losses > 0  # the games do leave the plain rule

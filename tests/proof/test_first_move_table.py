@@ -40,6 +40,10 @@ def _book(tmp_path: Path) -> Path:
     meta.add_work(_key("a1X"), 2163.4, 1086.2, 817_930_342)
     meta.add_work(_key("c1X"), 1733.0, 113.0, 98_320_149)
     meta.add_work(_key("c1X", "c3X"), 20.0, 10.0, 5_000)
+    # the totals of every run: besides the work above, an older run's kept in total only
+    meta.solver_seconds = 2163.4 + 1733.0 + 20.0 + 500.0
+    meta.solver_cpu_seconds = 1086.2 + 113.0 + 10.0 + 50.0
+    meta.solver_nodes = 817_930_342 + 98_320_149 + 5_000 + 1_000_000
     meta.save(path)
     return path
 
@@ -73,14 +77,27 @@ def test_the_rows_as_printed(tmp_path: Path) -> None:
         "solver work 1,733 s wall, 113 s CPU, 98,320,149 nodes")
 
 
+def test_the_totals_share_that_no_first_move_holds_is_unattributed(tmp_path: Path) -> None:
+    s = status(_book(tmp_path))
+    # the reply's work was charged to the reply alone in this made-up file, so it counts here too
+    assert s["unattributed"] == {"seconds": 520.0, "cpu_seconds": 60.0, "solver_nodes": 1_005_000}
+
+
 def test_an_old_side_file_without_per_position_work_reads_as_none(tmp_path: Path) -> None:
+    """CPU time and nodes that were not kept per position are None (not 0, which would say
+    no work was done), and the totals' share they hold is unattributed."""
     path = _book(tmp_path)
     meta_file = Path(f"{path}.meta.json")
     d = json.loads(meta_file.read_text())
     del d["cpu_seconds"], d["nodes"]  # as written before CPU time and nodes were kept per position
     meta_file.write_text(json.dumps(d))
-    rows = {f["move"]: f for f in solved_status(status(path))["first_moves"]}
-    assert (rows["a1 X"]["seconds"], rows["a1 X"]["cpu_seconds"], rows["a1 X"]["solver_nodes"]) == (2163.4, 0.0, 0)
+    s = solved_status(status(path))
+    rows = {f["move"]: f for f in s["first_moves"]}
+    assert (rows["a1 X"]["seconds"], rows["a1 X"]["cpu_seconds"], rows["a1 X"]["solver_nodes"]) == (2163.4, None, None)
+    assert (rows["b1 X"]["seconds"], rows["b1 X"]["cpu_seconds"], rows["b1 X"]["solver_nodes"]) == (0.0, 0.0, 0)
+    assert s["unattributed"] == {"seconds": 520.0, "cpu_seconds": 1259.2, "solver_nodes": 917_255_491}
+    assert first_move_line(rows["a1 X"]).endswith(
+        "solver work 2,163 s wall (CPU time and nodes not recorded per position)")
 
 
 def test_the_shipped_table_settles_every_first_move() -> None:
