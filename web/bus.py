@@ -503,3 +503,17 @@ class RedisBus(Bus):
         except Exception as exc:  # noqa: BLE001 - Redis went away
             await self._went(exc)
             return None
+
+
+def bus_unreachable(url: str) -> str | None:
+    """Why Redis at ``url`` does not answer a PING, or None when it does."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=3)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        return str(exc) or type(exc).__name__
+    finally:
+        client.close()
+    return None

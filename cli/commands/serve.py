@@ -249,13 +249,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     bus = None
     if args.bus is not None:
+        from orderchaos.web.bus import RedisBus, bus_unreachable
+
         problem = bus_unreachable(args.bus)
         if problem is not None:
             print(f"orderchaos serve: --bus {args.bus}: cannot reach Redis ({problem})", file=sys.stderr)
             store.close()
             return 1
-        from orderchaos.web.bus import RedisBus
-
         bus = RedisBus(args.bus)
     if not is_loopback(args.host):
         print(exposure(args), file=sys.stderr)
@@ -292,20 +292,6 @@ def run(args: argparse.Namespace) -> int:
         store.close()
     print("orderchaos serve: stopped; the game store is closed", flush=True)
     return 0
-
-
-def bus_unreachable(url: str) -> str | None:
-    """Why Redis at ``url`` does not answer a PING, or None when it does."""
-    import redis
-
-    client = redis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=3)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        return str(exc) or type(exc).__name__
-    finally:
-        client.close()
-    return None
 
 
 def address_limits(args: argparse.Namespace, bus: RedisBus | None) -> AddressLimits:
