@@ -627,3 +627,30 @@ class PostgresCluster:
             subprocess.run(self.command("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop"),
                            capture_output=True, timeout=120, cwd=self.folder)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class AppSite:
+    """A web app under Starlette's TestClient and the sockets a test opens on it (all from
+    the test client's one address), closed together when the ``with`` block ends."""
+
+    def __init__(self, app: Any) -> None:
+        from contextlib import ExitStack
+
+        self.app = app
+        self.stack = ExitStack()
+
+    def __enter__(self) -> "AppSite":
+        from starlette.testclient import TestClient
+
+        self.client = self.stack.enter_context(TestClient(self.app))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.close()
+
+    def connect(self) -> Any:
+        """A new tab's socket, past the server's hello."""
+        ws = self.stack.enter_context(self.client.websocket_connect("/ws"))
+        assert receive_json(ws)["type"] == "hello"
+        return ws
+

@@ -32,7 +32,7 @@ pytest.importorskip("redis", reason="redis-py is not installed: pip install -e '
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from helpers import REPO, RedisServer, free_loopback_port, receive, receive_json, until_moves  # noqa: E402
+from helpers import REPO, AppSite, RedisServer, free_loopback_port, receive, receive_json, until_moves  # noqa: E402
 from orderchaos.cli.main import main  # noqa: E402
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.web.bus import RedisBus, parse_bus_url  # noqa: E402
@@ -46,27 +46,14 @@ from orderchaos.web.store import GameStore  # noqa: E402
 FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, rate=1000, burst=1000)
 
 
-class Instance:
+class Instance(AppSite):
     """One server of the site: an app on the store file ``db`` joined through Redis at
     ``url``; its sockets all come from the test client's one address."""
 
     def __init__(self, db: Path, url: str, limits: tuple[int, int] | None = None) -> None:
         self.bus = RedisBus(url)
         quotas = SharedAddressLimits(self.bus, limits[0], limits[1]) if limits is not None else None
-        self.app = create_app(None, FAST, db=GameStore(db), bus=self.bus, quotas=quotas)
-        self.stack = ExitStack()
-
-    def __enter__(self) -> "Instance":
-        self.client = self.stack.enter_context(TestClient(self.app))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stack.close()
-
-    def connect(self) -> Any:
-        ws = self.stack.enter_context(self.client.websocket_connect("/ws"))
-        assert receive_json(ws)["type"] == "hello"
-        return ws
+        super().__init__(create_app(None, FAST, db=GameStore(db), bus=self.bus, quotas=quotas))
 
 
 def position(ws: Any, count: int) -> dict:

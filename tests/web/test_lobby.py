@@ -6,16 +6,14 @@ tests through the server run with the lobby in memory and in Redis (``serve --bu
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import ExitStack
 from typing import Any
 
 import pytest
 
 pytest.importorskip("starlette.testclient", reason="the web extra is not installed: pip install -e '.[dev]'")
 
-from starlette.testclient import TestClient  # noqa: E402
 
-from helpers import receive, until_moves  # noqa: E402
+from helpers import AppSite, receive, until_moves  # noqa: E402
 
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.web.bus import Bus  # noqa: E402
@@ -23,7 +21,6 @@ from orderchaos.web.errors import WebError  # noqa: E402
 from orderchaos.web.lobby import Lobby  # noqa: E402
 from orderchaos.web.services import Limits  # noqa: E402
 
-from helpers import receive_json  # noqa: E402
 
 FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, rate=1000, burst=1000)
 
@@ -99,24 +96,11 @@ def bus(request: pytest.FixtureRequest) -> Callable[[], Bus | None]:
     return lambda: RedisBus(url)
 
 
-class Site:
+class Site(AppSite):
     """An app and its sockets (all from the test client's one address)."""
 
     def __init__(self, bus: Bus | None = None) -> None:
-        self.app = create_app(None, FAST, bus=bus)
-        self.stack = ExitStack()
-
-    def __enter__(self) -> "Site":
-        self.client = self.stack.enter_context(TestClient(self.app))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stack.close()
-
-    def connect(self) -> Any:
-        ws = self.stack.enter_context(self.client.websocket_connect("/ws"))
-        assert receive_json(ws)["type"] == "hello"
-        return ws
+        super().__init__(create_app(None, FAST, bus=bus))
 
     def close(self, ws: Any) -> None:
         ws.close()
