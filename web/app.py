@@ -45,7 +45,7 @@ from orderchaos.agents.worker_pool import WorkerPool
 from orderchaos.arena.game_files import game_line
 from orderchaos.web import learn, puzzles
 from orderchaos.web.bus import Bus
-from orderchaos.web.errors import Busy, StoreAway, WebError
+from orderchaos.web.errors import Busy, StoreAway, StoreFull, WebError
 from orderchaos.web.games import Hub, valid_id
 from orderchaos.web.learn import learn_routes
 from orderchaos.web.proof_page import proof_page, render_not_found
@@ -391,8 +391,11 @@ async def serve_socket(websocket: WebSocket, site: Site) -> None:
                 else:
                     if store_write_failed(exc):
                         metrics.store_write_failures.inc()
-                    log.exception("error while handling a message")
-                    await send(WebError("the server could not handle that message", "internal").payload())
+                        log.error("the game store refused a write: %s", exc)
+                        await send(StoreFull().payload())
+                    else:
+                        log.exception("error while handling a message")
+                        await send(WebError("the server could not handle that message", "internal").payload())
     except WebSocketDisconnect:
         pass
     finally:

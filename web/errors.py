@@ -34,6 +34,15 @@ class Busy(WebError):
         super().__init__(f"the server is busy ({what}); try again in a minute", "busy")
 
 
+class StoreFull(WebError):
+    """The game store refused a write: its disk is full or read-only. Nothing of the request
+    was saved; ``/healthz`` says 503 until it takes writes again."""
+
+    def __init__(self) -> None:
+        super().__init__("the server cannot save games just now (its disk is full); nothing of this was saved",
+                         "store_full")
+
+
 class StoreAway(WebError):
     """The game store's database does not answer just now (PostgreSQL restarting or out of
     reach); nothing of the request was committed."""

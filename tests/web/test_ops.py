@@ -99,7 +99,8 @@ def test_a_move_the_full_disk_refuses_is_counted(monkeypatch: pytest.MonkeyPatch
         next_message(ws, "joined")
         monkeypatch.setattr(store, "add_move", full_disk)
         ws.send_json({"type": "move", "cell": 0, "symbol": "X"})
-        assert next_message(ws, "error")["code"] == "internal"
+        refused = next_message(ws, "error")
+        assert refused["code"] == "store_full" and "disk is full" in refused["message"]
         assert samples(client.get("/metrics").text)["orderchaos_store_write_failures_total"] == 1
 
 
