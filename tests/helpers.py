@@ -538,16 +538,11 @@ def late_position(seed: int, empties: int) -> State:
 # ---------------------------------------------------------------------------------------
 
 def postgres_bindir() -> Path | None:
-    """The folder of PostgreSQL's server programs (initdb, pg_ctl, pg_isready): on PATH, or
-    Debian's /usr/lib/postgresql/VERSION/bin (the newest); None when not installed."""
-    import shutil
+    """The folder of PostgreSQL's server programs, as the load tool finds it
+    (:func:`orderchaos.web.site_load.postgres_bindir`)."""
+    from orderchaos.web.site_load import postgres_bindir as found
 
-    found = shutil.which("initdb")
-    if found is not None and (Path(found).resolve().parent / "pg_ctl").exists():
-        return Path(found).resolve().parent
-    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
-                      key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0)
-    return versions[-1].parent if versions else None
+    return found()
 
 
 class PostgresCluster:

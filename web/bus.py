@@ -260,6 +260,12 @@ return 0
 """
 
 
+POOL_CONNECTIONS = 50
+"""Connections to Redis one instance opens at most; more calls at once wait for one."""
+POOL_WAIT_S = 20.0
+"""How long a call waits for a free connection before Redis counts as unreachable."""
+
+
 class RedisBus(Bus):
     """The site's instances joined through Redis at ``url`` (see the module docstring)."""
 
@@ -273,8 +279,13 @@ class RedisBus(Bus):
         super().__init__()
         self.url = url
         self.limit = limit or MAX_OPEN_CHALLENGES
-        self.redis = redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2,
-                                          socket_timeout=5, health_check_interval=10)
+        # a blocking pool: a burst of calls (hundreds of tabs opening games at once) waits for
+        # one of its connections; redis-py's default pool refuses the 101st call outright
+        # ("Too many connections"), which would count as Redis lost and refuse every tab
+        pool = redis.BlockingConnectionPool.from_url(
+            url, max_connections=POOL_CONNECTIONS, timeout=POOL_WAIT_S, decode_responses=True,
+            socket_connect_timeout=2, socket_timeout=5, health_check_interval=10)
+        self.redis = redis.Redis.from_pool(pool)
         self.alive_key = f"{PREFIX}alive:{self.instance}"
         self._ready = False
         self._tasks: list[asyncio.Task] = []

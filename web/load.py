@@ -76,23 +76,30 @@ def _action(move: str) -> int:
 
 async def _player(url: str, log: GameLog, rng: random.Random, *, first: dict[str, Any], think: float = 0.0,
                   pace: random.Random | None = None, arrive: float = 0.0, ready: asyncio.Future | None = None,
-                  invite_for: asyncio.Future | None = None) -> None:
+                  invite_for: asyncio.Future | None = None, stall: float | None = None) -> None:
     """One scripted player: after ``arrive`` seconds, open or create a game, then move whenever
     it is its turn (a move drawn from its seeded ``rng``), after thinking a time drawn uniformly
     from 0 to ``2 * think`` seconds (from ``pace``, a generator of its own, so that thinking
-    does not change the moves)."""
+    does not change the moves). With ``stall``, a RuntimeError when no message comes for that
+    many seconds."""
     from websockets.asyncio.client import connect
 
+    async def receive() -> str | bytes:
+        try:
+            return await asyncio.wait_for(ws.recv(), stall)
+        except asyncio.TimeoutError:
+            raise RuntimeError(f"{log.kind} game {log.game or '(not joined)'}: no message for {stall:g} s") from None
+
     await asyncio.sleep(arrive)
+    if invite_for is not None:  # a friend opens the link once it is sent, as a person does
+        first = {"type": "open", **(await asyncio.wait_for(invite_for, stall))}
     async with connect(url, max_size=2**22) as ws:
-        await ws.recv()  # hello
-        if invite_for is not None:
-            first = {"type": "open", **(await invite_for)}
+        await receive()  # hello
         await ws.send(json.dumps(first))
         seat = None
         sent_at: dict[int, float] = {}
         while True:
-            msg = json.loads(await ws.recv())
+            msg = json.loads(await receive())
             if msg["type"] == "joined":
                 seat, log.game = msg["seat"], msg["game"]
                 continue
@@ -122,8 +129,12 @@ async def _player(url: str, log: GameLog, rng: random.Random, *, first: dict[str
             await ws.send(json.dumps({"type": "move", "cell": cell, "symbol": symbol}))
 
 
-async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int,
-                       time_control: str, think: float, ramp: float) -> tuple[list[GameLog], float]:
+async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int, time_control: str,
+                       think: float, ramp: float, *, errors: list[str] | None = None,
+                       stall: float | None = None) -> tuple[list[GameLog], float]:
+    """Play the games (see the module docstring): their logs and the seconds they took. A
+    player's failure ends the run, or with ``errors``, is added there and ends its game alone
+    (its partner's wait for an invite or a move ends at ``stall`` seconds)."""
     logs: list[GameLog] = []
     tasks = []
     loop = asyncio.get_running_loop()
@@ -135,9 +146,10 @@ async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int,
         tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g), first={"type": "play_friend", "side": side,
                                                                                        "time_control": time_control},
                              think=think, pace=random.Random(f"think {seed} friend {g} first"),
-                             arrive=ramp * g / friend_games, ready=invite))
+                             arrive=ramp * g / friend_games, ready=invite, stall=stall))
         tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g + 1), first={}, think=think,
-                             pace=random.Random(f"think {seed} friend {g} second"), invite_for=invite))
+                             pace=random.Random(f"think {seed} friend {g} second"), invite_for=invite,
+                             stall=stall))
     for g in range(agent_games):
         log = GameLog("agent")
         logs.append(log)
@@ -145,10 +157,21 @@ async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int,
         tasks.append(_player(url, log, random.Random(seed * 104729 + g),
                              first={"type": "new_game", "side": side, "opponent": "heuristic",
                                     "time_control": time_control}, think=think,
-                             pace=random.Random(f"think {seed} agent {g}"), arrive=ramp * g / agent_games))
+                             pace=random.Random(f"think {seed} agent {g}"), arrive=ramp * g / agent_games,
+                             stall=stall))
+    if errors is not None:
+        tasks = [_noted(task, errors) for task in tasks]
     start = time.perf_counter()
     await asyncio.gather(*tasks)
     return logs, time.perf_counter() - start
+
+
+async def _noted(player: Any, errors: list[str]) -> None:
+    """Run ``player``; a failure of it goes into ``errors`` as one line."""
+    try:
+        await player
+    except Exception as exc:  # a refused or dropped connection, an error message, a stall
+        errors.append(f"{type(exc).__name__}: {exc}"[:300])
 
 
 def _free_port() -> int:
@@ -225,7 +248,7 @@ def bucket_quantile(metrics: dict[str, float], histogram: str, q: float) -> floa
     return next(bound for bound, count in buckets if count >= q * total)
 
 
-def check_store(db: Path, logs: list[GameLog], time_control: str = NO_CLOCK) -> list[str]:
+def check_store(db: str | Path, logs: list[GameLog], time_control: str = NO_CLOCK) -> list[str]:
     """Every way the stored games differ from what the clients played, or from the time
     control they asked for (empty: all match)."""
     from orderchaos.web.store import GameStore
@@ -540,6 +563,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--startup-probe", type=float, default=None, metavar="SECONDS",
                         help=f"instead of games: ask GET /healthz every {1000 * PROBE_EVERY_S:g} ms for SECONDS "
                              f"after the server starts and report how long the answers waited (e.g. {STARTUP_SECONDS:g})")
+    parser.add_argument("--instances", type=int, default=None, metavar="N",
+                        help="instead of one server on a SQLite file: N servers sharing a PostgreSQL store and a "
+                             "Redis bus behind Caddy, all started here on loopback (web/site_load.py; each server "
+                             "with --workers 1 unless --workers says otherwise)")
+    parser.add_argument("--synchronous-commit", choices=("on", "off"), default="on",
+                        help="with --instances: PostgreSQL's fsync and synchronous_commit (default on)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     if args.startup_probe is not None:
@@ -552,10 +581,34 @@ def main(argv: list[str] | None = None) -> int:
     if args.friend_games < 0 or args.agent_games < 0 or args.friend_games + args.agent_games == 0:
         print("orderchaos.web.load: --friend-games and --agent-games must be at least 0, and not both 0", file=sys.stderr)
         return 2
+    if args.instances is not None:
+        return _site_main(args)
     result = load_test(args.friend_games, args.agent_games, seed=args.seed, workers=args.workers, agents=args.agents,
                        time_control=args.time_control, think=args.think, ramp=args.ramp)
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0 if not result["store_problems"] else 1
+
+
+def _site_main(args: argparse.Namespace) -> int:
+    """The load test against ``--instances`` servers (web/site_load.py)."""
+    from orderchaos.web.site_load import StartFailed, site_load_test, site_report, stop_on_signal
+
+    if not 1 <= args.instances <= 32:
+        print("orderchaos.web.load: --instances takes a number of servers from 1 to 32", file=sys.stderr)
+        return 2
+    stop_on_signal()
+    try:
+        result = site_load_test(args.instances, args.friend_games, args.agent_games, seed=args.seed,
+                                workers=args.workers or 1, agents=args.agents, time_control=args.time_control,
+                                think=args.think, ramp=args.ramp, synchronous_commit=args.synchronous_commit == "on")
+    except StartFailed as exc:
+        print(f"orderchaos.web.load: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("orderchaos.web.load: stopped; everything it started has been stopped", file=sys.stderr)
+        return 130
+    print(json.dumps(result, indent=2) if args.json else site_report(result))
+    return 0 if not (result["store_problems"] or result["errors"]) else 1
 
 
 if __name__ == "__main__":

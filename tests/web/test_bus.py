@@ -35,7 +35,7 @@ from starlette.testclient import TestClient  # noqa: E402
 from helpers import REPO, AppSite, RedisServer, free_loopback_port, receive, receive_json, until_moves  # noqa: E402
 from orderchaos.cli.main import main  # noqa: E402
 from orderchaos.web.app import create_app  # noqa: E402
-from orderchaos.web.bus import RedisBus, parse_bus_url  # noqa: E402
+from orderchaos.web.bus import POOL_CONNECTIONS, RedisBus, parse_bus_url  # noqa: E402
 from orderchaos.web.clocks import TimeControl  # noqa: E402
 from orderchaos.web.errors import WebError  # noqa: E402
 from orderchaos.web.games import Client, Hub  # noqa: E402
@@ -445,3 +445,23 @@ def test_an_unreachable_bus_is_one_line_and_exit_1(capsys: pytest.CaptureFixture
     assert main(["serve", "--db", ":memory:", "--bus", url]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot reach Redis" in err and url in err
+
+
+def test_a_burst_of_calls_beyond_the_connection_pool_waits_for_connections_and_keeps_the_bus(redis_url: str) -> None:
+    lost: list[bool] = []
+
+    async def note_lost() -> None:
+        lost.append(True)
+
+    async def scenario() -> None:
+        bus = RedisBus(redis_url)
+        await bus.start(lambda event: asyncio.sleep(0), note_lost, lambda: asyncio.sleep(0))
+        try:
+            assert bus.ready
+            # three times the pool's connections at once, as hundreds of tabs opening games do
+            await asyncio.gather(*(bus.publish({"type": "burst", "n": n}) for n in range(3 * POOL_CONNECTIONS)))
+            assert bus.ready and lost == []
+        finally:
+            await bus.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))
