@@ -684,7 +684,14 @@ class GameStore:
         self.db.execute("UPDATE games SET rematch=? WHERE id=?", (rematch_id, game_id))
 
     def load(self, game_id: str) -> StoredGame | None:
-        """The game with this id, or None."""
+        """The game with this id, or None: its row and its moves read from one state of the
+        store, so that a move another server commits meanwhile is seen whole or not at all."""
+        if self.db.in_transaction:
+            return self._load(game_id)
+        with self.db.snapshot():
+            return self._load(game_id)
+
+    def _load(self, game_id: str) -> StoredGame | None:
         row = self.db.execute(
             "SELECT id, order_spec, chaos_spec, order_label, chaos_label, order_token, chaos_token,"
             " invite, winner, rematch, created, reason, time_base, time_increment, order_left, chaos_left,"

@@ -217,3 +217,30 @@ def test_servers_opening_one_new_postgresql_store_take_turns_at_its_tables(
         opener.join(60)
     assert len(opened) == 1 and opened[0].ids() == []
     opened[0].close()
+
+
+def test_a_game_is_read_from_one_state_while_another_server_writes(store_url: str) -> None:
+    """A server reading a game (its row, then its moves) while another server commits a move
+    sees the game before the move or after it, never the new moves beside the old clocks: the
+    read is one snapshot (a clock shown as stopped after the first move was the symptom)."""
+    now = FakeClock(1_765_000_000.0)
+    writer, reader = GameStore(store_url, clock=now), GameStore(store_url, clock=now)
+    person_game(writer, "g", PRESETS["3+2"])
+    read = reader.db.execute
+
+    def read_while_the_other_writes(sql: str, params: Sequence = ()) -> object:
+        cursor = read(sql, params)
+        if "FROM games WHERE id=?" in sql:  # the game row is read: the other server moves now
+            clock = GameClock.fresh(PRESETS["3+2"])
+            clock.after_move("order", now())
+            writer.add_move("g", 0, 5, None, clock)
+        return cursor
+
+    reader.db.execute = read_while_the_other_writes  # type: ignore[method-assign]
+    seen = reader.load("g")
+    assert seen is not None
+    assert (seen.actions, seen.clock.turn_started) in (([], None), ([5], now()))
+    reader.db.execute = read  # type: ignore[method-assign]
+    assert reader.load("g").actions == [5]
+    writer.close()
+    reader.close()
