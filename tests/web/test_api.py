@@ -899,7 +899,9 @@ def test_a_move_the_store_cannot_commit_is_told_to_nobody(client: TestClient, mo
     monkeypatch.setattr(GameStore, "add_move", disk_full)
     order.send_json({"type": "move", "cell": 0, "symbol": "X"})
     error = error_of(order)
-    assert error["code"] == "internal" and "disk" not in error["message"]
+    # the page's own words (nothing was saved), not the database's text
+    assert error["code"] == "store_full" and "nothing of this was saved" in error["message"]
+    assert "database or disk" not in error["message"]
     for ws in (order, chaos):
         ws.send_json({"type": "state"})
         assert receive(ws, "state", "play")["moves"] == []  # no view holds the move
