@@ -356,6 +356,35 @@ def free_loopback_port() -> int:
     return port
 
 
+POLL_SECONDS = 0.02
+"""How often a test looks again at a condition it waits for (a poll interval, not a wait for
+a result): every wait of the tests goes through :func:`wait_for`."""
+
+
+def wait_for(condition: Callable[[], Any], what: str, *, still_running: Callable[[], None] | None = None,
+             not_yet: tuple[type[BaseException], ...] = (), seconds: float | None = None) -> Any:
+    """Look at ``condition`` until it gives a true value, and return that value.
+
+    ``still_running`` is called before each look and raises (with a log) when a process the
+    wait depends on has ended; an exception of a type in ``not_yet`` (a server not listening
+    yet: OSError) counts as a false look. Without ``seconds`` a wait that never ends fails at
+    the test's timeout (pytest-timeout); with it, after that long with ``what`` named."""
+    import time
+
+    deadline = None if seconds is None else time.monotonic() + seconds
+    while True:
+        if still_running is not None:
+            still_running()
+        try:
+            value = condition()
+        except not_yet:
+            value = None
+        if value:
+            return value
+        assert deadline is None or time.monotonic() < deadline, f"never: {what} (within {seconds:g} s)"
+        time.sleep(POLL_SECONDS)
+
+
 def wait_until_serving(base: str, still_starting: Callable[[], None], *, workers: int = 0,
                        context: Any = None) -> None:
     """Wait until the ``orderchaos serve`` at ``base`` (e.g. ``http://127.0.0.1:8000``)
@@ -366,7 +395,6 @@ def wait_until_serving(base: str, still_starting: Callable[[], None], *, workers
     ended. No deadline of its own: a slow start is waited for, and a site that never gets
     ready fails at the test's timeout (pytest-timeout)."""
     import re
-    import time
     import urllib.request
 
     def answer(path: str) -> str | None:
@@ -380,11 +408,8 @@ def wait_until_serving(base: str, still_starting: Callable[[], None], *, workers
         found = re.search(r"^orderchaos_workers_ready (\S+)$", answer("/metrics") or "", re.M)
         return float(found.group(1)) if found else 0.0
 
-    while True:
-        still_starting()
-        if answer("/healthz") is not None and (workers == 0 or ready_workers() >= workers):
-            return
-        time.sleep(0.1)
+    wait_for(lambda: answer("/healthz") is not None and (workers == 0 or ready_workers() >= workers),
+             f"{base} ready", still_running=still_starting)
 
 
 SOCKET_DEADLINE = 60.0
@@ -445,10 +470,9 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/{database}"
 
     def start(self, timeout: float = 60.0) -> None:
-        """Start it and wait until it answers PING (a RuntimeError when it exits or does
-        not answer within ``timeout`` seconds)."""
+        """Start it and wait until it answers PING (a RuntimeError when it exits, an
+        AssertionError when it does not answer within ``timeout`` seconds)."""
         import subprocess
-        import time
 
         import redis
 
@@ -459,18 +483,14 @@ class RedisServer:
              "--save", "", "--appendonly", "no", "--protected-mode", "yes"],
             stdout=log, stderr=subprocess.STDOUT, preexec_fn=_end_with_parent)
         client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=1, socket_timeout=1)
-        deadline = time.monotonic() + timeout
+
+        def still_running() -> None:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis-server exited: {(self.folder / 'redis.log').read_text()[-2000:]}")
+
         try:
-            while True:
-                if self.process.poll() is not None:
-                    raise RuntimeError(f"redis-server exited: {(self.folder / 'redis.log').read_text()[-2000:]}")
-                try:
-                    if client.ping():
-                        return
-                except redis.ConnectionError:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError("redis-server did not answer PING") from None
-                    time.sleep(0.05)  # poll interval while it starts, not a wait for a result
+            wait_for(client.ping, "redis-server answers PING", still_running=still_running,
+                     not_yet=(redis.ConnectionError,), seconds=timeout)
         finally:
             client.close()
 

@@ -46,11 +46,19 @@ def warm_number(value: int) -> int:
     return value
 
 
+def until_exists(path: str, look: Any = lambda: None) -> None:
+    """Wait in a worker process until the test makes the file ``path`` (its signal to go on),
+    calling ``look`` (a stop-flag check) between looks. The worker cannot share an event
+    with the test, and the tests' waiting helper brings hypothesis into every worker."""
+    while not Path(path).exists():
+        look()
+        time.sleep(0.01)
+
+
 def warm_when(released: str) -> None:
     """A bench built only once the file ``released`` exists (a worker warming up for as long
     as a test wants)."""
-    while not Path(released).exists():
-        time.sleep(0.01)
+    until_exists(released)
 
 
 class StallingAgent:
@@ -65,9 +73,7 @@ class StallingAgent:
 
     def act(self, state: Any) -> int:
         Path(f"{self.started}-{os.getpid()}").touch()
-        while not Path(self.release).exists():
-            cancel.check()
-            time.sleep(0.01)
+        until_exists(self.release, cancel.check)
         return state.legal_actions()[0]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import worker_jobs
+from helpers import wait_for
 
 from orderchaos.agents import cancel
 from orderchaos.agents.worker_pool import WorkerDied, WorkerPool
@@ -153,10 +154,7 @@ def test_closing_the_pool_while_its_workers_warm_ends_them_and_its_threads(tmp_p
     warm-up that would never end."""
     pool = WorkerPool("processes", 2, warm=worker_jobs.warm_when, warm_args=(str(tmp_path / "never"),))
     pool.start()
-    deadline = time.monotonic() + 60
-    while len(pool.pids()) < 2:  # both spawned, neither warm
-        assert time.monotonic() < deadline, "the workers never started"
-        time.sleep(0.01)
+    wait_for(lambda: len(pool.pids()) >= 2, "both workers spawned (neither warm)", seconds=60)
     workers = pool.pids()
     assert pool.ready == 0
     pool.close()

@@ -40,7 +40,7 @@ from orderchaos.web.quotas import AddressLimits  # noqa: E402
 from orderchaos.web.services import Limits  # noqa: E402
 from orderchaos.envs.rules import cell_name, parse_board  # noqa: E402
 
-from helpers import HEURISTIC_VS_RANDOM_GAME, RANDOM_SEED_3_GAME  # noqa: E402
+from helpers import HEURISTIC_VS_RANDOM_GAME, RANDOM_SEED_3_GAME, wait_for  # noqa: E402
 from worker_jobs import warm_stalling  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -866,14 +866,15 @@ def test_after_the_workers_died_at_every_try_the_page_asks_the_computer_again(br
         context, tab = new_tab(browser, live.url)
         play_the_computer(tab, "chaos")  # the computer plays Order: its move starts at once
         killed: set[int] = set()
-        deadline = time.monotonic() + 120  # a hang guard: each try begins within seconds
-        while len(killed) < 3:  # every try's worker killed once its search began
-            begun = [pid for pid in pool.pids() if pid not in killed and Path(f"{started}-{pid}").exists()]
-            for pid in begun:
+
+        def kill_the_tries_begun() -> bool:
+            """Every try's worker is killed once its search began; true after the third."""
+            for pid in [pid for pid in pool.pids() if pid not in killed and Path(f"{started}-{pid}").exists()]:
                 os.kill(pid, signal.SIGKILL)
                 killed.add(pid)
-            assert time.monotonic() < deadline, "a try never began"
-            time.sleep(0.02)
+            return len(killed) >= 3
+
+        wait_for(kill_the_tries_begun, "three tries began", seconds=120)
         status, retry = tab.get_by_test_id("status"), tab.locator("button[data-action=retry]")
         expect(status).to_contain_text("the computer's process stopped 3 times while working on this",
                                        timeout=60_000)

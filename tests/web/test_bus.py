@@ -18,7 +18,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from contextlib import ExitStack
@@ -32,7 +31,9 @@ pytest.importorskip("redis", reason="redis-py is not installed: pip install -e '
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from helpers import REPO, AppSite, RedisServer, free_loopback_port, receive, receive_json, until_moves  # noqa: E402
+from helpers import (  # noqa: E402
+    REPO, AppSite, RedisServer, free_loopback_port, receive, receive_json, until_moves, wait_for, wait_until_serving,
+)
 from orderchaos.cli.main import main  # noqa: E402
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.web.bus import POOL_CONNECTIONS, RedisBus, parse_bus_url  # noqa: E402
@@ -260,15 +261,12 @@ def start_serve(db: Path, url: str, port: int, log: Path) -> subprocess.Popen:
     server = subprocess.Popen(
         [sys.executable, "-m", "orderchaos", "serve", "--db", str(db), "--port", str(port), "--bus", url,
          "--agents", "threads"], stdout=subprocess.DEVNULL, stderr=log.open("a"))
-    for _ in range(1200):
+
+    def still_starting() -> None:
         assert server.poll() is None, log.read_text()[-2000:]
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5):
-                return server
-        except OSError:
-            time.sleep(0.1)  # poll interval while it starts
-    server.kill()
-    raise RuntimeError("the server did not come up")
+
+    wait_until_serving(f"http://127.0.0.1:{port}", still_starting)
+    return server
 
 
 class Tab:
@@ -367,13 +365,12 @@ def test_caddy_in_front_of_two_instances_keeps_answering_when_one_is_killed(
             return exc.code
 
     try:
-        for _ in range(600):
+
+        def caddy_running() -> None:
             assert proxy.poll() is None, (tmp_path / "caddy.log").read_text()[-2000:]
-            try:
-                if status("/healthz") == 200:
-                    break
-            except OSError:
-                time.sleep(0.1)  # poll interval while Caddy starts
+
+        wait_for(lambda: status("/healthz") == 200, "Caddy passes /healthz on", still_running=caddy_running,
+                 not_yet=(OSError,))
         servers[0].send_signal(signal.SIGKILL)
         servers[0].wait(timeout=30)
         answers = [status(path) for _ in range(10) for path in ("/", "/healthz")]
@@ -392,11 +389,7 @@ def test_caddy_in_front_of_two_instances_keeps_answering_when_one_is_killed(
 
 def wait_for_health(client: TestClient, status: int) -> None:
     """Poll ``/healthz`` until it answers ``status``."""
-    for _ in range(1200):
-        if client.get("/healthz").status_code == status:
-            return
-        time.sleep(0.05)  # poll interval
-    raise AssertionError(f"/healthz never answered {status}")
+    wait_for(lambda: client.get("/healthz").status_code == status, f"/healthz answers {status}")
 
 
 def test_losing_redis_makes_the_instance_not_ready_and_it_recovers_by_itself(tmp_path: Path) -> None:

@@ -10,14 +10,13 @@ import shutil
 import ssl
 import subprocess
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import free_loopback_port
+from helpers import free_loopback_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 NGINX_SITE = ROOT / "deploy" / "nginx-orderchaos.conf"
@@ -94,17 +93,15 @@ def test_nginx_sends_hsts_on_the_https_site(tmp_path: Path, backend: int) -> Non
     insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
     request = urllib.request.Request(f"https://127.0.0.1:{https_port}/healthz", headers={"Host": "games.example.org"})
     try:
-        deadline = time.monotonic() + 60  # a hang guard: nginx listens within a moment
-        while True:
+        def nginx_running() -> None:
             assert nginx.poll() is None, nginx.communicate()[1]
-            try:
-                with urllib.request.urlopen(request, context=insecure, timeout=10) as answer:
-                    assert answer.read() == b"ok\n"
-                    assert answer.headers["Strict-Transport-Security"] == HSTS
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "nginx never answered"
-                time.sleep(0.05)
+
+        def healthz() -> tuple[bytes, str | None]:
+            with urllib.request.urlopen(request, context=insecure, timeout=10) as answer:
+                return answer.read(), answer.headers["Strict-Transport-Security"]
+
+        body, hsts = wait_for(healthz, "nginx answers", still_running=nginx_running, not_yet=(OSError,), seconds=60)
+        assert body == b"ok\n" and hsts == HSTS
     finally:
         nginx.terminate()
         nginx.wait(timeout=30)

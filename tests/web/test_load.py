@@ -4,7 +4,6 @@ kind to the end, and the store checked against the moves played."""
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,8 @@ pytest.importorskip("websockets.asyncio.client", reason="the web extra is not in
 from orderchaos.web.load import GameLog, check_store, load_test  # noqa: E402
 from orderchaos.web.store import GameStore  # noqa: E402
 from orderchaos.envs.rules import action_name  # noqa: E402
+
+from helpers import wait_for  # noqa: E402
 
 
 def test_a_small_load_test_plays_every_game_to_the_end_and_the_store_matches() -> None:
@@ -59,9 +60,9 @@ def test_the_store_check_finds_a_game_that_differs(tmp_path) -> None:
 
 
 STUBBORN_SERVER = """
-import os, signal, socket, subprocess, sys, time
+import os, signal, socket, subprocess, sys
 signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a server stuck in its shutdown
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # a worker
+child = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])  # a worker, until killed
 listener = socket.create_server(("127.0.0.1", int(sys.argv[1])))
 with open(sys.argv[2] + ".tmp", "w") as pids:
     pids.write(f"{os.getpid()} {child.pid}")
@@ -90,10 +91,9 @@ def test_a_failed_run_stops_the_server_and_its_workers_even_when_sigterm_does_no
     with pytest.raises(OSError):  # the stub hangs up on the tool's first scrape of /metrics
         load_test(1, 0, agents="threads")
     server, worker = map(int, pid_file.read_text().split())
-    deadline = time.monotonic() + 60  # a hang guard only: the kill is sent before load_test returns
-    while alive(server) or alive(worker):
-        assert time.monotonic() < deadline, "the server or its worker outlived the failed run"
-        time.sleep(0.05)
+    # a hang guard only: the kill is sent before load_test returns
+    wait_for(lambda: not alive(server) and not alive(worker), "the server and its worker end after the failed run",
+             seconds=60)
 
 
 def test_the_startup_probe_times_every_healthz_answer_of_a_fresh_server() -> None:

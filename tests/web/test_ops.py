@@ -16,7 +16,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -38,7 +37,7 @@ from orderchaos.web.services import Limits, Services  # noqa: E402
 from orderchaos.web.store import GameStore  # noqa: E402
 
 import helpers  # noqa: E402
-from helpers import SOCKET_DEADLINE, free_loopback_port, next_message, wait_until_serving  # noqa: E402
+from helpers import SOCKET_DEADLINE, free_loopback_port, next_message, wait_for, wait_until_serving  # noqa: E402
 
 FAST = Limits(move_time=5.0, hint_time=0.3, rate=1000, burst=1000)
 
@@ -61,14 +60,6 @@ def test_healthz_answers_while_the_store_does() -> None:
         store.close()
         down = client.get("/healthz")
         assert down.status_code == 503 and "does not answer" in down.text
-
-
-def wait_until(condition: Any, what: str, seconds: float = 90.0) -> None:
-    """Poll ``condition`` until true (the bound only guards against a hang)."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.02)
 
 
 def full_disk(*args: Any, **kwargs: Any) -> None:
@@ -112,11 +103,11 @@ def test_healthz_is_503_until_the_workers_are_warm(tmp_path: Path) -> None:
     released = tmp_path / "warm"
     pool = WorkerPool("processes", 1, warm=warm_when, warm_args=(str(released),))
     with TestClient(create_app(None, FAST, workers=pool, warm_up=True)) as client:
-        wait_until(lambda: pool.pids(), "the worker started")
+        wait_for(lambda: pool.pids(), "the worker started", seconds=90)
         warming = client.get("/healthz")
         assert warming.status_code == 503 and "warming up (0 of 1 warm)" in warming.text
         released.touch()
-        wait_until(lambda: client.get("/healthz").status_code == 200, "ready once the worker is warm")
+        wait_for(lambda: client.get("/healthz").status_code == 200, "ready once the worker is warm", seconds=90)
 def until_my_turn(ws: object, side: str) -> dict:
     """The first view in which it is ``side``'s turn and no agent is thinking."""
     while True:
