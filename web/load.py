@@ -248,6 +248,17 @@ def bucket_quantile(metrics: dict[str, float], histogram: str, q: float) -> floa
     return next(bound for bound, count in buckets if count >= q * total)
 
 
+def rates(moves: int, seconds: float, logs: list["GameLog"]) -> dict[str, float | None]:
+    """Moves per second and the p50 and p99 round trips (ms) of the players' moves in
+    ``logs`` (None without any)."""
+    trips = sorted(t for log in logs for t in log.trips)
+    return {
+        "moves_per_s": moves / seconds,
+        "round_trip_p50_ms": 1000 * statistics.median(trips) if trips else None,
+        "round_trip_p99_ms": 1000 * trips[min(len(trips) - 1, int(0.99 * len(trips)))] if trips else None,
+    }
+
+
 def check_store(db: str | Path, logs: list[GameLog], time_control: str = NO_CLOCK) -> list[str]:
     """Every way the stored games differ from what the clients played, or from the time
     control they asked for (empty: all match)."""
@@ -349,7 +360,6 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
             after = scrape(port)
         err = (Path(tmp) / "serve.log").read_bytes()
         problems = check_store(db_path, logs, time_control)
-    trips = sorted(t for log in logs for t in log.trips)
     moves = sum(len(log.final) for log in logs)
     person_moves = sum(len(log.actions) for log in logs)
     def grew(name: str) -> float:
@@ -384,9 +394,7 @@ def load_test(friend_games: int, agent_games: int, *, seed: int = 0, db: Path | 
         "seconds": seconds,
         "moves": moves,
         "person_moves": person_moves,
-        "moves_per_s": moves / seconds,
-        "round_trip_p50_ms": 1000 * statistics.median(trips) if trips else None,
-        "round_trip_p99_ms": 1000 * trips[min(len(trips) - 1, int(0.99 * len(trips)))] if trips else None,
+        **rates(moves, seconds, logs),
         "store_problems": problems,
         "server_errors": [line for line in err.decode(errors="replace").splitlines() if "Traceback" in line],
     }

@@ -19,7 +19,6 @@ import asyncio
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import tempfile
 import time
@@ -29,7 +28,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from orderchaos.web.load import (HOST, _free_port, _run_clients, check_store, child_pids, cpu_seconds,
+from orderchaos.web.load import (HOST, _free_port, _run_clients, check_store, child_pids, cpu_seconds, rates,
                                  started_server, stop_server)
 
 CADDY = "/usr/bin/caddy"
@@ -267,7 +266,6 @@ def site_load_test(instances: int, friend_games: int, agent_games: int, *, seed:
         tracebacks = [f"instance {number}: {line}" for number in range(instances)
                       for line in (folder / f"instance{number}" / "serve.log").read_text(errors="replace").splitlines()
                       if "Traceback" in line]
-    trips = sorted(t for log in logs for t in log.trips)
     moves = sum(len(log.final) for log in finished)
     return {
         "instances": instances,
@@ -283,9 +281,7 @@ def site_load_test(instances: int, friend_games: int, agent_games: int, *, seed:
         "synchronous_commit": synchronous_commit,
         "seconds": seconds,
         "moves": moves,
-        "moves_per_s": moves / seconds,
-        "round_trip_p50_ms": 1000 * statistics.median(trips) if trips else None,
-        "round_trip_p99_ms": 1000 * trips[min(len(trips) - 1, int(0.99 * len(trips)))] if trips else None,
+        **rates(moves, seconds, logs),
         "cpu_s": cpu,
         "clients_cpu_s": clients_cpu,
         "errors": errors,
