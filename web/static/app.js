@@ -14,6 +14,9 @@ const $ = (selector) => document.querySelector(selector);
 // key(key) -> handled. app.js hands them the board, the symbol picker, the status and the keys;
 // keys a mode does not handle fall to the keys of play (x/o, a cell name such as c3).
 const extraModes = {};
+// Other scripts (player.js) add to what every outgoing message carries and to every redraw.
+const outgoing = [];   // each hook(message) may add fields before it is sent
+const redraws = [];    // each hook() runs at the end of render()
 const $$ = (selector) => Array.from(document.querySelectorAll(selector));
 
 const ui = {
@@ -143,6 +146,7 @@ function send(message) {
     showError(ui.mode, { code: "offline", message: "not connected to the server" });
     return;
   }
+  for (const hook of outgoing) hook(message);
   socket.send(JSON.stringify(message));
 }
 
@@ -210,7 +214,7 @@ const handlers = {
     ui.errors[msg.mode] = msg.error || null;
     if (msg.mode === ui.mode) announceChange(before, msg);
     if (msg.mode === "watch") $("[data-action=watch-pause]").textContent = t(msg.running ? "watch.pause" : "watch.resume");
-    renderMoves(`[data-testid=${msg.mode}-moves]`, msg.moves, msg.moves.length);
+    renderMoves(`[data-testid=${msg.mode}-moves]`, msg.moves, msg.moves.length, null, [], msg.people);
     if (msg.mode === ui.mode) render();
   },
   lobby(msg) {
@@ -479,6 +483,7 @@ function render() {
   renderPlay();
   if (ui.mode === "study") renderStudy();
   if (extra) extra.render();
+  for (const hook of redraws) hook();
 }
 
 function resultLine(view) {
@@ -498,6 +503,11 @@ function renderLobby() {
     const sideName = challenge.side === "random" ? t("play.side_random") : side(challenge.side);
     item.append(challenge.time_control === "none" ? t("lobby.item_untimed", { side: sideName })
       : t("lobby.item", { side: sideName, time: challenge.time_control }), " ");
+    if (challenge.name) {  // who made it, with their rating in the clock's category
+      item.append(challenge.rating ? t("lobby.by_rated", { name: challenge.name, rating: shownRating(challenge.rating) })
+        : t("lobby.by", { name: challenge.name }), " ");
+    }
+    if (challenge.rated === false) item.append(t("lobby.casual"), " ");
     const button = document.createElement("button");
     button.type = "button";
     button.textContent = t(challenge.mine ? "lobby.cancel" : "lobby.accept");
@@ -565,11 +575,13 @@ function renderPlay() {
   $("[data-action=hint]").disabled = !(view && view.vs_agent && view.seat && !view.winner);
 }
 
-function renderMoves(selector, moves, current, marks = null, strategyMarks = []) {
+function renderMoves(selector, moves, current, marks = null, strategyMarks = [], people = null) {
   const list = $(selector);
   list.replaceChildren(...moves.map((m, i) => {
     const item = document.createElement("li");
-    item.textContent = t("moves.item", { side: side(m.side), move: m.move });
+    const person = people && people[m.side];  // a person's seat: their name beside the side
+    item.textContent = person ? t("moves.item_named", { side: side(m.side), name: person.name, move: m.move })
+      : t("moves.item", { side: side(m.side), move: m.move });
     if (marks) {
       const mark = document.createElement("span");
       const kind = marks[i] || "unknown";
@@ -596,7 +608,7 @@ function renderMoves(selector, moves, current, marks = null, strategyMarks = [])
 function renderMovesAll() {
   for (const mode of ["play", "watch"]) {
     const view = ui.views[mode];
-    if (view) renderMoves(`[data-testid=${mode}-moves]`, view.moves, view.moves.length);
+    if (view) renderMoves(`[data-testid=${mode}-moves]`, view.moves, view.moves.length, null, [], view.people);
   }
   renderHint();
 }
