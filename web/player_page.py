@@ -135,14 +135,14 @@ def render_player(data: dict[str, Any], words: Words, path: str) -> str:
     body = f"""<h1 data-testid="player-name">{name}</h1>
 <h2>{words("player.ratings")}</h2>
 <p>{words("player.provisional_note")}</p>
-<table class="ratings">
+<div class="scroll"><table class="ratings">
 <caption>{words("player.ratings_caption", name=data["name"])}</caption>
 <thead><tr><th scope="col">{words("player.category")}</th><th scope="col">{words("player.rating")}</th>
 <th scope="col">{words("player.games_count")}</th><th scope="col">{words("player.history")}</th></tr></thead>
 <tbody>
 {chr(10).join(rows)}
 </tbody>
-</table>
+</table></div>
 <h2>{words("player.games")}</h2>
 <div class="scroll">{game_table}</div>"""
     return page(words, words("player.title", name=data["name"]), body, path)

@@ -11,9 +11,10 @@ const me = {
   endedSeen: {},   // games whose end already asked for the new ratings
 };
 
-// A rating as people see it: "?" after a provisional one.
+// A rating as people see it: whole digits, as ratings are written everywhere (no thousands
+// separator), "?" after a provisional one.
 function shownRating(rating) {
-  return `${number(rating.rating)}${rating.provisional ? "?" : ""}`;
+  return `${rating.rating}${rating.provisional ? "?" : ""}`;
 }
 
 // Who this tab is, said first on every connection: the server answers with "me".
@@ -91,8 +92,8 @@ function renderSeats() {
   if (view.reason && view.rating_changes) {
     changes.textContent = ["order", "chaos"].filter((role) => view.rating_changes[role]).map((role) => {
       const change = view.rating_changes[role];
-      return t("result.rating_change", { name: view.people[role].name, before: number(change.before),
-        after: number(change.after), change: (change.change >= 0 ? "+" : "−") + number(Math.abs(change.change)) });
+      return t("result.rating_change", { name: view.people[role].name, before: change.before,
+        after: change.after, change: (change.change >= 0 ? "+" : "−") + Math.abs(change.change) });
     }).join(" · ");
     changes.hidden = false;
   }
