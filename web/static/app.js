@@ -214,7 +214,7 @@ const handlers = {
     ui.errors[msg.mode] = msg.error || null;
     if (msg.mode === ui.mode) announceChange(before, msg);
     if (msg.mode === "watch") $("[data-action=watch-pause]").textContent = t(msg.running ? "watch.pause" : "watch.resume");
-    renderMoves(`[data-testid=${msg.mode}-moves]`, msg.moves, msg.moves.length, null, [], msg.people);
+    renderMoves(`[data-testid=${msg.mode}-moves]`, msg.moves, msg.moves.length);
     if (msg.mode === ui.mode) render();
   },
   lobby(msg) {
@@ -575,13 +575,11 @@ function renderPlay() {
   $("[data-action=hint]").disabled = !(view && view.vs_agent && view.seat && !view.winner);
 }
 
-function renderMoves(selector, moves, current, marks = null, strategyMarks = [], people = null) {
+function renderMoves(selector, moves, current, marks = null, strategyMarks = []) {
   const list = $(selector);
   list.replaceChildren(...moves.map((m, i) => {
     const item = document.createElement("li");
-    const person = people && people[m.side];  // a person's seat: their name beside the side
-    item.textContent = person ? t("moves.item_named", { side: side(m.side), name: person.name, move: m.move })
-      : t("moves.item", { side: side(m.side), move: m.move });
+    item.textContent = t("moves.item", { side: side(m.side), move: m.move });
     if (marks) {
       const mark = document.createElement("span");
       const kind = marks[i] || "unknown";
@@ -608,7 +606,7 @@ function renderMoves(selector, moves, current, marks = null, strategyMarks = [],
 function renderMovesAll() {
   for (const mode of ["play", "watch"]) {
     const view = ui.views[mode];
-    if (view) renderMoves(`[data-testid=${mode}-moves]`, view.moves, view.moves.length, null, [], view.people);
+    if (view) renderMoves(`[data-testid=${mode}-moves]`, view.moves, view.moves.length);
   }
   renderHint();
 }

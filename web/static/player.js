@@ -79,6 +79,12 @@ function renderSeats() {
   box.hidden = !view || !view.game;
   const changes = $("[data-testid=rating-changes]");
   changes.hidden = true;
+  const heading = $("[data-testid=moves-players]");  // who played the moves listed below it
+  heading.hidden = box.hidden || !view.people || !(view.people.order || view.people.chaos);
+  if (!heading.hidden) {
+    heading.textContent = ["order", "chaos"].map((role) => t("moves.players_item", { side: side(role),
+      name: view.people[role] ? view.people[role].name : player(view.players[role].agent) || t("seats.free") })).join(" · ");
+  }
   if (box.hidden) return;
   for (const role of ["order", "chaos"]) {
     const person = view.people && view.people[role];
