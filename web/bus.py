@@ -268,7 +268,7 @@ class RedisBus(Bus):
 
     shared = True
 
-    def __init__(self, url: str, limit: int | None = None) -> None:
+    def __init__(self, url: str, limit: int | None = None, clock: Callable[[], float] = time.time) -> None:
         import redis.asyncio as redis
 
         from orderchaos.web.lobby import MAX_OPEN_CHALLENGES
@@ -276,6 +276,8 @@ class RedisBus(Bus):
         super().__init__()
         self.url = url
         self.limit = limit or MAX_OPEN_CHALLENGES
+        self.clock = clock
+        """When a seeker starts waiting (Unix seconds: the instances' clocks are taken to agree)."""
         # a blocking pool: a burst of calls (hundreds of tabs opening games at once) waits for
         # one of its connections; redis-py's default pool refuses the 101st call outright
         # ("Too many connections"), which would count as Redis lost and refuse every tab
@@ -546,7 +548,7 @@ class RedisBus(Bus):
 
     async def seek(self, seek: Seek) -> Seek | None:  # noqa: D102
         async with self._queue_lock():
-            now = time.time()
+            now = self.clock()
             mine = Seek(**{**seek.to_dict(), "since": now})
             await self._leave_queue(str(seek.owner))
             match = best_match(mine, await self._waiting(), now)
@@ -562,7 +564,7 @@ class RedisBus(Bus):
 
     async def pair_waiting(self) -> list[tuple[Seek, Seek]]:  # noqa: D102
         async with self._queue_lock():
-            pairs = pairs_among(await self._waiting(), time.time())
+            pairs = pairs_among(await self._waiting(), self.clock())
             for one, two in pairs:
                 await self._leave_queue(str(one.owner), str(two.owner))
             return pairs

@@ -196,6 +196,11 @@ def test_play_anyone_pairs_near_ratings_first_and_widens_with_the_wait() -> None
     assert lobby.seek(Seek("mid", "3+2", "m" * 16, 1550.0)) is None
     # a newcomer at 1500 meets the near one, not the strong one who waited longer
     assert lobby.seek(Seek("new", "3+2", "n" * 16, 1500.0)).owner == "mid"
+    # of two who both fit, the nearer in rating, though the other waited longer
+    assert lobby.seek(Seek("older", "5+3", "o" * 16, 1600.0)) is None
+    assert lobby.seek(Seek("nearer", "5+3", "r" * 16, 1450.0)) is None  # 150 from "older": waits
+    assert lobby.seek(Seek("third", "5+3", "t" * 16, 1500.0)).owner == "nearer"
+    del lobby.seekers["older"]
     assert lobby.seek(Seek("weak", "3+2", "w" * 16, 1300.0)) is None
     assert lobby.pair_waiting() == []  # 600 apart: too far at first
     gap = 1900.0 - 1300.0
@@ -210,6 +215,33 @@ def test_play_anyone_pairs_near_ratings_first_and_widens_with_the_wait() -> None
     assert best_match(Seek("c", "1+0", ALICE), waiting, now["t"]) is None
     assert best_match(Seek("d", "1+0", CAROL, rated=False), waiting, now["t"]).owner == "a"
     assert best_match(Seek("e", "1+0", CAROL), waiting, now["t"]).owner == "b"
+
+
+def test_the_redis_lobby_pairs_by_rating_as_one_instance_does(redis_url: str) -> None:
+    import asyncio
+
+    from orderchaos.web.bus import RedisBus
+
+    async def scenario() -> None:
+        now = {"t": 1000.0}
+        one, other = RedisBus(redis_url, clock=lambda: now["t"]), RedisBus(redis_url, clock=lambda: now["t"])
+        for bus in (one, other):
+            await bus.start(lambda event: asyncio.sleep(0), lambda: asyncio.sleep(0), lambda: asyncio.sleep(0))
+        try:
+            strong, mid, new, weak = one.tab_id(), other.tab_id(), one.tab_id(), other.tab_id()
+            assert await one.seek(Seek(strong, "3+2", "s" * 16, 1900.0)) is None
+            assert await other.seek(Seek(mid, "3+2", "m" * 16, 1550.0)) is None
+            assert (await one.seek(Seek(new, "3+2", "n" * 16, 1500.0))).owner == mid
+            assert await other.seek(Seek(weak, "3+2", "w" * 16, 1300.0)) is None
+            assert await one.pair_waiting() == [] and await one.seeking_for(strong) == "3+2"
+            now["t"] += (600 - PAIRING_WINDOW) / PAIRING_WIDENING
+            assert [(a.owner, b.owner) for a, b in await other.pair_waiting()] == [(strong, weak)]
+            assert await one.seeking_for(strong) is None and await other.seeking_for(weak) is None
+        finally:
+            await one.close()
+            await other.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
 
 
 # -- through the server ---------------------------------------------------------------------------
