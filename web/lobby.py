@@ -161,7 +161,7 @@ class Lobby:
 
 
 def listed(challenge: Challenge, viewer: Hashable) -> dict[str, Any]:
-    """How ``viewer`` sees a challenge in the listing (its creator's player id stays here:
-    the session shows their name)."""
+    """How ``viewer`` sees a challenge in the listing; the creator's player id is replaced by
+    their name before the listing leaves the server (:func:`.people.lobby_names`)."""
     return {"id": challenge.id, "side": challenge.side, "time_control": challenge.time_control,
             "mine": challenge.owner == viewer, "rated": challenge.rated, "player": challenge.player}
