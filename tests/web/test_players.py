@@ -169,9 +169,9 @@ def test_the_copy_of_a_store_holds_its_players_and_ratings(store_url: str, tmp_p
         target.close()
 
 
-def test_the_leaderboard_needs_ten_games_and_one_within_thirty_days(tmp_path: Path) -> None:
+def test_the_leaderboard_needs_ten_games_and_one_within_thirty_days(store_url: str) -> None:
     now = {"t": 1_000_000_000.0}
-    store = GameStore(tmp_path / "games.sqlite3", lambda: now["t"])
+    store = GameStore(store_url, lambda: now["t"])
     try:
         for n in range(10):
             rated_game(store, f"board{n:02d}" * 3)
@@ -271,6 +271,7 @@ def pair(site: Site, rated: bool = True) -> tuple[dict[str, Any], str]:
     bob.send_json({"type": "play_anyone", "time_control": "1+0", "rated": rated})
     joined = {ws: receive(ws, "joined") for ws in (alice, bob)}
     seats = {msg["seat"]: ws for ws, msg in joined.items()}
+    site.tokens = {ws: msg["token"] for ws, msg in joined.items()}
     return seats, joined[alice]["game"]
 
 
@@ -307,6 +308,19 @@ def test_a_rated_game_through_play_anyone_moves_both_ratings_and_shows_on_the_pl
         page = site.client.get(f"/player/{names['order']}?lang=de")
         assert page.status_code == 200 and 'lang="de"' in page.text and f'href="/g/{game}"' in page.text
         assert "<svg" in page.text and "Partien von" in page.text
+        # the rematch, sides swapped, is rated in the same category
+        seats["chaos"].send_json({"type": "rematch"})
+        rematch = receive(seats["chaos"], "rematch")["game"]
+        assert receive(seats["order"], "rematch")["game"] == rematch
+        swapped = {}
+        for role, ws in seats.items():
+            ws.send_json({"type": "open", "game": rematch, "token": site.tokens[ws]})
+            swapped[receive(ws, "joined")["seat"]] = ws
+        assert swapped == {"order": seats["chaos"], "chaos": seats["order"]}
+        again = play_to_five(swapped)
+        assert again["rated"] == "bullet" and again["people"]["order"]["name"] == names["chaos"]
+        assert again["rating_changes"]["order"]["change"] > 0 > again["rating_changes"]["chaos"]["change"]
+        assert site.client.get(f"/api/player/{names['chaos']}").json()["ratings"]["bullet"]["games"] == 2
 
 
 def test_a_casual_game_and_an_aborted_game_change_no_rating(tmp_path: Path) -> None:
