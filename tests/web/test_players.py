@@ -386,3 +386,32 @@ def test_play_anyone_on_the_server_pairs_the_nearer_rating(tmp_path: Path) -> No
         carol, bob = receive(tabs[CAROL], "joined"), receive(tabs[BOB], "joined")
         assert carol["game"] == bob["game"]
         assert category_of("1+0") == "bullet"
+
+
+def test_two_instances_on_one_redis_pair_rate_once_and_show_both_names(tmp_path: Path, redis_url: str) -> None:
+    """Alice's tab on one server, Bob's on another (``serve --bus``): paired through Redis with
+    their ids kept, the game rated once, both names on both servers."""
+    from orderchaos.web.bus import RedisBus
+
+    db = tmp_path / "games.sqlite3"
+    sites = [AppSite(create_app(None, FAST, db=GameStore(db), bus=RedisBus(redis_url))) for _ in range(2)]
+    with sites[0] as one, sites[1] as two:
+        tabs = {}
+        for site, player in ((one, ALICE), (two, BOB)):
+            ws = site.connect()
+            ws.send_json({"type": "identify", "player": player})
+            receive(ws, "me")
+            ws.send_json({"type": "play_anyone", "time_control": "1+0"})
+            tabs[player] = ws
+            if player == ALICE:  # waiting before Bob asks
+                receive(ws, "lobby")
+        seats = {receive(ws, "joined")["seat"]: ws for ws in tabs.values()}
+        end = play_to_five(seats)
+        assert end["rated"] == "bullet" and end["rating_changes"]["order"]["change"] > 0
+        names = {end["people"][role]["name"] for role in ("order", "chaos")}
+        store = GameStore(db)
+        try:
+            assert names == {store.player_name(ALICE), store.player_name(BOB)}
+            assert store.rating(ALICE, "bullet")[1] == store.rating(BOB, "bullet")[1] == 1
+        finally:
+            store.close()
