@@ -11,7 +11,7 @@ from typing import Any
 
 from orderchaos.arena.glicko2 import Rating
 from orderchaos.web.errors import WebError
-from orderchaos.web.players import CATEGORY_NAMES, provisional
+from orderchaos.web.players import CATEGORY_NAMES, category_of, provisional
 from orderchaos.web.store import GameStore
 
 LEADERBOARD_GAMES = 10
@@ -64,8 +64,6 @@ def seat_people(store: GameStore, game_id: str, over: bool) -> dict[str, Any]:
 
 def lobby_names(store: GameStore, challenges: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The lobby's challenges with their creators' names and ratings in place of their ids."""
-    from orderchaos.web.players import category_of
-
     names = store.names(c.get("player") for c in challenges)
     shown = []
     for challenge in challenges:

@@ -24,7 +24,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from orderchaos.web.errors import WebError
-from orderchaos.web.people import LEADERBOARD_DAYS, LEADERBOARD_GAMES, checked_category, leaderboard_json, player_json
+from orderchaos.web.people import checked_category, leaderboard_json, player_json
 from orderchaos.web.players import CATEGORY_NAMES, NAME_MAX
 from orderchaos.web.proof_page import _catalogues
 from orderchaos.web.store import GameStore
@@ -225,5 +225,3 @@ def player_routes(store: GameStore, reader_language: Callable[[Request], str],
         Route("/leaderboard", leaderboard_page),
     ]
 
-
-__all__ = ["LEADERBOARD_DAYS", "LEADERBOARD_GAMES", "player_routes"]

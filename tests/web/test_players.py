@@ -313,7 +313,7 @@ def test_a_rated_game_through_play_anyone_moves_both_ratings_and_shows_on_the_pl
         rematch = receive(seats["chaos"], "rematch")["game"]
         assert receive(seats["order"], "rematch")["game"] == rematch
         swapped = {}
-        for role, ws in seats.items():
+        for ws in seats.values():
             ws.send_json({"type": "open", "game": rematch, "token": site.tokens[ws]})
             swapped[receive(ws, "joined")["seat"]] = ws
         assert swapped == {"order": seats["chaos"], "chaos": seats["order"]}
@@ -330,7 +330,7 @@ def test_a_casual_game_and_an_aborted_game_change_no_rating(tmp_path: Path) -> N
         assert end["winner"] == "order" and end["rated"] is None and end["rating_changes"] is None
         for player in (ALICE, BOB):
             assert site.store.rating(player, "bullet") == (Rating(), 0)
-        seats, game = pair(site)
+        seats, _ = pair(site)
         site.now["t"] += ABORT_AFTER + 1  # nobody moved within the minute
         site.client.portal.call(site.app.state.hub.sweep)
         view = receive(seats["order"], "state")

@@ -141,7 +141,7 @@ def player_pages(browser: Browser, server: Server) -> tuple:
 
 @pytest.mark.parametrize("lang", ["en", "sv", "nb", "de"])
 def test_the_player_page_and_the_leaderboard_pass_axe_and_fit_a_phone(browser: Browser, server: Server, lang: str) -> None:
-    context, tab, name = player_pages(browser, server)
+    context, _, name = player_pages(browser, server)
     pages = {"player": f"{server.url}player/{name}?lang={lang}",
              "leaderboard": f"{server.url}leaderboard?category=bullet&lang={lang}",
              "unknown player": f"{server.url}player/Nobody?lang={lang}"}
