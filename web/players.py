@@ -31,7 +31,8 @@ CATEGORY_NAMES = ("bullet", "blitz", "rapid")
 """The categories, fastest first."""
 PROVISIONAL_RD = 110.0
 """A rating whose deviation is above this is provisional (shown with a "?"): a newcomer's
-350 falls below it after about six games against established players."""
+350 falls below it after about ten games against established players (deviation 60),
+won and lost in turn."""
 NAME_MIN, NAME_MAX = 3, 20
 """The length of a display name, in characters."""
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
