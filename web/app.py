@@ -48,6 +48,7 @@ from orderchaos.web.bus import Bus
 from orderchaos.web.errors import Busy, StoreAway, StoreFull, WebError
 from orderchaos.web.games import Hub, valid_id
 from orderchaos.web.learn import learn_routes
+from orderchaos.web.player_page import player_routes
 from orderchaos.web.proof_page import proof_page, render_not_found
 from orderchaos.web.ops import Health, Metrics, RequestLog, metrics_route, request_id, store_write_failed
 from orderchaos.web.protocol import RateLimit, decode
@@ -307,6 +308,7 @@ def create_app(
             *learn_routes(services),
             *PuzzleRoom(services).routes(),
             Route("/proof/{lang}", proof_page(reader_language)),
+            *player_routes(store, reader_language),
             WebSocketRoute("/ws", socket),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],

@@ -14,6 +14,9 @@ const $ = (selector) => document.querySelector(selector);
 // key(key) -> handled. app.js hands them the board, the symbol picker, the status and the keys;
 // keys a mode does not handle fall to the keys of play (x/o, a cell name such as c3).
 const extraModes = {};
+// Other scripts (player.js) add to what every outgoing message carries and to every redraw.
+const outgoing = [];   // each hook(message) may add fields before it is sent
+const redraws = [];    // each hook() runs at the end of render()
 const $$ = (selector) => Array.from(document.querySelectorAll(selector));
 
 const ui = {
@@ -143,6 +146,7 @@ function send(message) {
     showError(ui.mode, { code: "offline", message: "not connected to the server" });
     return;
   }
+  for (const hook of outgoing) hook(message);
   socket.send(JSON.stringify(message));
 }
 
@@ -479,6 +483,7 @@ function render() {
   renderPlay();
   if (ui.mode === "study") renderStudy();
   if (extra) extra.render();
+  for (const hook of redraws) hook();
 }
 
 function resultLine(view) {
@@ -498,6 +503,11 @@ function renderLobby() {
     const sideName = challenge.side === "random" ? t("play.side_random") : side(challenge.side);
     item.append(challenge.time_control === "none" ? t("lobby.item_untimed", { side: sideName })
       : t("lobby.item", { side: sideName, time: challenge.time_control }), " ");
+    if (challenge.name) {  // who made it, with their rating in the clock's category
+      item.append(challenge.rating ? t("lobby.by_rated", { name: challenge.name, rating: shownRating(challenge.rating) })
+        : t("lobby.by", { name: challenge.name }), " ");
+    }
+    if (challenge.rated === false) item.append(t("lobby.casual"), " ");
     const button = document.createElement("button");
     button.type = "button";
     button.textContent = t(challenge.mine ? "lobby.cancel" : "lobby.accept");
