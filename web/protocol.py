@@ -51,6 +51,7 @@ FIELDS: dict[str, frozenset[str]] = {
         "accept": "challenge",
         "cancel": "challenge",
         "play_anyone": "time_control",
+        "live": "",
     }.items()
 }
 """Each message type and the fields it may carry."""
