@@ -14,6 +14,8 @@ const $ = (selector) => document.querySelector(selector);
 // key(key) -> handled. app.js hands them the board, the symbol picker, the status and the keys;
 // keys a mode does not handle fall to the keys of play (x/o, a cell name such as c3).
 const extraModes = {};
+// Parts of the page drawn by other scripts (start.js): each is called at the end of render().
+const renderHooks = [];
 const $$ = (selector) => Array.from(document.querySelectorAll(selector));
 
 const ui = {
@@ -180,9 +182,11 @@ const handlers = {
       ui.invite = fromAddress.invite;
       openGame(fromAddress.game);
     } else send({ type: "state" });
+    send({ type: "live" });  // the games being played now, pushed as they change (start.js)
   },
   joined(msg) {
     ui.game = msg.game;
+    ui.offered = false;
     if (msg.token) saveToken(msg.game, msg.token);
     ui.seatTaken = Boolean(ui.invite) && msg.seat === null;  // an invite someone else used first
     ui.invite = null;
@@ -437,7 +441,7 @@ function lobbyWaiting() {
 function playStatus(view) {
   const waiting = lobbyWaiting();
   if (waiting && (!view || view.reason)) return waiting;
-  if (!view) return t("status.choose");
+  if (!view) return t(ui.offered ? "start.offer" : "status.choose");
   if (view.reason) return t("status.over", { result: resultTitle(view) });
   const mover = view.players[view.to_play];
   const args = { side: side(view.to_play) };
@@ -479,6 +483,7 @@ function render() {
   renderPlay();
   if (ui.mode === "study") renderStudy();
   if (extra) extra.render();
+  for (const hook of renderHooks) hook();
 }
 
 function resultLine(view) {
@@ -628,7 +633,8 @@ function chooseSymbol(symbol) {
 function clickCell(c) {
   if (ui.mode in extraModes) extraModes[ui.mode].click(c);
   if (ui.mode !== "play") return;
-  send({ type: "move", cell: c, symbol: ui.symbol });
+  if (!ui.views.play) offerGame();  // no game yet: nothing to place a symbol in
+  else send({ type: "move", cell: c, symbol: ui.symbol });
 }
 
 function opponent() {
@@ -644,29 +650,29 @@ function mayLeaveGame() {
   return window.confirm(t("play.confirm_new"));
 }
 
+// Each form's own side and clock: the friend form's for a friend game and a challenge, the
+// computer form's for a game against the computer.
+function chosen(form) {
+  return { side: $(`${form} select[name=side]`).value, time_control: $(`${form} select[name=time_control]`).value };
+}
 $("#new-game-form").addEventListener("submit", (event) => {
   event.preventDefault();
   if (!mayLeaveGame()) return;
   ui.hint = null;
-  send({ type: "new_game", side: $("select[name=side]").value, opponent: opponent(),
-         time_control: $("select[name=time_control]").value });
+  send({ type: "new_game", opponent: opponent(), ...chosen("#new-game-form") });
 });
-$("[data-action=play-friend]").addEventListener("click", () => {
+$("#friend-form").addEventListener("submit", (event) => {
+  event.preventDefault();
   if (!mayLeaveGame()) return;
   ui.hint = null;
-  send({ type: "play_friend", side: $("select[name=side]").value, time_control: $("select[name=time_control]").value });
+  send({ type: "play_friend", ...chosen("#friend-form") });
 });
-$("[data-action=challenge]").addEventListener("click", () => {
-  send({ type: "challenge", side: $("select[name=side]").value, time_control: $("select[name=time_control]").value });
-});
-$("[data-action=play-anyone]").addEventListener("click", () => {
-  if (!mayLeaveGame()) return;
-  send({ type: "play_anyone", time_control: $("select[name=time_control]").value });
-});
+$("[data-action=challenge]").addEventListener("click", () => send({ type: "challenge", ...chosen("#friend-form") }));
 $("#move-form").addEventListener("submit", (event) => {
   event.preventDefault();
   const input = $("input[name=move-text]");
-  send({ type: "move", text: input.value });
+  if (!ui.views.play) offerGame();
+  else send({ type: "move", text: input.value });
   input.value = "";
 });
 for (const button of $$("[data-symbol]")) button.addEventListener("click", () => chooseSymbol(button.dataset.symbol));
@@ -839,7 +845,7 @@ document.addEventListener("keydown", (event) => {
       const cell = (Number(key) - 1) * SIZE + COLUMNS.indexOf(ui.pendingColumn);
       ui.pendingColumn = null;
       if (extra) extra.click(cell);
-      else send({ type: "move", cell, symbol: ui.symbol });
+      else clickCell(cell);
     } else if (ui.mode !== "play") return;
     else if (key === "u") send({ type: "undo" });
     else if (key === "h") $("[data-action=hint]").click();
