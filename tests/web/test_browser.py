@@ -591,7 +591,7 @@ def test_a_game_played_to_the_end_with_the_keyboard_alone(page: Page) -> None:
             pytest.fail(f"Tab never reached {target}")
         page.keyboard.press("Enter")
     status = wait_for_turn_or_end(page)
-    for _ in range(12):
+    for _ in range(30):  # past the game's form, the start page's buttons and the board's tools
         if page.evaluate("document.activeElement.dataset.cell !== undefined"):
             break
         page.keyboard.press("Shift+Tab")  # the board's one tab stop comes before the game's form
