@@ -490,6 +490,7 @@ class Hub:
     async def bus_back(self) -> None:
         """The bus is back: every open game is read again from the store (what changed
         meanwhile on other instances) and every tab gets its view."""
+        self.live.bus_back()
         for game in list(self.games.values()):
             game.reload()
             await game.broadcast()

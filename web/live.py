@@ -100,11 +100,18 @@ class LiveBoard:
         to be paired): the bus learns this instance's list and every follower is told, soon."""
         if game is not None:
             item = live_item(game)
+            if item == self.mine.get(game.id):
+                return  # a view sent again, a watcher came: nothing the list shows
             if item is None:
-                self._dirty |= self.mine.pop(game.id, None) is not None
-            elif self.mine.get(game.id) != item:
+                del self.mine[game.id]
+            else:
                 self.mine[game.id] = item
-                self._dirty = True
+            self._dirty = True
+        self._schedule(publish=True)
+
+    def bus_back(self) -> None:
+        """The bus is back (Redis may have lost what it held): this instance's list is said again."""
+        self._dirty = True
         self._schedule(publish=True)
 
     def elsewhere(self) -> None:

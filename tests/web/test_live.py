@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("starlette.testclient", reason="the web extra is not installed: pip install -e '.[dev]'")
 
-from helpers import AppSite, receive, receive_json, wait_for  # noqa: E402
+from helpers import AppSite, RedisServer, receive, receive_json, wait_for  # noqa: E402
 
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.web.bus import Bus  # noqa: E402
@@ -23,17 +23,6 @@ from orderchaos.web.services import Limits  # noqa: E402
 from orderchaos.web.store import GameStore  # noqa: E402
 
 FAST = Limits(move_time=5.0, hint_time=0.3, study_time=0.05, rate=1000, burst=1000)
-
-
-@pytest.fixture(params=["memory", "redis"])
-def bus(request: pytest.FixtureRequest) -> Callable[[], Bus | None]:
-    """Makes the bus of a site: none (alone) or one on the tests' Redis."""
-    if request.param == "memory":
-        return lambda: None
-    from orderchaos.web.bus import RedisBus
-
-    url = request.getfixturevalue("redis_url")
-    return lambda: RedisBus(url)
 
 
 class Site(AppSite):
@@ -163,3 +152,27 @@ def test_a_game_on_one_instance_is_in_the_live_list_of_another(tmp_path: Path, r
         chaos.send_json({"type": "resign"})
         wait_for(lambda: listed(b, game) is None, "the ended game gone from B's list", seconds=30)
         pushed(follower, lambda msg: msg["games"] == [])
+
+
+def test_an_instance_says_its_games_again_when_redis_comes_back_empty(tmp_path: Path) -> None:
+    """Redis restarted holds nothing: once it is back, the game open on A is in B's list again
+    (while Redis is away, the list is refused with 503, not answered stale)."""
+    from orderchaos.web.bus import RedisBus
+
+    if not Path(RedisServer.BINARY).exists():
+        pytest.skip(f"{RedisServer.BINARY} is missing: install it with `apt-get install -y redis-server`")
+    redis_server = RedisServer(tmp_path / "redis")
+    redis_server.start()
+    db = tmp_path / "games.sqlite3"
+    try:
+        with Site(RedisBus(redis_server.url()), db) as a, Site(RedisBus(redis_server.url()), db) as b:
+            order, chaos = a.connect(), a.connect()
+            game = friend_game(order, chaos)
+            wait_for(lambda: listed(b, game), "A's game in B's list", seconds=30)
+            redis_server.stop()
+            wait_for(lambda: b.client.get("/api/games/live").status_code == 503, "the list refused", seconds=30)
+            redis_server.start()
+            wait_for(lambda: b.client.get("/healthz").status_code == 200, "B ready again", seconds=30)
+            wait_for(lambda: listed(b, game), "A's game in B's list again", seconds=30)
+    finally:
+        redis_server.stop()
