@@ -27,19 +27,9 @@ SMALL_TARGETS = """() => [...document.querySelectorAll("button, select, input, s
 
 
 def friend_game(browser: Browser, server: Server, time_control: str = "none") -> tuple[list, Page, Page, str]:
-    """Two profiles in a friend game (Order made it, Chaos opened the invite), Order's first
-    move X a1 played: the contexts, both tabs and the game's id."""
-    order_ctx, order = new_tab(browser, server.url)
-    open_form(order, "friend")
-    order.select_option("select[name=side]", "order")
-    order.select_option("select[name=time_control]", time_control)
-    order.click("button[data-action=play-friend]")
-    invite = order.get_by_test_id("invite-link")
-    expect(invite).to_have_value(re.compile("invite="))
-    chaos_ctx, chaos = new_tab(browser, invite.input_value())
-    expect(order.get_by_test_id("status")).to_contain_text("Your move (Order)")
-    order.click("button[data-symbol=X]")
-    order.click("[data-cell='0']")
+    """Two profiles in a friend game, Order's first move X a1 played and seen by Chaos: the
+    contexts, both tabs and the game's id."""
+    order_ctx, order, chaos_ctx, chaos = harness.friend_game_after_one_move(browser, server, time_control)
     expect(chaos.locator("[data-testid=play-moves] li")).to_have_count(1)
     return [order_ctx, chaos_ctx], order, chaos, order.url.rsplit("/", 1)[1]
 

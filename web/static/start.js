@@ -93,6 +93,10 @@ function offerGame() {
   render();
 }
 
+// The computer's form asks for a side and a clock as the friend's form does: its own copies of
+// the same two selects, first in its row.
+$("#new-game-form .row").prepend(...Array.from($("#friend-form .side-clock").children, (label) => label.cloneNode(true)));
+
 handlers.live = (msg) => {
   ui.live = msg;
   renderLive();
