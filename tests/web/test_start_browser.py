@@ -99,6 +99,7 @@ def test_a_cell_clicked_before_any_game_offers_one_without_an_error(browser: Bro
                                 "to play anyone.")
     expect(status).not_to_have_class(re.compile("error"))
     expect(tab.locator("#new-game-form")).to_be_visible()
+    expect(tab.get_by_test_id("offer")).to_have_text(status.text_content())  # by the form too, for a phone
     expect(tab.locator("button[data-action=new-game]")).to_be_focused()
     expect(tab.locator("[data-cell='14']")).to_have_text("")
     tab.locator("body").click(position={"x": 5, "y": 5})
@@ -107,6 +108,7 @@ def test_a_cell_clicked_before_any_game_offers_one_without_an_error(browser: Bro
     expect(status).not_to_have_class(re.compile("error"))
     tab.keyboard.press("Enter")  # the offered button starts the game
     expect(status).to_contain_text("Your move (Order)")
+    expect(tab.get_by_test_id("offer")).to_be_hidden()
     context.close()
 
 

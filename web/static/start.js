@@ -75,6 +75,14 @@ function renderSeeks() {
   }
 }
 
+// After a click on a cell before any game, the computer's form says how to begin too: on a
+// phone the status lies below the board, out of sight of the form.
+function renderOffer() {
+  const offer = $("[data-testid=offer]");
+  offer.hidden = !(ui.offered && !ui.views.play);
+  offer.textContent = offer.hidden ? "" : t("start.offer");
+}
+
 function openForm(name, focus = true) {
   for (const [which, selector] of Object.entries(FORMS)) {
     const show = which === name && $(selector).hidden;
@@ -101,7 +109,7 @@ handlers.live = (msg) => {
   ui.live = msg;
   renderLive();
 };
-renderHooks.push(renderLive, renderSeeks);
+renderHooks.push(renderLive, renderSeeks, renderOffer);
 
 for (const button of $$("[data-seek]")) {
   button.addEventListener("click", () => {
