@@ -36,7 +36,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
@@ -239,6 +239,13 @@ def create_app(
             "Content-Disposition": f'attachment; filename="orderchaos-{game_id[:8]}.jsonl"',
             "Cache-Control": "no-store"})
 
+    async def live_games(request: Request) -> Response:
+        try:
+            games = await hub.live.games()
+        except WebError as exc:  # the bus is reconnecting
+            return JSONResponse(exc.payload(), status_code=503, headers={"Cache-Control": "no-store"})
+        return JSONResponse(games, headers={"Cache-Control": "no-store"})
+
     async def proof(request: Request) -> Response:
         if not PROOF_DOC.is_file():  # an installed package has no docs folder
             return PlainTextResponse("docs/proof.md is in the orderchaos repository\n", status_code=404)
@@ -285,6 +292,7 @@ def create_app(
         metrics.unwatch_gc()
         if hub.sweeper is not None:
             hub.sweeper.cancel()
+        hub.live.close()
         for game in list(hub.games.values()):
             game.stop()
         await hub.bus.close()
@@ -304,6 +312,7 @@ def create_app(
             Route("/metrics", metrics_route(metrics)),
             Route("/g/{game}", index),
             Route("/games/{game}.jsonl", download),
+            Route("/api/games/live", live_games),
             Route("/docs/proof.md", proof),
             *learn_routes(services),
             *PuzzleRoom(services).routes(),

@@ -152,6 +152,19 @@ class Bus:
         """:meth:`Lobby.seeking_for`."""
         raise NotImplementedError
 
+    async def seeking_count(self) -> int:
+        """How many tabs of the site wait to be paired."""
+        raise NotImplementedError
+
+    # -- the games in progress (:mod:`.live`) ------------------------------------------------
+    async def put_live(self, items: list[dict[str, Any]]) -> None:
+        """This instance's games in progress are now ``items`` (replacing what it said before)."""
+        raise NotImplementedError
+
+    async def live_lists(self) -> list[list[dict[str, Any]]]:
+        """Each running instance's games in progress, as it last said."""
+        raise NotImplementedError
+
 
 class LocalBus(Bus):
     """One instance alone: the lobby in this process's memory."""
@@ -159,6 +172,7 @@ class LocalBus(Bus):
     def __init__(self, lobby: Lobby | None = None) -> None:
         super().__init__()
         self.lobby = lobby or Lobby()
+        self.live: list[dict[str, Any]] = []
 
     async def open_challenge(self, owner: str, address: str, side: str, time_control: str,  # noqa: D102
                              player: str | None = None, rated: bool = True) -> Challenge:
@@ -187,6 +201,15 @@ class LocalBus(Bus):
 
     async def seeking_for(self, owner: str) -> str | None:  # noqa: D102
         return self.lobby.seeking_for(owner)
+
+    async def seeking_count(self) -> int:  # noqa: D102
+        return len(self.lobby.seekers)
+
+    async def put_live(self, items: list[dict[str, Any]]) -> None:  # noqa: D102
+        self.live = list(items)
+
+    async def live_lists(self) -> list[list[dict[str, Any]]]:  # noqa: D102
+        return [self.live]
 
 
 # Lua scripts: each runs atomically in Redis. An owner "INSTANCE/N" is alive while the key
@@ -328,6 +351,7 @@ class RedisBus(Bus):
     async def _say_goodbye(self) -> None:
         for key in self._leases:
             await self._scripts["release"](keys=[key], args=[self.instance])
+        await self.redis.hdel(self._live, self.instance)
         await self.redis.delete(self.alive_key)
 
     async def _beat(self) -> None:
@@ -449,6 +473,8 @@ class RedisBus(Bus):
     _queue = PREFIX + "lobby:seekers"
     _seeking = PREFIX + "lobby:seeking"
     _alive = PREFIX + "alive:"
+    _live = PREFIX + "live"
+    """Instance -> its games in progress (a JSON list)."""
 
     async def open_challenge(self, owner: str, address: str, side: str, time_control: str,  # noqa: D102
                              player: str | None = None, rated: bool = True) -> Challenge:
@@ -588,6 +614,49 @@ class RedisBus(Bus):
             await self._went(exc)
             return None
         return None if record is None else json.loads(record)["time_control"]
+
+    async def _read(self, work: Callable[[], Awaitable[Any]]) -> Any:
+        """``work()`` against Redis; a lost Redis makes it :func:`reconnecting`."""
+        if not self._ready:
+            raise reconnecting()
+        try:
+            return await work()
+        except Exception as exc:  # noqa: BLE001 - Redis went away
+            await self._went(exc)
+            raise reconnecting() from None
+
+    async def _alive_instances(self, names: set[str]) -> set[str]:
+        """Those of ``names`` whose ``alive`` key is there (raises when Redis is away)."""
+        ordered = sorted(names)
+        found = await self.redis.mget([self._alive + name for name in ordered]) if ordered else []
+        return {name for name, value in zip(ordered, found) if value is not None}
+
+    async def seeking_count(self) -> int:
+        """:meth:`Bus.seeking_count`: the waiting tabs of running instances."""
+        async def count() -> int:
+            owners = await self.redis.hkeys(self._seeking)
+            alive = await self._alive_instances({owner.split("/")[0] for owner in owners})
+            return sum(owner.split("/")[0] in alive for owner in owners)
+
+        return await self._read(count)
+
+    async def put_live(self, items: list[dict[str, Any]]) -> None:  # noqa: D102
+        async def put() -> None:
+            if items:
+                await self.redis.hset(self._live, self.instance, json.dumps(items))
+            else:
+                await self.redis.hdel(self._live, self.instance)
+
+        await self._read(put)
+
+    async def live_lists(self) -> list[list[dict[str, Any]]]:
+        """:meth:`Bus.live_lists`: those of running instances (a stopped one's are left out)."""
+        async def read() -> list[list[dict[str, Any]]]:
+            lists = await self.redis.hgetall(self._live)
+            alive = await self._alive_instances(set(lists))
+            return [json.loads(value) for name, value in sorted(lists.items()) if name in alive]
+
+        return await self._read(read)
 
 
 def bus_unreachable(url: str) -> str | None:

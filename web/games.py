@@ -27,6 +27,7 @@ from orderchaos.agents.fallback import fallback_action
 from orderchaos.arena.analysis import board_facts, move_list
 from orderchaos.web.bus import Bus, LocalBus
 from orderchaos.web.errors import Busy, StoreAway, TimedOut, WebError
+from orderchaos.web.live import LiveBoard
 from orderchaos.web.ops import log_game_end
 from orderchaos.web.clocks import TimeControl
 from orderchaos.web.services import Services, agent_move
@@ -228,6 +229,7 @@ class LiveGame:
         ``publish`` tell the other instances that the game changed."""
         if publish:
             await self.hub.publish(self)
+        self.hub.live.changed(self)
         board = self.shared_view()
         for client in list(self.clients):
             await client.send(self.view(client, board))
@@ -428,6 +430,8 @@ class Hub:
         self.store_away = False  # the last sweep met a game store that did not answer
         self.pairing: Callable[[Seek, Seek], Awaitable[None]] | None = None
         """Puts two tabs that "play anyone" paired after waiting into a game (:mod:`.sessions`)."""
+        self.live = LiveBoard(self)
+        """The games in progress, for the start page."""
 
     async def sweep(self) -> None:
         """Abort every game, open in a tab or not, whose first move did not come within
@@ -489,6 +493,8 @@ class Hub:
         elif kind == "lobby":
             for tab in list(self.lobby_tabs.values()):
                 await tab.show_lobby()
+        elif kind == "live":
+            self.live.elsewhere()
         elif kind == "paired":
             tab = self.lobby_tabs.get(event.get("tab"))  # type: ignore[arg-type]
             if tab is not None:
@@ -505,6 +511,7 @@ class Hub:
     async def bus_back(self) -> None:
         """The bus is back: every open game is read again from the store (what changed
         meanwhile on other instances) and every tab gets its view."""
+        self.live.bus_back()
         for game in list(self.games.values()):
             game.reload()
             await game.broadcast()
@@ -604,6 +611,7 @@ class Hub:
         """Remove a tab; the last one out stops the game's work and drops it from memory."""
         if client in game.clients:
             game.clients.remove(client)
+        self.live.changed(game)
         if not game.clients:
             game.stop()
             if self.games.get(game.id) is game:

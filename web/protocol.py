@@ -53,6 +53,7 @@ FIELDS: dict[str, frozenset[str]] = {
         "play_anyone": "time_control rated",
         "identify": "player",
         "rename": "name",
+        "live": "",
     }.items()
 }
 """Each message type and the fields it may carry."""

@@ -18,12 +18,14 @@ Messages from the page (JSON objects, by ``type``):
   and symbol, or text such as "c3 X"), ``undo``, ``retry`` (ask the computer again for a
   move that failed), ``hint``, ``state``, ``rematch``, ``study_game``;
 - watch: ``watch`` (order, chaos, delay_ms), ``pause``, ``resume``, ``step``, ``speed``;
+  ``live`` (follow the games being played now: :mod:`.live`);
 - study: ``list_files``, ``open_file`` (name), ``upload`` (name, content), ``analyse`` (game).
 
 Answers: ``hello`` (levels, suggestions, limits), ``joined`` (game, seat, token when a new
 one was issued), ``state`` (a play or watch view: board facts, moves with their side, seats,
 invite, rematch), ``rematch`` (the new game's id), ``hint``, ``files``, ``games``,
-``analysis`` and ``error`` (message, code, args).
+``analysis``, ``live`` (games in progress, how many wait to be paired and play) and
+``error`` (message, code, args).
 """
 
 from __future__ import annotations
@@ -234,6 +236,7 @@ class Play:
         if withdrawn:
             listing["withdrawn"] = withdrawn
         await self.send(listing)
+        self.hub.live.changed()  # how many wait to be paired may have changed
 
     async def _tell_lobby(self, withdrawn: int = 0) -> None:
         """Every lobby viewer, on every instance, gets the new listing; this tab with ``withdrawn``."""
@@ -289,11 +292,13 @@ class Play:
         self.hub._later(self._left_lobby())
 
     async def _left_lobby(self) -> None:
+        self.hub.live.unfollow(self.tab_id)
         try:
             if await self.hub.bus.gone(self.tab_id):
                 await self._tell_lobby()
         except WebError:  # the bus is reconnecting: an owner whose instance is alive stays listed
             pass
+        self.hub.live.changed()  # it may have been waiting to be paired
 
     async def paired(self, game: LiveGame, seat: str, token: str) -> None:
         """The lobby paired this tab (its challenge taken, or its wait for a game met), here or
@@ -748,6 +753,7 @@ class Connection:
             "play_anyone": lambda: self.play.play_anyone(msg),
             "identify": lambda: self.play.identify(msg),
             "rename": lambda: self.play.rename(msg),
+            "live": lambda: self.play.hub.live.follow(self.play.tab_id, self.send),
         }
         result = handlers[kind]()
         if result is not None:

@@ -90,17 +90,6 @@ def test_play_anyone_pairs_the_first_two_on_the_same_time_control() -> None:
 # -- through the server ---------------------------------------------------------------------
 
 
-@pytest.fixture(params=["memory", "redis"])
-def bus(request: pytest.FixtureRequest) -> Callable[[], Bus | None]:
-    """Makes the bus of a site: none (the lobby in memory) or one on the tests' Redis."""
-    if request.param == "memory":
-        return lambda: None
-    from orderchaos.web.bus import RedisBus
-
-    url = request.getfixturevalue("redis_url")
-    return lambda: RedisBus(url)
-
-
 class Site(AppSite):
     """An app and its sockets (all from the test client's one address)."""
 
