@@ -176,3 +176,21 @@ def test_an_instance_says_its_games_again_when_redis_comes_back_empty(tmp_path: 
             wait_for(lambda: listed(b, game), "A's game in B's list again", seconds=30)
     finally:
         redis_server.stop()
+
+
+def test_a_rated_game_is_listed_with_its_players_names_and_ratings() -> None:
+    with Site() as site:
+        tabs = []
+        for player in ("a" * 32, "b" * 32):
+            ws = site.connect()
+            ws.send_json({"type": "identify", "player": player})
+            tabs.append((ws, receive(ws, "me")["name"]))
+        for ws, _ in tabs:
+            ws.send_json({"type": "play_anyone", "time_control": "1+0", "rated": True})
+        joined = {name: receive(ws, "joined") for ws, name in tabs}
+        seats = {msg["seat"]: name for name, msg in joined.items()}
+        order_ws = next(ws for ws, name in tabs if name == seats["order"])
+        order_ws.send_json({"type": "move", "cell": 14, "symbol": "X"})
+        item = wait_for(lambda: listed(site, joined[seats["order"]]["game"], moves=1), "the game listed", seconds=30)
+        assert (item["order_name"], item["chaos_name"]) == (seats["order"], seats["chaos"])
+        assert item["order_rating"] == item["chaos_rating"] == 1500
