@@ -50,6 +50,7 @@ CHROMIUM_ARGS = [
 ]
 SCREENSHOTS = os.environ.get("ORDERCHAOS_WEB_SCREENSHOTS")
 TIMEOUT_MS = 30_000
+expect.set_options(timeout=TIMEOUT_MS)  # a condition waited for, not a budget: a busy machine is slow, not wrong
 LIMITS = Limits(move_time=10, hint_time=0.5, study_time=0.1)
 SOLUTIONS = {p.id: p for p in load_puzzles()}
 """The shipped puzzles by id: the test reads a puzzle's solution from the set the server uses."""

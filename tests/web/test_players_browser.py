@@ -29,14 +29,13 @@ def bullet(tab: Page) -> int:
 
 
 def seated(browser: Browser, server: Server, rated: bool = True) -> dict[str, tuple]:
-    """Two fresh profiles press "Play anyone" at 1+0: (context, tab, own name) by seat."""
+    """Two fresh profiles press 1+0 in the quick-pairing grid: (context, tab, own name) by seat."""
     tabs = [new_tab(browser, server.url) for _ in range(2)]
     for _, tab in tabs:
         expect(tab.get_by_test_id("my-name")).not_to_be_empty()
         if not rated:
             tab.uncheck("input[name=rated]")
-        tab.select_option("select[name=time_control]", "1+0")
-        tab.click("button[data-action=play-anyone]")
+        tab.click("button[data-seek='1+0']")
         if tab is tabs[0][1]:
             expect(tab.get_by_test_id("lobby-seeking")).to_be_visible()
     by_seat = {}
@@ -169,3 +168,23 @@ def test_the_player_page_and_the_leaderboard_pass_axe_and_fit_a_phone(browser: B
     assert found == dict.fromkeys(pages, []), found
     assert widths == dict.fromkeys(pages, [360, 360]), widths
     assert small == dict.fromkeys(pages, []), small
+
+
+def test_a_script_that_arrives_late_still_says_who_the_tab_is(browser: Browser, server: Server) -> None:
+    """player.js held back until the words are loaded (and, had the page connected already,
+    until the server's hello came): the tab still identifies, since it connects only once
+    every script has run. Connecting as soon as the words were in lost the hello, and the
+    name stayed empty for good."""
+    context = browser.new_context()
+    tab = context.new_page()
+    tab.set_default_timeout(TIMEOUT_MS)
+    held = []
+    tab.route("**/static/player.js", lambda route: held.append(route))
+    tab.goto(server.url, wait_until="commit")
+    tab.wait_for_function("() => typeof ui !== 'undefined' && Object.keys(ui.catalogue).length > 0")
+    if tab.evaluate("() => socket !== null"):  # connected before every script ran
+        tab.wait_for_function("() => ui.greeted")
+    assert len(held) == 1
+    held[0].continue_()
+    expect(tab.get_by_test_id("my-name")).not_to_be_empty()
+    context.close()

@@ -874,4 +874,8 @@ document.addEventListener("keydown", (event) => {
 
 buildBoard();
 render();
-setLanguage(localStorage.getItem(LANGUAGE_KEY) || document.documentElement.lang || "en").then(connect);
+// Connect once the words are loaded and every script of the page has run: a script after this
+// one (player.js, start.js) wraps the handlers, and a hello it missed is never said again.
+const scriptsRun = new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve));
+Promise.all([setLanguage(localStorage.getItem(LANGUAGE_KEY) || document.documentElement.lang || "en"), scriptsRun])
+  .then(connect);
