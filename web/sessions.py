@@ -12,6 +12,7 @@ This module imports no web framework; :mod:`orderchaos.web.app` wraps it in Star
 Messages from the page (JSON objects, by ``type``):
 
 - play: ``new_game`` (side: order/chaos/random, opponent: a level or a spec),
+  ``challenge_bot`` (bot, time_control: a casual game against a bot online),
   ``play_friend`` (side), ``open`` (game, and token or invite), ``leave``, ``move`` (cell
   and symbol, or text such as "c3 X"), ``undo``, ``retry`` (ask the computer again for a
   move that failed), ``hint``, ``state``, ``rematch``, ``study_game``;
@@ -183,7 +184,8 @@ class Play:
         how many of its challenges just went because it went into a game (the page says so)."""
         bus = self.hub.bus
         listing: dict[str, Any] = {"type": "lobby", "challenges": await bus.listing(self.tab_id),
-                                   "seeking": await bus.seeking_for(self.tab_id)}
+                                   "seeking": await bus.seeking_for(self.tab_id),
+                                   "bots": self.hub.bots.lobby_listing() if self.hub.bots is not None else []}
         if withdrawn:
             listing["withdrawn"] = withdrawn
         await self.send(listing)
@@ -208,6 +210,13 @@ class Play:
         control = parse_time_control(challenge.time_control)
         await _pair(str(challenge.owner), self, _resolve_side(challenge.side), control)
 
+    async def challenge_bot(self, msg: dict[str, Any]) -> None:
+        """Challenge a bot online (``bot``, its name) to a casual game on ``time_control``;
+        the tab lands in the game once the bot accepts."""
+        if self.hub.bots is None:
+            raise WebError("this site takes no bots", "no_bots")
+        await self.hub.bots.challenge_from_person(self, msg.get("bot"), msg.get("time_control", NO_CLOCK))
+
     async def cancel(self, msg: dict[str, Any]) -> None:
         """Withdraw one of this tab's challenges, or (without one) stop waiting to be paired."""
         if "challenge" in msg:
@@ -229,6 +238,8 @@ class Play:
     def leave_lobby(self) -> None:
         """This tab closed: its challenges and its wait for a pairing go with it."""
         self.hub.lobby_tabs.pop(self.tab_id, None)
+        if self.hub.bots is not None:
+            self.hub.bots.forget_person(self)
         self.hub._later(self._left_lobby())
 
     async def _left_lobby(self) -> None:
@@ -656,6 +667,7 @@ class Connection:
             "accept": lambda: self.play.accept(msg),
             "cancel": lambda: self.play.cancel(msg),
             "play_anyone": lambda: self.play.play_anyone(msg),
+            "challenge_bot": lambda: self.play.challenge_bot(msg),
         }
         result = handlers[kind]()
         if result is not None:

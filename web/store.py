@@ -33,6 +33,7 @@ PostgreSQL's REAL has 4 bytes, too few for Unix seconds)::
                     solved INTEGER,            -- 1 solved, 0 failed
                     before REAL, after REAL,   -- the player's rating around the attempt
                     PRIMARY KEY (player, puzzle))  -- only a first attempt is rated
+    bot_accounts, bot_ratings, bot_games   -- bots, their ratings and games: see orderchaos.web.bots
 
 Seat tokens are kept only as hashes: the file alone does not let anyone take a seat.
 A game is finished once ``reason`` is set; ``winner`` stays NULL for an aborted game.
@@ -58,6 +59,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from orderchaos.arena.game_files import OFF_BOARD_ENDS, GameRecord, SavedGame, game_line
 from orderchaos.arena.glicko2 import Rating
+from orderchaos.web.bots import label_bot
 from orderchaos.web.clocks import GameClock, TimeControl
 from orderchaos.envs.rules import AGENTS, State
 from orderchaos.files import atomic_write_bytes
@@ -113,6 +115,25 @@ CREATE TABLE IF NOT EXISTS puzzle_attempts (
     before DOUBLE PRECISION NOT NULL,
     after DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (player, puzzle)
+);
+CREATE TABLE IF NOT EXISTS bot_accounts (
+    name TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL,
+    created DOUBLE PRECISION NOT NULL,
+    revoked DOUBLE PRECISION
+);
+CREATE TABLE IF NOT EXISTS bot_ratings (
+    name TEXT PRIMARY KEY,
+    r DOUBLE PRECISION NOT NULL, rd DOUBLE PRECISION NOT NULL, sigma DOUBLE PRECISION NOT NULL,
+    games INTEGER NOT NULL, wins INTEGER NOT NULL,
+    updated DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE IF NOT EXISTS bot_games (
+    game TEXT PRIMARY KEY REFERENCES games(id),
+    order_bot TEXT, chaos_bot TEXT,
+    rated INTEGER NOT NULL,
+    created DOUBLE PRECISION NOT NULL,
+    settled DOUBLE PRECISION
 );
 """
 V2_COLUMNS = (
@@ -218,9 +239,10 @@ class StoredGame:
         return state
 
     def label(self, role: str) -> str:
-        """Who played ``role``: the agent's level or spec, or :data:`PERSON`."""
+        """Who played ``role``: the agent's level or spec, a bot as ``bot:NAME``, or :data:`PERSON`."""
         if self.specs.get(role) is None:
-            return PERSON
+            label = self.labels.get(role)
+            return label if label_bot(label) is not None else PERSON
         return self.labels.get(role) or self.specs[role] or PERSON
 
     def saved(self) -> SavedGame:
@@ -761,7 +783,8 @@ class GameStore:
         return [i for (i,) in self.db.execute(f"SELECT id FROM games{where} ORDER BY created, id")]
 
 
-STORE_TABLES = ("games", "moves", "puzzle_players", "puzzle_ratings", "puzzle_attempts")
+STORE_TABLES = ("games", "moves", "puzzle_players", "puzzle_ratings", "puzzle_attempts", "bot_accounts",
+                "bot_ratings", "bot_games")
 """Every table that holds a site (all but ``meta``), games before the moves that refer to them."""
 COPY_BATCH = 1000
 """Rows read and written at a time by :func:`copy_store`."""

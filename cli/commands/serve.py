@@ -113,6 +113,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--open", action="store_true", help="open the page in a web browser")
     parser.add_argument(
+        "--house-bots", action="store_true",
+        help="seat the shipped players (heuristic, pretrained, strongest) on the bots' ladder as fixed "
+        "anchors, played by this server's workers",
+    )
+    parser.add_argument(
         "--move-time", type=options.SECONDS, default=30.0, metavar="S",
         help="seconds an agent may think about one move before the move fails (default 30)",
     )
@@ -275,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
         args.games_dir, limits, warm_up=True, db=store, allowed_hosts=allowed_hosts(public, args.host),
         public=public, trusted_proxies=trusted,
         quotas=address_limits(args, bus) if facing else None,
-        workers=workers, bus=bus,
+        workers=workers, bus=bus, house_bots=args.house_bots,
     )
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
