@@ -107,6 +107,8 @@ class BotSeat(Client):
         super().__init__(self.changed)
         self.bot_hub, self.name, self.game, self.rated, self.opponent = bot_hub, name, game, rated, opponent
         self.seat = role
+        self.told: tuple[int, str | None] | None = None
+        """The moves and the ending the bot was last told of (a "thinking" view changes neither)."""
 
     def start_message(self) -> dict[str, Any]:
         """The ``game_start`` message."""
@@ -128,6 +130,10 @@ class BotSeat(Client):
 
     async def changed(self, view: dict[str, Any]) -> None:
         """The game changed (a move, its end): the bot is told; an ended game is rated and let go."""
+        told = (len(self.game.actions), self.game.reason)
+        if told == self.told:
+            return
+        self.told = told
         await self.bot_hub.tell(self.name, self.state_message())
         if self.game.over:
             self.bot_hub.finished(self)
