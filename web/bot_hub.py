@@ -39,7 +39,7 @@ from orderchaos.web.bot_protocol import PROTOCOL_VERSION, decode
 from orderchaos.web.clocks import NO_CLOCK, parse_time_control
 from orderchaos.web.errors import WebError
 from orderchaos.web.games import Client, Hub, LiveGame, TOKEN_BYTES, other
-from orderchaos.web.proof_page import _catalogues
+from orderchaos.web.proof_page import html_page, phrases
 from orderchaos.web.protocol import RateLimit
 from orderchaos.web.sessions import read_move
 from orderchaos.web.store import token_hash as seat_hash
@@ -543,16 +543,15 @@ class BotHub:
 def render_ladder(lang: str, rows: list[dict[str, Any]], games: list[dict[str, Any]]) -> str:
     """The ladder page: the bots' ratings and their latest games, each game a link to watch it
     live or study it once over."""
-    words = _catalogues().get(lang) or _catalogues()["en"]
-
-    def say(key: str, **values: str) -> str:
-        text = words[key]
-        for name, value in values.items():
-            text = text.replace("{" + name + "}", value)
-        return html.escape(text)
+    say = phrases(lang)
 
     def who(name: str | None) -> str:
         return html.escape(bots.bot_label(name)) if name else say("ladder.person")
+
+    def result(game: dict[str, Any]) -> str:
+        if game["reason"] is None:
+            return say("ladder.playing")
+        return say("ladder.won_" + game["winner"]) if game["winner"] else say("ladder.aborted")
 
     table = "\n".join(
         f'<tr><th scope="row">{who(row["name"])}{" " + say("ladder.house") if row["house"] else ""}</th>'
@@ -560,22 +559,8 @@ def render_ladder(lang: str, rows: list[dict[str, Any]], games: list[dict[str, A
         f'<td>{say("ladder.online") if row["online"] else ""}</td></tr>' for row in rows)
     listed = "\n".join(
         f'<li><a href="/g/{html.escape(g["game"])}">{who(g["order"])} – {who(g["chaos"])}</a> '
-        f'{say("ladder.rated") if g["rated"] else say("ladder.casual")}: '
-        f'{say("ladder.playing") if g["reason"] is None else say("ladder.won_" + g["winner"]) if g["winner"] else say("ladder.aborted")}'
-        f'</li>' for g in games)
-    return f"""<!doctype html>
-<html lang="{lang}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{say("ladder.title")}</title>
-<link rel="stylesheet" href="/static/proof.css">
-</head>
-<body>
-<header><a href="/">{say("proof.back")}</a></header>
-<main>
-<h1>{say("ladder.title")}</h1>
-<p>{say("ladder.intro")} <a href="/docs/bots.md">{say("ladder.connect")}</a></p>
+        f'{say("ladder.rated") if g["rated"] else say("ladder.casual")}: {result(g)}</li>' for g in games)
+    return html_page(lang, say("ladder.title"), f"""<p>{say("ladder.intro")} <a href="/docs/bots.md">{say("ladder.connect")}</a></p>
 <table data-testid="ladder">
 <thead><tr><th scope="col">{say("ladder.bot")}</th><th scope="col">{say("ladder.rating")}</th>
 <th scope="col">{say("ladder.games")}</th><th scope="col">{say("ladder.wins")}</th><th scope="col"></th></tr></thead>
@@ -586,8 +571,4 @@ def render_ladder(lang: str, rows: list[dict[str, Any]], games: list[dict[str, A
 <h2>{say("ladder.games_title")}</h2>
 <ul data-testid="ladder-games">
 {listed}
-</ul>
-</main>
-</body>
-</html>
-"""
+</ul>""", say("proof.back"))

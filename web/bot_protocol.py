@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orderchaos.web.protocol import decode as decode_message
+from orderchaos.web.protocol import decode as decode_message, message_fields
 
 PROTOCOL_VERSION = 1
 """Raised whenever a message changes in a way an older bot would misread."""
@@ -24,17 +24,14 @@ PATH = "/api/bot/ws"
 MAX_MESSAGE_BYTES = 4096
 """The largest message a bot may send; a longer one is refused with ``too_large``."""
 
-FIELDS: dict[str, frozenset[str]] = {
-    name: frozenset(fields.split()) | {"type"}
-    for name, fields in {
-        "challenge": "opponent time_control rated side",
-        "accept": "challenge",
-        "decline": "challenge reason",
-        "move": "game action text",
-        "resign": "game",
-        "games": "",
-    }.items()
-}
+FIELDS: dict[str, frozenset[str]] = message_fields({
+    "challenge": "opponent time_control rated side",
+    "accept": "challenge",
+    "decline": "challenge reason",
+    "move": "game action text",
+    "resign": "game",
+    "games": "",
+})
 """What a bot may send, and each message's fields."""
 
 _NAME = {"type": "string", "minLength": 2, "maxLength": 30}

@@ -56,6 +56,13 @@ FIELDS: dict[str, frozenset[str]] = {
 }
 """Each message type and the fields it may carry."""
 
+
+def message_fields(table: dict[str, str]) -> dict[str, frozenset[str]]:
+    """Each message type's fields (``"side time_control"``) as a set, with ``type``: a
+    table like :data:`FIELDS` for another protocol (the bots')."""
+    return {name: frozenset(fields.split()) | {"type"} for name, fields in table.items()}
+
+
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKETS = re.compile(r"[\[\]{}]")
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orderchaos.cli import options
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``bots``."""
@@ -31,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     import datetime
 
     from orderchaos.web import bots
-    from orderchaos.web.store import GameStore, StoreError, StoreUnavailable, default_db_path
+    from orderchaos.web.store import StoreUnavailable, default_db_path
 
     location = args.db or str(default_db_path())
     if args.action == "add":
@@ -40,14 +42,9 @@ def run(args: argparse.Namespace) -> int:
         except bots.BotAccountError as exc:
             print(f"orderchaos bots: {exc}", file=sys.stderr)
             return 2
-    try:
-        store = GameStore(location)
-    except StoreUnavailable as exc:
-        print(f"orderchaos bots: --db {exc}", file=sys.stderr)
-        return 1
-    except (StoreError, OSError) as exc:
-        print(f"orderchaos bots: --db {location}: {exc}", file=sys.stderr)
-        return 2
+    store = options.open_store("bots", location)
+    if isinstance(store, int):
+        return store
     try:
         if args.action == "add":
             token = bots.add_account(store, args.name)

@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"orderchaos serve: --bus {exc}", file=sys.stderr)
             return 2
     from orderchaos.web.store import (
-        GameStore, StoreError, StoreUnavailable, default_db_path, export_games, parse_store_url,
+        StoreError, default_db_path, export_games, parse_store_url,
     )
     from orderchaos.files import OutputPathError, check_output_dir
 
@@ -204,14 +204,9 @@ def run(args: argparse.Namespace) -> int:
         except OutputPathError as exc:
             print(f"orderchaos serve: {exc}", file=sys.stderr)
             return 2
-    try:
-        store = GameStore(db)
-    except StoreUnavailable as exc:
-        print(f"orderchaos serve: --db {exc}", file=sys.stderr)
-        return 1
-    except (StoreError, OSError) as exc:
-        print(f"orderchaos serve: --db {db}: {exc}", file=sys.stderr)
-        return 2
+    store = options.open_store("serve", db)
+    if isinstance(store, int):
+        return store
     if args.export_games is None:
         try:
             store.check_writable()

@@ -19,7 +19,7 @@ jsonschema = pytest.importorskip("jsonschema", reason="jsonschema checks the pro
 
 from starlette.websockets import WebSocketDisconnect  # noqa: E402
 
-from helpers import AppSite, game_actions, random_game, receive, receive_json, wait_for  # noqa: E402
+from helpers import AppSite, game_actions, random_game, receive, receive_json  # noqa: E402
 
 from orderchaos.web import bots  # noqa: E402
 from orderchaos.web.app import create_app  # noqa: E402
