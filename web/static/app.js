@@ -174,6 +174,7 @@ const handlers = {
     ui.files = { names: [], folder: Boolean(msg.games_dir) };
     if (msg.games_dir) send({ type: "list_files" });
     else renderFiles();
+    send({ type: "lobby" });  // the challenges and the bots already there when this tab opened
     const fromAddress = gameFromAddress();
     if (ui.game) openGame(ui.game);  // a reconnect: back into the same game
     else if (fromAddress.game) {
