@@ -98,6 +98,8 @@ class Figures:
     results: list[tuple[str, str, str | None, str | None]] = field(default_factory=list)
     """(game, seat, winner, reason) per finished game."""
     round_trips: list[float] = field(default_factory=list)
+    agent_failures: int = 0
+    """Moves the agent failed to make (an exception), played without search instead."""
 
     def summary(self) -> str:
         """One line: games, wins by seat, the median and 95th percentile round trip."""
@@ -105,6 +107,8 @@ class Figures:
         played = {role: sum(1 for _, seat, _, _ in self.results if seat == role) for role in AGENTS}
         text = (f"{len(self.results)} games: as Order won {won['order']} of {played['order']}, "
                 f"as Chaos won {won['chaos']} of {played['chaos']}")
+        if self.agent_failures:
+            text += f"; the agent failed {self.agent_failures} times"
         if len(self.round_trips) >= 2:
             ms = sorted(t * 1000 for t in self.round_trips)
             text += (f"; move round trip median {statistics.median(ms):.1f} ms, "
@@ -297,12 +301,18 @@ class BotClient:
     async def _move(self, record: GameRecord, state: State, left: float | None) -> None:
         from orderchaos.agents.fallback import fallback_action
 
-        if record.agent is None:
-            record.agent = self.idle_agents.pop() if self.idle_agents else await asyncio.to_thread(self.make_agent)
-        if left is not None and left < LOW_CLOCK:
+        try:
+            if record.agent is None:
+                record.agent = self.idle_agents.pop() if self.idle_agents else await asyncio.to_thread(self.make_agent)
+            if left is not None and left < LOW_CLOCK:
+                action = await asyncio.to_thread(fallback_action, state)
+            else:
+                action = await asyncio.to_thread(record.agent.act, state)
+        except Exception as exc:  # the agent's own bug: said, and the game goes on without it
+            self.figures.agent_failures += 1
+            self.say(f"orderchaos bot: the agent failed in game {record.game} ({type(exc).__name__}: {exc}); "
+                     "playing the move without search")
             action = await asyncio.to_thread(fallback_action, state)
-        else:
-            action = await asyncio.to_thread(record.agent.act, state)
         if record.game in self.games and not self.stopping.is_set():
             record.sent_at = time.perf_counter()
             await self._send({"type": "move", "game": record.game, "action": int(action)})

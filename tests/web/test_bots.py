@@ -21,6 +21,7 @@ from starlette.websockets import WebSocketDisconnect  # noqa: E402
 
 from helpers import AppSite, game_actions, random_game, receive, receive_json  # noqa: E402
 
+from orderchaos.arena.glicko2 import Rating, update  # noqa: E402
 from orderchaos.web import bots  # noqa: E402
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.web.bot_hub import BotLimits  # noqa: E402
@@ -351,10 +352,15 @@ def test_house_bots_sit_on_the_ladder_as_fixed_anchors(store: GameStore) -> None
         until(alpha, "game_state", over=True)
         listed = {row["name"]: row for row in site.client.get("/api/bots").json()}
         assert listed["heuristic"]["rating"] == 1300.0 and listed["heuristic"]["games"] == 1
-        assert listed["alpha"]["rating"] < 1500 and listed["alpha"]["games"] == 1
+        expected = update(Rating(), [(Rating(1300.0, bots.HOUSE_DEVIATION), 0.0)])  # against the anchor's rating
+        assert (listed["alpha"]["rating"], listed["alpha"]["games"]) == (round(expected.r, 1), 1)
+        assert bots.rating_of(store, "heuristic") == Rating(1300.0, bots.HOUSE_DEVIATION)
         assert "bot:heuristic" in site.client.get("/bots").text
-    with AppSite(create_app(db=store, limits=FAST)) as site:
+    with AppSite(create_app(db=store, limits=FAST)) as site:  # without --house-bots: no house bot
         assert "heuristic" not in {row["name"] for row in site.client.get("/api/bots").json()}
+        alpha = connect_bot(site, token)
+        send(alpha, {"type": "challenge", "opponent": "heuristic", "time_control": "1+0"})
+        assert until(alpha, "error")["code"] == "bot_offline"
 
 
 def test_the_protocol_document_shows_every_message_schema(repo: Any) -> None:

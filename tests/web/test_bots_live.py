@@ -215,3 +215,4 @@ def test_the_agent_snippet_of_the_docs_plays_a_house_bot(site: dict[str, Any], r
                                "ORDERCHAOS_BOT_TOKEN": site["tokens"]["gamma"]})
     assert done.returncode == 0, done.stderr
     assert "against heuristic" in done.stdout and "games" in done.stdout.splitlines()[-1]
+    assert "failed" not in done.stdout
