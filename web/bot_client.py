@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from orderchaos.agents.base import Agent
 from orderchaos.web.bot_protocol import PATH, PROTOCOL_VERSION
+from orderchaos.web.protocol import RateLimit
 from orderchaos.envs.rules import AGENTS, State
 
 LOW_CLOCK = 1.0
@@ -34,6 +35,8 @@ RECONNECT_SECONDS = (0.2, 0.5, 1.0, 2.0, 5.0)
 """Pauses before each try to connect again after a drop (the last repeats)."""
 MAX_DECLINES = 10
 """Declines in a row after which a run of challenges gives up."""
+PACE = 0.8
+"""The share of the site's message rate (and burst) the client uses, keeping clear of its edge."""
 
 
 class TokenRefused(Exception):
@@ -135,6 +138,9 @@ class BotClient:
         self.ws: Any = None
         self.name = ""
         self.tasks: set[asyncio.Task] = set()
+        self.rate: RateLimit | None = None
+        """The site's message rate, once its hello has said it."""
+        self.pacing = asyncio.Lock()
 
     def stop(self) -> None:
         """Take no new game, resign those in progress, end the run."""
@@ -200,7 +206,13 @@ class BotClient:
                 await self.ws.close()
 
     async def _send(self, message: dict[str, Any]) -> None:
-        if self.ws is not None:
+        """Send one message, within the site's rate (:data:`PACE` of it): past it a move would be
+        refused, and the game lost on time."""
+        if self.ws is None:
+            return
+        async with self.pacing:
+            while self.rate is not None and not self.rate.allow():
+                await asyncio.sleep(1 / self.rate.rate)
             try:
                 await self.ws.send(json.dumps(message))
             except Exception:  # the connection dropped: the run connects again and goes on
@@ -214,6 +226,10 @@ class BotClient:
                 raise BotRunError(f"the site speaks bot protocol {msg.get('protocol')}, this client "
                                   f"{PROTOCOL_VERSION}; update orderchaos")
             self.name = msg["bot"]
+            limits = msg["limits"]
+            self.rate = RateLimit(limits.get("rate", 20.0) * PACE, max(1, int(limits.get("burst", 1) * PACE)))
+            for record in self.games.values():  # a move sent as the connection dropped is made again
+                record.answered = -1
             self.say(f"orderchaos bot: connected to {self.url} as bot:{self.name} (rating {msg['rating']:.0f}); "
                      + (f"challenging bot:{self.options.challenge}" if self.options.challenge
                         else "waiting for challenges"))

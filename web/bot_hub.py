@@ -35,7 +35,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from orderchaos.web import bots
-from orderchaos.web.bot_protocol import PROTOCOL_VERSION, decode
+from orderchaos.web.bot_protocol import MAX_MESSAGE_BYTES, PROTOCOL_VERSION, decode
 from orderchaos.web.clocks import NO_CLOCK, parse_time_control
 from orderchaos.web.errors import WebError
 from orderchaos.web.games import Client, Hub, LiveGame, TOKEN_BYTES, other
@@ -272,8 +272,8 @@ class BotHub:
             "type": "hello", "protocol": PROTOCOL_VERSION, "bot": name,
             "rating": round(bots.rating_of(self.store, name).r, 1), "games": [s.game.id for s in seated],
             "limits": {"connections": self.limits.connections, "challenges": self.limits.challenges,
-                       "games": self.limits.games, "rate": self.limits.rate,
-                       "max_message_bytes": 4096}})
+                       "games": self.limits.games, "rate": self.limits.rate, "burst": self.limits.burst,
+                       "max_message_bytes": MAX_MESSAGE_BYTES}})
         for seat in seated:
             await connection.send(seat.start_message())
             await connection.send(seat.state_message())

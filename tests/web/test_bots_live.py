@@ -196,7 +196,7 @@ def test_a_bad_token_and_a_token_revoked_while_connected_end_the_client_with_one
         wait_for(lambda: epsilon.said(READY), "epsilon ready", still_running=epsilon.alive)
         assert cli("bots", "revoke", "epsilon", "--db", str(site["db"]), cwd=tmp_path).returncode == 0
         assert epsilon.wait() == 2
-        assert len(epsilon.err) == 1 and "revoked" in epsilon.err[0]
+        assert len(epsilon.err) == 1 and "the site revoked this bot's token" in epsilon.err[0]
     finally:
         epsilon.stop()
     for argv, said in [(("--server", "ftp://x"), "--server"), (("--accept", "blitz"), "--accept"),
@@ -216,3 +216,55 @@ def test_the_agent_snippet_of_the_docs_plays_a_house_bot(site: dict[str, Any], r
     assert done.returncode == 0, done.stderr
     assert "against heuristic" in done.stdout and "games" in done.stdout.splitlines()[-1]
     assert "failed" not in done.stdout
+
+
+def test_the_client_keeps_within_the_sites_message_rate(tmp_path: Path) -> None:
+    """Two heuristic bots, each move a message, on a site that takes 4 messages a second from a
+    bot: the client paces itself, so no move is refused and the game ends on the board."""
+    import asyncio
+    import socket
+
+    import uvicorn
+
+    from orderchaos.web import bots
+    from orderchaos.web.app import create_app
+    from orderchaos.web.bot_client import BotClient, BotOptions, agent_factory
+    from orderchaos.web.bot_hub import BotLimits
+    from orderchaos.web.store import GameStore
+
+    store = GameStore(tmp_path / "site.sqlite3")
+    tokens = {name: bots.add_account(store, name) for name in ("alpha", "beta")}
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server = uvicorn.Server(uvicorn.Config(create_app(db=store, bot_limits=BotLimits(rate=4.0, burst=2)),
+                                           log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+
+    def serving() -> None:
+        assert thread.is_alive(), "the site stopped before it served"
+
+    wait_for(lambda: server.started, "the site serving", still_running=serving)
+    said: list[str] = []
+
+    async def match() -> BotClient:
+        beta = BotClient(url, tokens["beta"], agent_factory("heuristic"), BotOptions(), said.append)
+        alpha = BotClient(url, tokens["alpha"], agent_factory("heuristic"),
+                          BotOptions(challenge="beta", games=1, time_control="1+0"), said.append)
+        waiting = asyncio.create_task(beta.run())
+        while not any("waiting for challenges" in line for line in said):
+            await asyncio.sleep(0.02)
+        await alpha.run()
+        beta.stop()
+        await waiting
+        return alpha
+
+    try:
+        alpha = asyncio.run(match())
+    finally:
+        server.should_exit = server.force_exit = True
+        thread.join(timeout=30)
+        store.close()
+    assert [reason for _, _, _, reason in alpha.figures.results] in (["five"], ["full_board"]), said
+    assert not [line for line in said if "too many messages" in line]
