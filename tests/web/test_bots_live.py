@@ -16,6 +16,7 @@ import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -218,27 +219,20 @@ def test_the_agent_snippet_of_the_docs_plays_a_house_bot(site: dict[str, Any], r
     assert "failed" not in done.stdout
 
 
-def test_the_client_keeps_within_the_sites_message_rate(tmp_path: Path) -> None:
-    """Two heuristic bots, each move a message, on a site that takes 4 messages a second from a
-    bot: the client paces itself, so no move is refused and the game ends on the board."""
-    import asyncio
+@contextmanager
+def site_in_thread(store: Any, **options: Any) -> Iterator[tuple[str, Any]]:
+    """The app (``create_app(db=store, **options)``) served by uvicorn in a thread of this
+    process on a free loopback port: its URL and the app."""
     import socket
 
     import uvicorn
 
-    from orderchaos.web import bots
     from orderchaos.web.app import create_app
-    from orderchaos.web.bot_client import BotClient, BotOptions, agent_factory
-    from orderchaos.web.bot_hub import BotLimits
-    from orderchaos.web.store import GameStore
 
-    store = GameStore(tmp_path / "site.sqlite3")
-    tokens = {name: bots.add_account(store, name) for name in ("alpha", "beta")}
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server = uvicorn.Server(uvicorn.Config(create_app(db=store, bot_limits=BotLimits(rate=4.0, burst=2)),
-                                           log_level="warning", lifespan="off"))
+    app = create_app(db=store, **options)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
 
@@ -246,25 +240,99 @@ def test_the_client_keeps_within_the_sites_message_rate(tmp_path: Path) -> None:
         assert thread.is_alive(), "the site stopped before it served"
 
     wait_for(lambda: server.started, "the site serving", still_running=serving)
-    said: list[str] = []
-
-    async def match() -> BotClient:
-        beta = BotClient(url, tokens["beta"], agent_factory("heuristic"), BotOptions(), said.append)
-        alpha = BotClient(url, tokens["alpha"], agent_factory("heuristic"),
-                          BotOptions(challenge="beta", games=1, time_control="1+0"), said.append)
-        waiting = asyncio.create_task(beta.run())
-        while not any("waiting for challenges" in line for line in said):
-            await asyncio.sleep(0.02)
-        await alpha.run()
-        beta.stop()
-        await waiting
-        return alpha
-
     try:
-        alpha = asyncio.run(match())
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", app
     finally:
         server.should_exit = server.force_exit = True
         thread.join(timeout=30)
-        store.close()
+
+
+async def bot_match(url: str, tokens: dict[str, str], said: list[str], beta_agent: Any = "heuristic") -> Any:
+    """``alpha`` (heuristic) challenges ``beta`` (``beta_agent``) to one game on 1+0; alpha's
+    client once the game is over."""
+    import asyncio
+
+    from orderchaos.web.bot_client import BotClient, BotOptions, agent_factory
+
+    beta = BotClient(url, tokens["beta"], agent_factory(beta_agent), BotOptions(), said.append)
+    alpha = BotClient(url, tokens["alpha"], agent_factory("heuristic"),
+                      BotOptions(challenge="beta", games=1, time_control="1+0"), said.append)
+    waiting = asyncio.create_task(beta.run())
+    while not any(READY in line for line in said):
+        await asyncio.sleep(0.02)
+    await alpha.run()
+    beta.stop()
+    await waiting
+    return alpha
+
+
+def two_bots(tmp_path: Path) -> tuple[Any, dict[str, str]]:
+    from orderchaos.web import bots
+    from orderchaos.web.store import GameStore
+
+    store = GameStore(tmp_path / "site.sqlite3")
+    return store, {name: bots.add_account(store, name) for name in ("alpha", "beta")}
+
+
+def test_the_client_keeps_within_the_sites_message_rate(tmp_path: Path) -> None:
+    """Two heuristic bots, each move a message, on a site that takes 4 messages a second from a
+    bot: the client paces itself, so no move is refused and the game ends on the board."""
+    import asyncio
+
+    from orderchaos.web.bot_hub import BotLimits
+
+    store, tokens = two_bots(tmp_path)
+    said: list[str] = []
+    with site_in_thread(store, bot_limits=BotLimits(rate=4.0, burst=2)) as (url, _):
+        alpha = asyncio.run(bot_match(url, tokens, said))
+    store.close()
     assert [reason for _, _, _, reason in alpha.figures.results] in (["five"], ["full_board"]), said
     assert not [line for line in said if "too many messages" in line]
+
+
+def test_the_client_connects_again_after_a_drop_and_plays_on(tmp_path: Path) -> None:
+    """The site drops the challenged bot's connection while its agent thinks about its third
+    move: the move it then sends is lost with the connection; the client connects again, is told
+    its game, moves again and plays the game to its end on the board."""
+    import asyncio
+
+    from orderchaos.agents.registry import make
+
+    thinking, release = threading.Event(), threading.Event()
+
+    class Hesitant:
+        """The heuristic, holding its third move until the test has dropped the connection."""
+
+        name = "hesitant"
+
+        def __init__(self) -> None:
+            self.inner, self.moves = make("heuristic", seed=0), 0
+
+        def act(self, state: Any) -> int:
+            self.moves += 1
+            if self.moves == 3:
+                thinking.set()
+                assert release.wait(120), "the test never let the move go"
+            return self.inner.act(state)
+
+    store, tokens = two_bots(tmp_path)
+    said: list[str] = []
+    with site_in_thread(store) as (url, app):
+        hub = app.state.bots
+
+        def drop_beta_while_it_thinks() -> None:
+            assert thinking.wait(120), "beta never came to its third move"
+            connection = hub.connections["beta"][0]
+            asyncio.run_coroutine_threadsafe(connection.close(1011, {"type": "error", "code": "internal",
+                                                                     "message": "dropped by the test"}),
+                                             hub.watcher.get_loop()).result(timeout=30)
+            wait_for(lambda: connection not in hub.connections.get("beta", []), "beta's connection gone")
+            release.set()
+
+        dropper = threading.Thread(target=drop_beta_while_it_thinks, daemon=True)
+        dropper.start()
+        alpha = asyncio.run(bot_match(url, tokens, said, Hesitant))
+        dropper.join(timeout=30)
+    store.close()
+    assert any("the connection dropped; connecting again" in line for line in said), said
+    assert [reason for _, _, _, reason in alpha.figures.results] in (["five"], ["full_board"]), said
