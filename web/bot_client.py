@@ -35,7 +35,7 @@ RECONNECT_SECONDS = (0.2, 0.5, 1.0, 2.0, 5.0)
 """Pauses before each try to connect again after a drop (the last repeats)."""
 MAX_DECLINES = 10
 """Declines in a row after which a run of challenges gives up."""
-PACE = 0.8
+PACE = 0.5
 """The share of the site's message rate (and burst) the client uses, keeping clear of its edge."""
 
 
@@ -252,6 +252,10 @@ class BotClient:
             await self._challenge_more()
         elif kind == "error":
             self.say(f"orderchaos bot: the site says: {msg.get('message')} ({msg.get('code')})")
+            if msg.get("code") == "rate":  # a message was refused (a stalled site read a burst): maybe a move,
+                for record in self.games.values():  # so the games are asked for again and moved in
+                    record.answered = -1
+                await self._send({"type": "games"})
             if msg.get("code") in ("bot_offline", "bot_busy", "bot_challenges", "bot_games"):
                 self.challenges_sent -= 1  # the challenge was refused: it is sent again
                 self.declines += 1

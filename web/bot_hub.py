@@ -62,8 +62,9 @@ class BotLimits:
     """Unfinished games it is seated in."""
     rate: float = 20.0
     """Messages a second on average ..."""
-    burst: int = 40
-    """... and at most in one burst."""
+    burst: int = 100
+    """... and at most in one burst: a bot's moves in a fast game come in bursts, and a site that
+    stalls a moment reads what was sent meanwhile at once."""
     challenge_seconds: float = 30.0
     """How long a challenge waits for its answer before it expires."""
     revoke_check: float = 0.5
