@@ -37,6 +37,8 @@ MAX_DECLINES = 10
 """Declines in a row after which a run of challenges gives up."""
 PACE = 0.5
 """The share of the site's message rate (and burst) the client uses, keeping clear of its edge."""
+RESYNC_SECONDS = 0.5
+"""The pause after a message refused for its rate before the games are asked for again."""
 
 
 class TokenRefused(Exception):
@@ -141,6 +143,7 @@ class BotClient:
         self.rate: RateLimit | None = None
         """The site's message rate, once its hello has said it."""
         self.pacing = asyncio.Lock()
+        self.resyncing = False
 
     def stop(self) -> None:
         """Take no new game, resign those in progress, end the run."""
@@ -252,10 +255,9 @@ class BotClient:
             await self._challenge_more()
         elif kind == "error":
             self.say(f"orderchaos bot: the site says: {msg.get('message')} ({msg.get('code')})")
-            if msg.get("code") == "rate":  # a message was refused (a stalled site read a burst): maybe a move,
-                for record in self.games.values():  # so the games are asked for again and moved in
-                    record.answered = -1
-                await self._send({"type": "games"})
+            if msg.get("code") == "rate" and not self.resyncing:  # a refused message may have been a move
+                self.resyncing = True
+                self._later(self._resync())
             if msg.get("code") in ("bot_offline", "bot_busy", "bot_challenges", "bot_games"):
                 self.challenges_sent -= 1  # the challenge was refused: it is sent again
                 self.declines += 1
@@ -263,6 +265,20 @@ class BotClient:
                     raise BotRunError(f"{self.declines} challenges in a row were refused")
                 await asyncio.sleep(min(2.0, 0.2 * self.declines))
                 await self._challenge_more()
+
+    async def _resync(self) -> None:
+        """After a pause that lets the site's rate limit fill again, ask for the games and move in
+        those where it is this bot's turn (a move the site refused is made again)."""
+        await asyncio.sleep(RESYNC_SECONDS)
+        for record in self.games.values():
+            record.answered = -1
+        self.resyncing = False
+        await self._send({"type": "games"})
+
+    def _later(self, work: Any) -> None:
+        task = asyncio.create_task(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
     async def _answer(self, msg: dict[str, Any]) -> None:
         options = self.options
@@ -314,9 +330,7 @@ class BotClient:
             state = state.apply(action)
         clock = msg["clock"]
         left = clock[record.seat] if clock is not None else None
-        task = asyncio.create_task(self._move(record, state, left))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self._later(self._move(record, state, left))
 
     async def _move(self, record: GameRecord, state: State, left: float | None) -> None:
         from orderchaos.agents.fallback import fallback_action
@@ -353,9 +367,7 @@ class BotClient:
         elif self.stopping.is_set() and not self.games:
             self.done.set()
         else:
-            task = asyncio.create_task(self._challenge_more())
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+            self._later(self._challenge_more())
 
 
 def agent_factory(agent: str | Callable[[], Agent]) -> Callable[[], Agent]:

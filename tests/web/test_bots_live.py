@@ -336,3 +336,21 @@ def test_the_client_connects_again_after_a_drop_and_plays_on(tmp_path: Path) -> 
     store.close()
     assert any("the connection dropped; connecting again" in line for line in said), said
     assert [reason for _, _, _, reason in alpha.figures.results] in (["five"], ["full_board"]), said
+
+
+def test_a_move_refused_for_the_rate_is_made_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client sending at three times a site's rate (as a stalled site would read it) has moves
+    refused; it asks for its games again, moves in them, and its game ends on the board."""
+    import asyncio
+
+    from orderchaos.web import bot_client
+    from orderchaos.web.bot_hub import BotLimits
+
+    monkeypatch.setattr(bot_client, "PACE", 3.0)
+    store, tokens = two_bots(tmp_path)
+    said: list[str] = []
+    with site_in_thread(store, bot_limits=BotLimits(rate=4.0, burst=2)) as (url, _):
+        alpha = asyncio.run(bot_match(url, tokens, said))
+    store.close()
+    assert [line for line in said if "too many messages" in line]
+    assert [reason for _, _, _, reason in alpha.figures.results] in (["five"], ["full_board"]), said
