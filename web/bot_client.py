@@ -208,14 +208,17 @@ class BotClient:
             if self.ws is not None:
                 await self.ws.close()
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def _send(self, message: dict[str, Any], record: GameRecord | None = None) -> None:
         """Send one message, within the site's rate (:data:`PACE` of it): past it a move would be
-        refused, and the game lost on time."""
+        refused. A move's ``record`` notes when it left (after any wait for the rate), so its
+        round trip is the site's and the network's time alone."""
         if self.ws is None:
             return
         async with self.pacing:
             while self.rate is not None and not self.rate.allow():
                 await asyncio.sleep(1 / self.rate.rate)
+            if record is not None:
+                record.sent_at = time.perf_counter()
             try:
                 await self.ws.send(json.dumps(message))
             except Exception:  # the connection dropped: the run connects again and goes on
@@ -348,8 +351,7 @@ class BotClient:
                      "playing the move without search")
             action = await asyncio.to_thread(fallback_action, state)
         if record.game in self.games and not self.stopping.is_set():
-            record.sent_at = time.perf_counter()
-            await self._send({"type": "move", "game": record.game, "action": int(action)})
+            await self._send({"type": "move", "game": record.game, "action": int(action)}, record)
 
     def _finish(self, record: GameRecord, msg: dict[str, Any]) -> None:
         del self.games[record.game]
