@@ -4,7 +4,7 @@ oracles live in tests/helpers.py (imported as ``helpers``)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,18 @@ def redis_url(redis_server: helpers.RedisServer) -> str:
     finally:
         client.close()
     return redis_server.url(0)
+
+
+@pytest.fixture(params=["memory", "redis"])
+def bus(request: pytest.FixtureRequest) -> Callable[[], Any]:
+    """Makes the bus of a web site: none (one instance alone, the lobby in memory) or a
+    RedisBus on the tests' Redis."""
+    if request.param == "memory":
+        return lambda: None
+    from orderchaos.web.bus import RedisBus
+
+    url = request.getfixturevalue("redis_url")
+    return lambda: RedisBus(url)
 
 
 def running_postgres_cluster() -> Iterator[helpers.PostgresCluster]:

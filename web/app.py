@@ -36,7 +36,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
@@ -50,6 +50,7 @@ from orderchaos.web.bus import Bus
 from orderchaos.web.errors import Busy, StoreAway, StoreFull, WebError
 from orderchaos.web.games import Hub, valid_id
 from orderchaos.web.learn import learn_routes
+from orderchaos.web.player_page import player_routes
 from orderchaos.web.proof_page import proof_page, render_not_found
 from orderchaos.web.ops import Health, Metrics, RequestLog, metrics_route, request_id, store_write_failed
 from orderchaos.web.protocol import RateLimit, decode
@@ -247,6 +248,13 @@ def create_app(
             "Content-Disposition": f'attachment; filename="orderchaos-{game_id[:8]}.jsonl"',
             "Cache-Control": "no-store"})
 
+    async def live_games(request: Request) -> Response:
+        try:
+            games = await hub.live.games()
+        except WebError as exc:  # the bus is reconnecting
+            return JSONResponse(exc.payload(), status_code=503, headers={"Cache-Control": "no-store"})
+        return JSONResponse(games, headers={"Cache-Control": "no-store"})
+
     def doc(path: Path) -> Callable[[Request], Awaitable[Response]]:
         async def text(request: Request) -> Response:
             if not path.is_file():  # an installed package has no docs folder
@@ -298,6 +306,7 @@ def create_app(
         bot_hub.stop()
         if hub.sweeper is not None:
             hub.sweeper.cancel()
+        hub.live.close()
         for game in list(hub.games.values()):
             game.stop()
         await hub.bus.close()
@@ -317,6 +326,7 @@ def create_app(
             Route("/metrics", metrics_route(metrics)),
             Route("/g/{game}", index),
             Route("/games/{game}.jsonl", download),
+            Route("/api/games/live", live_games),
             Route("/docs/proof.md", doc(PROOF_DOC)),
             Route("/docs/bots.md", doc(BOTS_DOC)),
             Route("/api/bots", bot_hub.api_bots),
@@ -325,6 +335,7 @@ def create_app(
             *learn_routes(services),
             *PuzzleRoom(services).routes(),
             Route("/proof/{lang}", proof_page(reader_language)),
+            *player_routes(store, reader_language),
             WebSocketRoute("/ws", socket),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],

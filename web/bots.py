@@ -115,13 +115,13 @@ def bot_name_taken(store: Any, name: str) -> bool:
     return row is not None
 
 
-def add_account(store: Any, name: str, *, taken: Any = None) -> str:
-    """Make the bot account ``name`` and return its new token (shown once, never stored).
-    ``taken`` (name -> bool), when given, says whether a person already holds the name."""
+def add_account(store: Any, name: str) -> str:
+    """Make the bot account ``name`` and return its new token (shown once, never stored); a
+    name a bot or a person holds (any case) is refused."""
     check_name(name)
     if bot_name_taken(store, name):
         raise BotAccountError(f"the name {name!r} is taken by a bot; choose another")
-    if taken is not None and taken(name):
+    if store.player_id(name) is not None:
         raise BotAccountError(f"the name {name!r} is taken by a person; choose another")
     token = secrets.token_urlsafe(TOKEN_BYTES)
     with _db(store).transaction():

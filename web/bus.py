@@ -9,7 +9,9 @@ memory (:class:`~orderchaos.web.lobby.Lobby`), the lease always held. :class:`Re
   that has the game open reloads it from the store (the store stays the truth) and tells its
   tabs, with which seats the publisher's tabs hold and whether its agent is thinking;
 - the lobby's challenges and "play anyone" queue live in Redis, changed by Lua scripts (one
-  taker wins a challenge, one per-address count for all instances); an owner is a tab id
+  taker wins a challenge, one per-address count for all instances) and, for the pairing by
+  rating, under a short lock (the same :func:`~orderchaos.web.lobby.best_match` as one
+  instance alone); an owner is a tab id
   ``INSTANCE/N``, and an instance that stops renewing its ``alive`` key takes its tabs'
   challenges and waits with it;
 - a lease (``SET NX PX``, renewed by its holder) lets one instance sweep the clocks at a time;
@@ -23,12 +25,14 @@ import asyncio
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
 from orderchaos.web.errors import WebError
-from orderchaos.web.lobby import Challenge, Lobby
+from orderchaos.web.lobby import Challenge, Lobby, Seek, best_match, listed, pairs_among
 
 log = logging.getLogger("orderchaos.web")
 PREFIX = "orderchaos:"
@@ -111,7 +115,8 @@ class Bus:
         return set(instances)
 
     # -- the lobby (owners are tab ids) ------------------------------------------------------
-    async def open_challenge(self, owner: str, address: str, side: str, time_control: str) -> Challenge:
+    async def open_challenge(self, owner: str, address: str, side: str, time_control: str,
+                             player: str | None = None, rated: bool = True) -> Challenge:
         """:meth:`Lobby.open`."""
         raise NotImplementedError
 
@@ -131,8 +136,12 @@ class Bus:
         """:meth:`Lobby.listing`."""
         raise NotImplementedError
 
-    async def seek(self, owner: str, time_control: str) -> str | None:
+    async def seek(self, seek: Seek) -> Seek | None:
         """:meth:`Lobby.seek`."""
+        raise NotImplementedError
+
+    async def pair_waiting(self) -> list[tuple[Seek, Seek]]:
+        """:meth:`Lobby.pair_waiting`."""
         raise NotImplementedError
 
     async def unseek(self, owner: str) -> None:
@@ -143,6 +152,19 @@ class Bus:
         """:meth:`Lobby.seeking_for`."""
         raise NotImplementedError
 
+    async def seeking_count(self) -> int:
+        """How many tabs of the site wait to be paired."""
+        raise NotImplementedError
+
+    # -- the games in progress (:mod:`.live`) ------------------------------------------------
+    async def put_live(self, items: list[dict[str, Any]]) -> None:
+        """This instance's games in progress are now ``items`` (replacing what it said before)."""
+        raise NotImplementedError
+
+    async def live_lists(self) -> list[list[dict[str, Any]]]:
+        """Each running instance's games in progress, as it last said."""
+        raise NotImplementedError
+
 
 class LocalBus(Bus):
     """One instance alone: the lobby in this process's memory."""
@@ -150,9 +172,11 @@ class LocalBus(Bus):
     def __init__(self, lobby: Lobby | None = None) -> None:
         super().__init__()
         self.lobby = lobby or Lobby()
+        self.live: list[dict[str, Any]] = []
 
-    async def open_challenge(self, owner: str, address: str, side: str, time_control: str) -> Challenge:  # noqa: D102
-        return self.lobby.open(owner, address, side, time_control)
+    async def open_challenge(self, owner: str, address: str, side: str, time_control: str,  # noqa: D102
+                             player: str | None = None, rated: bool = True) -> Challenge:
+        return self.lobby.open(owner, address, side, time_control, player, rated)
 
     async def take_challenge(self, challenge_id: object, taker: str) -> Challenge:  # noqa: D102
         return self.lobby.take(challenge_id, taker)
@@ -166,16 +190,26 @@ class LocalBus(Bus):
     async def listing(self, viewer: str) -> list[dict[str, Any]]:  # noqa: D102
         return self.lobby.listing(viewer)
 
-    async def seek(self, owner: str, time_control: str) -> str | None:  # noqa: D102
-        waiting = self.lobby.seek(owner, time_control)
-        assert waiting is None or isinstance(waiting, str)
-        return waiting
+    async def seek(self, seek: Seek) -> Seek | None:  # noqa: D102
+        return self.lobby.seek(seek)
+
+    async def pair_waiting(self) -> list[tuple[Seek, Seek]]:  # noqa: D102
+        return self.lobby.pair_waiting()
 
     async def unseek(self, owner: str) -> None:  # noqa: D102
         self.lobby.seekers.pop(owner, None)
 
     async def seeking_for(self, owner: str) -> str | None:  # noqa: D102
         return self.lobby.seeking_for(owner)
+
+    async def seeking_count(self) -> int:  # noqa: D102
+        return len(self.lobby.seekers)
+
+    async def put_live(self, items: list[dict[str, Any]]) -> None:  # noqa: D102
+        self.live = list(items)
+
+    async def live_lists(self) -> list[list[dict[str, Any]]]:  # noqa: D102
+        return [self.live]
 
 
 # Lua scripts: each runs atomically in Redis. An owner "INSTANCE/N" is alive while the key
@@ -224,24 +258,6 @@ for _, value in ipairs(redis.call('HVALS', KEYS[1])) do
 end
 return gone
 """
-# seekers: KEYS[1] a list of owners in the order they asked, KEYS[2] owner -> time control
-_SEEK = """
-redis.call('LREM', KEYS[1], 0, ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
-for _, waiting in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
-  if redis.call('EXISTS', ARGV[3] .. string.match(waiting, '^[^/]*')) == 0 then
-    redis.call('LREM', KEYS[1], 0, waiting)
-    redis.call('HDEL', KEYS[2], waiting)
-  elseif redis.call('HGET', KEYS[2], waiting) == ARGV[2] then
-    redis.call('LREM', KEYS[1], 0, waiting)
-    redis.call('HDEL', KEYS[2], waiting)
-    return waiting
-  end
-end
-redis.call('RPUSH', KEYS[1], ARGV[1])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-return false
-"""
 _LEASE = """
 local holder = redis.call('GET', KEYS[1])
 if not holder then
@@ -264,6 +280,10 @@ POOL_CONNECTIONS = 50
 """Connections to Redis one instance opens at most; more calls at once wait for one."""
 POOL_WAIT_S = 20.0
 """How long a call waits for a free connection before Redis counts as unreachable."""
+LOBBY_LOCK_MS = 2000
+"""How long the lock over the "play anyone" queue lasts unless released (a holder that died)."""
+LOBBY_LOCK_TRIES = 400
+"""Tries, 5 ms apart, to take that lock before the call counts as Redis being unreachable."""
 
 
 class RedisBus(Bus):
@@ -271,7 +291,7 @@ class RedisBus(Bus):
 
     shared = True
 
-    def __init__(self, url: str, limit: int | None = None) -> None:
+    def __init__(self, url: str, limit: int | None = None, clock: Callable[[], float] = time.time) -> None:
         import redis.asyncio as redis
 
         from orderchaos.web.lobby import MAX_OPEN_CHALLENGES
@@ -279,6 +299,8 @@ class RedisBus(Bus):
         super().__init__()
         self.url = url
         self.limit = limit or MAX_OPEN_CHALLENGES
+        self.clock = clock
+        """When a seeker starts waiting (Unix seconds: the instances' clocks are taken to agree)."""
         # a blocking pool: a burst of calls (hundreds of tabs opening games at once) waits for
         # one of its connections; redis-py's default pool refuses the 101st call outright
         # ("Too many connections"), which would count as Redis lost and refuse every tab
@@ -294,7 +316,7 @@ class RedisBus(Bus):
         self._back: Notice | None = None
         self._was_lost = False
         self._scripts = {name: self.redis.register_script(body) for name, body in (
-            ("open", _OPEN), ("take", _TAKE), ("cancel", _CANCEL), ("gone", _GONE), ("seek", _SEEK),
+            ("open", _OPEN), ("take", _TAKE), ("cancel", _CANCEL), ("gone", _GONE),
             ("lease", _LEASE), ("release", _RELEASE))}
         self._leases: set[str] = set()
 
@@ -329,6 +351,7 @@ class RedisBus(Bus):
     async def _say_goodbye(self) -> None:
         for key in self._leases:
             await self._scripts["release"](keys=[key], args=[self.instance])
+        await self.redis.hdel(self._live, self.instance)
         await self.redis.delete(self.alive_key)
 
     async def _beat(self) -> None:
@@ -450,11 +473,14 @@ class RedisBus(Bus):
     _queue = PREFIX + "lobby:seekers"
     _seeking = PREFIX + "lobby:seeking"
     _alive = PREFIX + "alive:"
+    _live = PREFIX + "live"
+    """Instance -> its games in progress (a JSON list)."""
 
-    async def open_challenge(self, owner: str, address: str, side: str, time_control: str) -> Challenge:  # noqa: D102
-        challenge = Challenge(secrets.token_urlsafe(12), owner, address, side, time_control)
+    async def open_challenge(self, owner: str, address: str, side: str, time_control: str,  # noqa: D102
+                             player: str | None = None, rated: bool = True) -> Challenge:
+        challenge = Challenge(secrets.token_urlsafe(12), owner, address, side, time_control, player, rated)
         record = json.dumps({"id": challenge.id, "owner": owner, "address": address, "side": side,
-                             "time_control": time_control})
+                             "time_control": time_control, "player": player, "rated": rated})
         if not await self._call("open", [self._challenges, self._seq],
                                 [challenge.id, address, self.limit, record, self._alive]):
             raise WebError(f"at most {self.limit} open challenges per address", "lobby_limit", limit=self.limit)
@@ -469,7 +495,8 @@ class RedisBus(Bus):
         if found == "gone":
             raise WebError("that challenge is gone", "no_challenge")
         c = json.loads(found)
-        return Challenge(c["id"], c["owner"], c["address"], c["side"], c["time_control"])
+        return Challenge(c["id"], c["owner"], c["address"], c["side"], c["time_control"], c.get("player"),
+                         c.get("rated", True))
 
     async def cancel_challenge(self, challenge_id: object, owner: str) -> None:  # noqa: D102
         if not isinstance(challenge_id, str) or not await self._call("cancel", [self._challenges], [challenge_id, owner]):
@@ -490,11 +517,83 @@ class RedisBus(Bus):
             await self._went(exc)
             raise reconnecting() from None
         records = sorted((c for c in records if alive.get(c["owner"].split("/")[0])), key=lambda c: c["seq"])
-        return [{"id": c["id"], "side": c["side"], "time_control": c["time_control"], "mine": c["owner"] == viewer}
-                for c in records]
+        return [listed(Challenge(c["id"], c["owner"], c["address"], c["side"], c["time_control"], c.get("player"),
+                                 c.get("rated", True)), viewer) for c in records]
 
-    async def seek(self, owner: str, time_control: str) -> str | None:  # noqa: D102
-        return await self._call("seek", [self._queue, self._seeking], [owner, time_control, self._alive]) or None
+    async def _redis(self, call: Callable[[], Awaitable[Any]]) -> Any:
+        """``call()`` on Redis; a lost connection makes the bus reconnect and raises WebError."""
+        if not self._ready:
+            raise reconnecting()
+        try:
+            return await call()
+        except Exception as exc:  # noqa: BLE001 - Redis went away
+            await self._went(exc)
+            raise reconnecting() from None
+
+    @asynccontextmanager
+    async def _queue_lock(self) -> AsyncIterator[None]:
+        """Hold the lock over the "play anyone" queue (one instance pairs at a time)."""
+        key, holder = PREFIX + "lobby:lock", f"{self.instance}/{secrets.token_hex(4)}"
+        for _ in range(LOBBY_LOCK_TRIES):
+            if await self._call("lease", [key], [holder, LOBBY_LOCK_MS]):
+                break
+            await asyncio.sleep(0.005)
+        else:
+            raise reconnecting()
+        try:
+            yield
+        finally:
+            try:
+                await self._call("release", [key], [holder])
+            except WebError:
+                pass  # the lock expires by itself
+
+    async def _waiting(self) -> list[Seek]:
+        """The tabs waiting to be paired, oldest first; those of stopped instances are dropped."""
+        async def read() -> list[Seek]:
+            owners = await self.redis.lrange(self._queue, 0, -1)
+            records = await self.redis.hmget(self._seeking, owners) if owners else []
+            instances = sorted({owner.split("/")[0] for owner in owners})
+            alive = dict(zip(instances, await self.redis.mget([self._alive + i for i in instances]))) if instances else {}
+            waiting = []
+            for owner, record in zip(owners, records):
+                if record is None or not alive.get(owner.split("/")[0]):
+                    await self.redis.lrem(self._queue, 0, owner)
+                    await self.redis.hdel(self._seeking, owner)
+                    continue
+                waiting.append(Seek(**json.loads(record)))
+            return waiting
+        return await self._redis(read)
+
+    async def _leave_queue(self, *owners: str) -> None:
+        async def remove() -> None:
+            for owner in owners:
+                await self.redis.lrem(self._queue, 0, owner)
+                await self.redis.hdel(self._seeking, owner)
+        await self._redis(remove)
+
+    async def seek(self, seek: Seek) -> Seek | None:  # noqa: D102
+        async with self._queue_lock():
+            now = self.clock()
+            mine = Seek(**{**seek.to_dict(), "since": now})
+            await self._leave_queue(str(seek.owner))
+            match = best_match(mine, await self._waiting(), now)
+            if match is not None:
+                await self._leave_queue(str(match.owner))
+                return match
+
+            async def wait() -> None:
+                await self.redis.rpush(self._queue, str(mine.owner))
+                await self.redis.hset(self._seeking, str(mine.owner), json.dumps(mine.to_dict()))
+            await self._redis(wait)
+            return None
+
+    async def pair_waiting(self) -> list[tuple[Seek, Seek]]:  # noqa: D102
+        async with self._queue_lock():
+            pairs = pairs_among(await self._waiting(), self.clock())
+            for one, two in pairs:
+                await self._leave_queue(str(one.owner), str(two.owner))
+            return pairs
 
     async def unseek(self, owner: str) -> None:  # noqa: D102
         if not self._ready:
@@ -510,10 +609,54 @@ class RedisBus(Bus):
         if not self._ready:
             return None
         try:
-            return await self.redis.hget(self._seeking, owner)
+            record = await self.redis.hget(self._seeking, owner)
         except Exception as exc:  # noqa: BLE001 - Redis went away
             await self._went(exc)
             return None
+        return None if record is None else json.loads(record)["time_control"]
+
+    async def _read(self, work: Callable[[], Awaitable[Any]]) -> Any:
+        """``work()`` against Redis; a lost Redis makes it :func:`reconnecting`."""
+        if not self._ready:
+            raise reconnecting()
+        try:
+            return await work()
+        except Exception as exc:  # noqa: BLE001 - Redis went away
+            await self._went(exc)
+            raise reconnecting() from None
+
+    async def _alive_instances(self, names: set[str]) -> set[str]:
+        """Those of ``names`` whose ``alive`` key is there (raises when Redis is away)."""
+        ordered = sorted(names)
+        found = await self.redis.mget([self._alive + name for name in ordered]) if ordered else []
+        return {name for name, value in zip(ordered, found) if value is not None}
+
+    async def seeking_count(self) -> int:
+        """:meth:`Bus.seeking_count`: the waiting tabs of running instances."""
+        async def count() -> int:
+            owners = await self.redis.hkeys(self._seeking)
+            alive = await self._alive_instances({owner.split("/")[0] for owner in owners})
+            return sum(owner.split("/")[0] in alive for owner in owners)
+
+        return await self._read(count)
+
+    async def put_live(self, items: list[dict[str, Any]]) -> None:  # noqa: D102
+        async def put() -> None:
+            if items:
+                await self.redis.hset(self._live, self.instance, json.dumps(items))
+            else:
+                await self.redis.hdel(self._live, self.instance)
+
+        await self._read(put)
+
+    async def live_lists(self) -> list[list[dict[str, Any]]]:
+        """:meth:`Bus.live_lists`: those of running instances (a stopped one's are left out)."""
+        async def read() -> list[list[dict[str, Any]]]:
+            lists = await self.redis.hgetall(self._live)
+            alive = await self._alive_instances(set(lists))
+            return [json.loads(value) for name, value in sorted(lists.items()) if name in alive]
+
+        return await self._read(read)
 
 
 def bus_unreachable(url: str) -> str | None:

@@ -28,10 +28,13 @@ from orderchaos.arena.analysis import board_facts, move_list
 from orderchaos.web.bots import label_bot
 from orderchaos.web.bus import Bus, LocalBus
 from orderchaos.web.errors import Busy, StoreAway, TimedOut, WebError
+from orderchaos.web.live import LiveBoard
 from orderchaos.web.ops import log_game_end
 from orderchaos.web.clocks import TimeControl
 from orderchaos.web.services import Services, agent_move
 from orderchaos.web.store import REASONS, StoredGame, StoreUnavailable, token_hash
+from orderchaos.web.lobby import Seek
+from orderchaos.web.people import seat_people
 from orderchaos.envs.rules import AGENTS, CHAOS, ORDER, State, cell_name
 
 log = logging.getLogger("orderchaos.web")
@@ -92,6 +95,12 @@ class LiveGame:
         self.task: asyncio.Task | None = None
         self.error: dict[str, Any] | None = None
         self.lock = asyncio.Lock()
+        self.people: dict[str, Any] = {}
+        self.read_people()
+
+    def read_people(self) -> None:
+        """Read again who sits in the game, their ratings and, once over, the rating changes."""
+        self.people = seat_people(self.services.store, self.id, self.over)
 
     def reload(self) -> None:
         """Read the game again from the store (another instance changed it)."""
@@ -105,6 +114,7 @@ class LiveGame:
         self.state = stored.state()
         self.winner, self.reason = stored.winner, stored.reason
         self.clock = stored.clock
+        self.read_people()
 
     # -- seats ------------------------------------------------------------------------------
     def seat_for(self, token: object) -> str | None:
@@ -180,6 +190,7 @@ class LiveGame:
             "winner": self.winner,
             "reason": self.reason,
             "clock": self.clock_view(),
+            **self.people,
         }
 
     def clock_view(self) -> dict[str, Any] | None:
@@ -220,6 +231,7 @@ class LiveGame:
         ``publish`` tell the other instances that the game changed."""
         if publish:
             await self.hub.publish(self)
+        self.hub.live.changed(self)
         board = self.shared_view()
         for client in list(self.clients):
             await client.send(self.view(client, board))
@@ -262,6 +274,7 @@ class LiveGame:
         if state.winner is not None:
             self.winner, self.reason = state.winner, "five" if state.winner == ORDER else "full_board"
             log_game_end(self.id, self.winner, self.reason)
+            self.read_people()
 
     async def end(self, winner: str | None, reason: str) -> None:
         """End the game off the board (resign, time, aborted): stored first, then told."""
@@ -273,6 +286,7 @@ class LiveGame:
             self.services.store.finish(self.id, winner, reason, self.clock)
             self.winner, self.reason = winner, reason
             log_game_end(self.id, winner, reason)
+            self.read_people()
             self.stop()
         await self.broadcast()
 
@@ -417,14 +431,25 @@ class Hub:
         self.pending: set[asyncio.Task] = set()  # messages sent after a tab left
         self.sweeper: asyncio.Task | None = None
         self.store_away = False  # the last sweep met a game store that did not answer
+        self.pairing: Callable[[Seek, Seek], Awaitable[None]] | None = None
+        """Puts two tabs that "play anyone" paired after waiting into a game (:mod:`.sessions`)."""
+        self.live = LiveBoard(self)
+        """The games in progress, for the start page."""
 
     async def sweep(self) -> None:
         """Abort every game, open in a tab or not, whose first move did not come within
-        :data:`ABORT_AFTER` seconds of both seats being taken, and end every game whose side
-        to move has run out of time as lost on time."""
+        :data:`ABORT_AFTER` seconds of both seats being taken, end every game whose side
+        to move has run out of time as lost on time, and pair the tabs waiting to "play
+        anyone" whose wait widened their rating window enough."""
         store = self.services.store
         if not await self.bus.lease("sweep", SWEEP_LEASE_SECONDS):
             return  # another instance sweeps
+        if self.pairing is not None:
+            try:
+                for one, two in await self.bus.pair_waiting():
+                    await self.pairing(one, two)
+            except WebError:  # the bus is reconnecting: the next sweep pairs them
+                pass
         for game_id in store.clocks_out(store.clock()):
             live = self.games.get(game_id)
             if live is not None:
@@ -471,6 +496,8 @@ class Hub:
         elif kind == "lobby":
             for tab in list(self.lobby_tabs.values()):
                 await tab.show_lobby()
+        elif kind == "live":
+            self.live.elsewhere()
         elif kind == "paired":
             tab = self.lobby_tabs.get(event.get("tab"))  # type: ignore[arg-type]
             if tab is not None:
@@ -487,6 +514,7 @@ class Hub:
     async def bus_back(self) -> None:
         """The bus is back: every open game is read again from the store (what changed
         meanwhile on other instances) and every tab gets its view."""
+        self.live.bus_back()
         for game in list(self.games.values()):
             game.reload()
             await game.broadcast()
@@ -586,6 +614,7 @@ class Hub:
         """Remove a tab; the last one out stops the game's work and drops it from memory."""
         if client in game.clients:
             game.clients.remove(client)
+        self.live.changed(game)
         if not game.clients:
             game.stop()
             if self.games.get(game.id) is game:
@@ -623,6 +652,9 @@ class Hub:
         store = self.services.store
         control = game.clock.control if game.clock is not None else None
         store.create(new_id, specs, labels, swapped, None, control)
+        seats, category = store.game_players(game.id)
+        if any(seats.values()):  # each player keeps their seat's token, on the other side
+            store.seat_players(new_id, {role: seats[other(role)] for role in AGENTS}, category)
         store.set_rematch(game.id, new_id)
         game.rematch = new_id
         stored = store.load(new_id)

@@ -47,10 +47,13 @@ FIELDS: dict[str, frozenset[str]] = {
         "upload": "name content",
         "analyse": "game",
         "lobby": "",
-        "challenge": "side time_control",
+        "challenge": "side time_control rated",
         "accept": "challenge",
         "cancel": "challenge",
-        "play_anyone": "time_control",
+        "play_anyone": "time_control rated",
+        "identify": "player",
+        "rename": "name",
+        "live": "",
         "challenge_bot": "bot time_control",
     }.items()
 }

@@ -26,7 +26,6 @@ import datetime
 import hashlib
 import json
 import random
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -36,12 +35,12 @@ from starlette.routing import Route
 
 from orderchaos.arena.glicko2 import Rating, rate_attempt
 from orderchaos.learn.puzzles import AttemptError, Puzzle, Unproven, attempt_step, load_puzzles, served_rating
+from orderchaos.web import players
 from orderchaos.web.errors import WebError
 from orderchaos.web.services import Services
 from orderchaos.envs.rules import action_name
 
-PLAYER_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
-"""What a player id looks like: the page makes 22 URL-safe characters of 128 random bits."""
+PLAYER_ID = players.PLAYER_ID
 NEAREST = 12
 """The next puzzle is one of this many unattempted puzzles nearest the player's rating."""
 MOVE_TIME = 20.0

@@ -11,18 +11,22 @@ This module imports no web framework; :mod:`orderchaos.web.app` wraps it in Star
 
 Messages from the page (JSON objects, by ``type``):
 
+- who: ``identify`` (player: the id the browser keeps; answered with ``me``: the display
+  name and ratings), ``rename`` (name);
 - play: ``new_game`` (side: order/chaos/random, opponent: a level or a spec),
   ``challenge_bot`` (bot, time_control: a casual game against a bot online),
   ``play_friend`` (side), ``open`` (game, and token or invite), ``leave``, ``move`` (cell
   and symbol, or text such as "c3 X"), ``undo``, ``retry`` (ask the computer again for a
   move that failed), ``hint``, ``state``, ``rematch``, ``study_game``;
 - watch: ``watch`` (order, chaos, delay_ms), ``pause``, ``resume``, ``step``, ``speed``;
+  ``live`` (follow the games being played now: :mod:`.live`);
 - study: ``list_files``, ``open_file`` (name), ``upload`` (name, content), ``analyse`` (game).
 
 Answers: ``hello`` (levels, suggestions, limits), ``joined`` (game, seat, token when a new
 one was issued), ``state`` (a play or watch view: board facts, moves with their side, seats,
 invite, rematch), ``rematch`` (the new game's id), ``hint``, ``files``, ``games``,
-``analysis`` and ``error`` (message, code, args).
+``analysis``, ``live`` (games in progress, how many wait to be paired and play) and
+``error`` (message, code, args).
 """
 
 from __future__ import annotations
@@ -40,9 +44,13 @@ from orderchaos.agents.base import Agent
 from orderchaos.arena import analysis
 from orderchaos.arena.game_files import GameFileError, SavedGame, load_games
 from orderchaos.arena.analysis import MoveInputError, parse_move
+from orderchaos.web.bots import bot_name_taken
 from orderchaos.web.clocks import NO_CLOCK, TimeControl, parse_time_control
 from orderchaos.web.errors import TimedOut, WebError
 from orderchaos.web.games import Client, Hub, LiveGame
+from orderchaos.web.lobby import Seek
+from orderchaos.web.people import lobby_names, me_view
+from orderchaos.web.players import NAME_MAX, NAME_MIN, PLAYER_ID, category_of, name_refusal
 from orderchaos.web.services import LEVELS, SUGGESTED_SPECS, Limits, Services, agent_move
 from orderchaos.envs.rules import AGENTS, CELLS, ORDER, SYMBOLS, State, action_name, cell_name
 
@@ -100,6 +108,46 @@ class Play:
         """This tab's name in the lobby, unique on the site."""
         self.game: LiveGame | None = None
         self.hint_task: asyncio.Task | None = None
+        self.player: str | None = None
+        """The player id the tab's browser keeps (``identify``), None until it says."""
+
+    # -- who the tab's player is ---------------------------------------------------------------
+    async def identify(self, msg: dict[str, Any]) -> None:
+        """The tab says which player it is: ``player``, the id its browser keeps; a new id
+        gets a generated name. Answered with ``me``."""
+        player = msg.get("player")
+        if not isinstance(player, str) or not PLAYER_ID.fullmatch(player):
+            raise WebError("'player' must be 16 to 64 letters, digits, '-' or '_' (the id the page keeps)",
+                           "bad_player")
+        self.player = player
+        await self.send(me_view(self.services.store, player))
+
+    async def rename(self, msg: dict[str, Any]) -> None:
+        """Choose another display name: ``name``, checked (:func:`.players.name_refusal`) and
+        unique (letter case ignored). Answered with ``me``; the open game shows the new name."""
+        if self.player is None:
+            raise WebError("the page has not said who you are yet; reload it", "no_player")
+        name = msg.get("name")
+        refusal = name_refusal(name)
+        if refusal is None and bot_name_taken(self.services.store, name):
+            refusal = "name_reserved"  # a bot's name, even one that does not end in "bot"
+        if refusal is not None:
+            raise WebError(NAME_REFUSALS[refusal], refusal, min=NAME_MIN, max=NAME_MAX)
+        assert isinstance(name, str)
+        store = self.services.store
+        store.ensure_player(self.player)
+        if not store.rename_player(self.player, name):
+            raise WebError(f"the name {name} is taken; choose another", "name_taken", name=name)
+        await self.send(me_view(store, self.player))
+        if self.game is not None:
+            self.game.read_people()
+            await self.game.broadcast()
+
+    def _seat(self, game: LiveGame, seat: str, category: str | None = None) -> None:
+        """Note this tab's player in ``seat`` of ``game`` (nothing before it said who it is)."""
+        if self.player is not None:
+            self.services.store.seat_players(game.id, {seat: self.player}, category)
+            game.read_people()
 
     def _side(self, msg: dict[str, Any]) -> str:
         return _resolve_side(self._side_asked(msg))
@@ -153,6 +201,7 @@ class Play:
         labels = {role: (label if role != side else None) for role in AGENTS}
         game, token = await self.hub.create(side, specs, labels, invite=False, control=control)
         game.agents[AGENTS[1 - AGENTS.index(side)]] = agent
+        self._seat(game, side)
         await self._join(game, side, token)
 
     async def play_friend(self, msg: dict[str, Any]) -> None:
@@ -162,6 +211,7 @@ class Play:
         control = self._time_control(msg)
         game, token = await self.hub.create(
             side, {r: None for r in AGENTS}, {r: None for r in AGENTS}, invite=True, control=control)
+        self._seat(game, side)
         await self._join(game, side, token)
 
     async def open(self, msg: dict[str, Any]) -> None:
@@ -174,6 +224,7 @@ class Play:
             return
         claimed = game.claim(msg.get("invite")) if "invite" in msg else None
         if claimed is not None:
+            self._seat(game, claimed[0])
             await self._join(game, claimed[0], claimed[1])
             return
         await self._join(game, None)
@@ -183,12 +234,14 @@ class Play:
         """Send this tab the open challenges and what it waits to be paired for; ``withdrawn``:
         how many of its challenges just went because it went into a game (the page says so)."""
         bus = self.hub.bus
-        listing: dict[str, Any] = {"type": "lobby", "challenges": await bus.listing(self.tab_id),
+        challenges = lobby_names(self.services.store, await bus.listing(self.tab_id))
+        listing: dict[str, Any] = {"type": "lobby", "challenges": challenges,
                                    "seeking": await bus.seeking_for(self.tab_id),
                                    "bots": self.hub.bots.lobby_listing() if self.hub.bots is not None else []}
         if withdrawn:
             listing["withdrawn"] = withdrawn
         await self.send(listing)
+        self.hub.live.changed()  # how many wait to be paired may have changed
 
     async def _tell_lobby(self, withdrawn: int = 0) -> None:
         """Every lobby viewer, on every instance, gets the new listing; this tab with ``withdrawn``."""
@@ -197,10 +250,12 @@ class Play:
             await tab.show_lobby(withdrawn if tab is self else 0)
 
     async def challenge(self, msg: dict[str, Any]) -> None:
-        """Open a challenge: ``side`` the creator takes (or random), ``time_control``."""
+        """Open a challenge: ``side`` the creator takes (or random), ``time_control``,
+        ``rated`` (default true; false: casual)."""
         side = self._side_asked(msg)
         self._time_control(msg)
-        await self.hub.bus.open_challenge(self.tab_id, self.address, side, msg.get("time_control", NO_CLOCK))
+        await self.hub.bus.open_challenge(self.tab_id, self.address, side, msg.get("time_control", NO_CLOCK),
+                                          self.player, _rated(msg))
         await self._tell_lobby()
 
     async def accept(self, msg: dict[str, Any]) -> None:
@@ -208,7 +263,10 @@ class Play:
         challenge = await self.hub.bus.take_challenge(msg.get("challenge"), self.tab_id)
         await self._tell_lobby()
         control = parse_time_control(challenge.time_control)
-        await _pair(str(challenge.owner), self, _resolve_side(challenge.side), control)
+        first_seat = _resolve_side(challenge.side)
+        rated = challenge.rated and challenge.player is not None and self.player is not None
+        await pair_tabs(self.hub, {first_seat: (str(challenge.owner), challenge.player),
+                                   _other(first_seat): (self.tab_id, self.player)}, control, rated)
 
     async def challenge_bot(self, msg: dict[str, Any]) -> None:
         """Challenge a bot online (``bot``, its name) to a casual game on ``time_control``;
@@ -227,13 +285,18 @@ class Play:
             await self.show_lobby()
 
     async def play_anyone(self, msg: dict[str, Any]) -> None:
-        """Be paired with the first other tab asking for the same ``time_control``."""
-        control = self._time_control(msg)
-        waiting = await self.hub.bus.seek(self.tab_id, msg.get("time_control", NO_CLOCK))
+        """Be paired with another tab asking for the same ``time_control``, rated (the
+        default) or casual (``rated`` false), of near rating first (:func:`.lobby.best_match`)."""
+        self._time_control(msg)
+        name = msg.get("time_control", NO_CLOCK)
+        category = category_of(name)
+        rating = self.services.store.rating(self.player, category)[0].r if self.player and category else 1500.0
+        seek = Seek(self.tab_id, name, self.player, rating, _rated(msg))
+        waiting = await self.hub.bus.seek(seek)
         if waiting is None:
             await self.show_lobby()
             return
-        await _pair(waiting, self, AGENTS[secrets.randbelow(2)], control)
+        await pair_seeks(self.hub, waiting, seek)
 
     def leave_lobby(self) -> None:
         """This tab closed: its challenges and its wait for a pairing go with it."""
@@ -243,11 +306,13 @@ class Play:
         self.hub._later(self._left_lobby())
 
     async def _left_lobby(self) -> None:
+        self.hub.live.unfollow(self.tab_id)
         try:
             if await self.hub.bus.gone(self.tab_id):
                 await self._tell_lobby()
         except WebError:  # the bus is reconnecting: an owner whose instance is alive stays listed
             pass
+        self.hub.live.changed()  # it may have been waiting to be paired
 
     async def paired(self, game: LiveGame, seat: str, token: str) -> None:
         """The lobby paired this tab (its challenge taken, or its wait for a game met), here or
@@ -354,18 +419,50 @@ def _resolve_side(side: str) -> str:
     return AGENTS[secrets.randbelow(2)] if side == "random" else side
 
 
-async def _pair(first: str, second: Play, first_seat: str, control: TimeControl | None) -> None:
-    """A new game between the tab with id ``first``, in ``first_seat``, and ``second``: both
-    land in it (``first`` through the bus when it is another instance's tab)."""
-    hub = second.hub
-    game, first_token, second_token = await hub.create_seated(first_seat, control)
-    owner = hub.lobby_tabs.get(first)
-    if owner is not None:
-        await owner.paired(game, first_seat, first_token)
-    else:
-        await hub.bus.publish({"kind": "paired", "tab": first, "game": game.id, "seat": first_seat,
-                               "token": first_token})
-    await second.paired(game, AGENTS[1 - AGENTS.index(first_seat)], second_token)
+def _other(side: str) -> str:
+    return AGENTS[1 - AGENTS.index(side)]
+
+
+def _rated(msg: dict[str, Any]) -> bool:
+    rated = msg.get("rated", True)
+    if not isinstance(rated, bool):
+        raise WebError("rated must be true (rated) or false (casual)", "rated")
+    return rated
+
+
+NAME_REFUSALS = {
+    "name_length": f"a name has {NAME_MIN} to {NAME_MAX} characters",
+    "name_chars": "a name is made of letters a-z, digits, '_' and '-', starting with a letter or digit",
+    "name_reserved": "that name belongs to the computer's players (or looks like a bot's); choose another",
+}
+"""The English text of each refusal :func:`.players.name_refusal` gives."""
+
+
+async def pair_seeks(hub: Hub, one: Seek, two: Seek) -> None:
+    """Two tabs that "play anyone" were paired: a game on their clock, sides drawn, rated when
+    both asked for a rated game and both said who they are."""
+    first_seat = AGENTS[secrets.randbelow(2)]
+    rated = one.rated and two.rated and one.player is not None and two.player is not None
+    await pair_tabs(hub, {first_seat: (str(one.owner), one.player), _other(first_seat): (str(two.owner), two.player)},
+                    parse_time_control(one.time_control), rated)
+
+
+async def pair_tabs(hub: Hub, seats: dict[str, tuple[str, str | None]], control: TimeControl | None,
+                    rated: bool) -> None:
+    """A new game between two tabs, ``seats``: role -> (tab id, player id or None); both land in
+    it (through the bus when it is another instance's tab). Rated in the control's category
+    when ``rated`` and on the clock."""
+    order_tab, chaos_tab = seats["order"][0], seats["chaos"][0]
+    game, order_token, chaos_token = await hub.create_seated("order", control)
+    category = category_of(control.name) if rated and control is not None else None
+    hub.services.store.seat_players(game.id, {role: seats[role][1] for role in AGENTS}, category)
+    game.read_people()
+    for role, tab, token in (("order", order_tab, order_token), ("chaos", chaos_tab, chaos_token)):
+        owner = hub.lobby_tabs.get(tab)
+        if owner is not None:
+            await owner.paired(game, role, token)
+        else:
+            await hub.bus.publish({"kind": "paired", "tab": tab, "game": game.id, "seat": role, "token": token})
 
 
 class WatchGame:
@@ -616,6 +713,7 @@ class Connection:
         self.services = services
         self.play = Play(services, hub, send, address)
         hub.lobby_tabs[self.play.tab_id] = self.play
+        hub.pairing = lambda one, two: pair_seeks(hub, one, two)
         self.watch = WatchGame(services, send)
         self.study = Study(services, send)
         self.send = send
@@ -667,6 +765,9 @@ class Connection:
             "accept": lambda: self.play.accept(msg),
             "cancel": lambda: self.play.cancel(msg),
             "play_anyone": lambda: self.play.play_anyone(msg),
+            "identify": lambda: self.play.identify(msg),
+            "rename": lambda: self.play.rename(msg),
+            "live": lambda: self.play.hub.live.follow(self.play.tab_id, self.send),
             "challenge_bot": lambda: self.play.challenge_bot(msg),
         }
         result = handlers[kind]()

@@ -33,6 +33,22 @@ PostgreSQL's REAL has 4 bytes, too few for Unix seconds)::
                     solved INTEGER,            -- 1 solved, 0 failed
                     before REAL, after REAL,   -- the player's rating around the attempt
                     PRIMARY KEY (player, puzzle))  -- only a first attempt is rated
+    players(id TEXT PRIMARY KEY,          -- the same anonymous id as puzzle_players'
+            name TEXT, name_key TEXT UNIQUE,  -- the display name, and it case-folded
+            created REAL, seen REAL)
+    game_players(game TEXT PRIMARY KEY,   -- the people seated in a game (NULL: an agent or nobody)
+                 order_player TEXT, chaos_player TEXT,
+                 category TEXT)           -- bullet/blitz/rapid when rated, NULL: not rated
+    ratings(player TEXT, category TEXT, r REAL, rd REAL, sigma REAL, games INTEGER, updated REAL,
+            PRIMARY KEY (player, category))
+    rating_changes(game TEXT, player TEXT, category TEXT, opponent TEXT, score REAL,
+                   before_r REAL, before_rd REAL, r REAL, rd REAL, at REAL,
+                   PRIMARY KEY (game, player))  -- one row per player and game: rated once
+
+A rated game's ratings change in the same transaction that ends it (:meth:`GameStore.add_move`
+of its last move, :meth:`GameStore.finish` of a resignation or a loss on time), and only
+when that transaction is the one that ended it; the key of ``rating_changes`` refuses a
+second rating of the same game all the same. An aborted game is not rated.
     bot_accounts, bot_ratings, bot_games   -- bots, their ratings and games: see orderchaos.web.bots
 
 Seat tokens are kept only as hashes: the file alone does not let anyone take a seat.
@@ -61,6 +77,7 @@ from orderchaos.arena.game_files import OFF_BOARD_ENDS, GameRecord, SavedGame, g
 from orderchaos.arena.glicko2 import Rating
 from orderchaos.web.bots import label_bot
 from orderchaos.web.clocks import GameClock, TimeControl
+from orderchaos.web.players import CATEGORY_NAMES, generated_name, name_key, rate_game, score
 from orderchaos.envs.rules import AGENTS, State
 from orderchaos.files import atomic_write_bytes
 
@@ -116,6 +133,40 @@ CREATE TABLE IF NOT EXISTS puzzle_attempts (
     after DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (player, puzzle)
 );
+CREATE TABLE IF NOT EXISTS players (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    name_key TEXT NOT NULL UNIQUE,
+    created DOUBLE PRECISION NOT NULL,
+    seen DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE IF NOT EXISTS game_players (
+    game TEXT PRIMARY KEY REFERENCES games(id),
+    order_player TEXT, chaos_player TEXT,
+    category TEXT
+);
+CREATE TABLE IF NOT EXISTS ratings (
+    player TEXT NOT NULL,
+    category TEXT NOT NULL,
+    r DOUBLE PRECISION NOT NULL, rd DOUBLE PRECISION NOT NULL, sigma DOUBLE PRECISION NOT NULL,
+    games INTEGER NOT NULL,
+    updated DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (player, category)
+);
+CREATE TABLE IF NOT EXISTS rating_changes (
+    game TEXT NOT NULL REFERENCES games(id),
+    player TEXT NOT NULL,
+    category TEXT NOT NULL,
+    opponent TEXT NOT NULL,
+    score DOUBLE PRECISION NOT NULL,
+    before_r DOUBLE PRECISION NOT NULL, before_rd DOUBLE PRECISION NOT NULL,
+    r DOUBLE PRECISION NOT NULL, rd DOUBLE PRECISION NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (game, player)
+);
+CREATE INDEX IF NOT EXISTS rating_changes_player ON rating_changes(player, at);
+CREATE INDEX IF NOT EXISTS game_players_order ON game_players(order_player);
+CREATE INDEX IF NOT EXISTS game_players_chaos ON game_players(chaos_player);
 CREATE TABLE IF NOT EXISTS bot_accounts (
     name TEXT PRIMARY KEY,
     token_hash TEXT NOT NULL,
@@ -265,6 +316,9 @@ class Database:
     kind = ""
     begin_write = "BEGIN"
     begin_snapshot = "BEGIN"
+    for_update = ""
+    """What a SELECT ends with to lock the rows it reads until the transaction ends (SQLite's
+    write transaction locks the whole file already)."""
 
     def __init__(self, location: str) -> None:
         self.location = location
@@ -324,6 +378,10 @@ class Database:
         """Roll back the open transaction; a lost connection has nothing left to roll back."""
         self.execute("ROLLBACK")
 
+    def is_unique_violation(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is this backend's refusal of a duplicate key."""
+        return False
+
     def has_table(self, name: str) -> bool:
         """Whether the database has a table of this name."""
         raise NotImplementedError
@@ -363,6 +421,9 @@ class SQLiteDatabase(Database):
     def run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:  # noqa: D102 - Database's
         self.db.executemany(sql, rows)
 
+    def is_unique_violation(self, exc: BaseException) -> bool:  # noqa: D102 - Database's
+        return isinstance(exc, sqlite3.IntegrityError) and "UNIQUE" in str(exc)
+
     def has_table(self, name: str) -> bool:  # noqa: D102 - Database's
         return self.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
 
@@ -384,6 +445,7 @@ class PostgresDatabase(Database):
 
     kind = "postgresql"
     begin_snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+    for_update = " FOR UPDATE"
     CONNECT_TIMEOUT = 5
     SCHEMA_LOCK = 0x6F726465  # any constant: the advisory lock the servers take around setup
 
@@ -450,6 +512,9 @@ class PostgresDatabase(Database):
     def rollback(self) -> None:  # noqa: D102 - Database's
         if not self.lost():
             self.execute("ROLLBACK")
+
+    def is_unique_violation(self, exc: BaseException) -> bool:  # noqa: D102 - Database's
+        return isinstance(exc, self.psycopg.errors.UniqueViolation)
 
     def has_table(self, name: str) -> bool:  # noqa: D102 - Database's
         return self.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()[0]
@@ -624,7 +689,8 @@ class GameStore:
         self, game_id: str, ply: int, action: int, winner: str | None, clock: GameClock | None = None
     ) -> None:
         """Commit move number ``ply`` (0-based), the clocks after it, and, when it ended the
-        game, the winner (by five for Order, by a full board for Chaos)."""
+        game, the winner (by five for Order, by a full board for Chaos) and, for a rated game,
+        both players' new ratings."""
         now = self.clock()
         reason = None if winner is None else "five" if winner == "order" else "full_board"
         with self.db.transaction():  # the game row and its clocks in one UPDATE: each statement is a
@@ -638,6 +704,8 @@ class GameStore:
                     "UPDATE games SET updated=?, winner=?, reason=?, order_left=?, chaos_left=?, turn_started=?"
                     " WHERE id=?", (now, winner, reason, clock.remaining["order"], clock.remaining["chaos"],
                                     clock.turn_started, game_id))
+            if winner is not None:
+                self._rate(game_id, winner, now)
 
     def _write_clock(self, game_id: str, clock: GameClock) -> None:
         self.db.execute(
@@ -646,14 +714,18 @@ class GameStore:
         )
 
     def finish(self, game_id: str, winner: str | None, reason: str, clock: GameClock | None = None) -> None:
-        """End a game off the board: ``reason`` one of resign, time, aborted (winner None)."""
+        """End a game off the board: ``reason`` one of resign, time, aborted (winner None). A
+        rated game that this call ends (not one already over) is rated in the same transaction."""
         if reason not in REASONS[2:]:
             raise ValueError(f"reason must be one of {REASONS[2:]}, got {reason!r}")
+        now = self.clock()
         with self.db.transaction():
-            self.db.execute("UPDATE games SET updated=?, winner=?, reason=? WHERE id=? AND reason IS NULL",
-                            (self.clock(), winner, reason, game_id))
+            ended = self.db.execute("UPDATE games SET updated=?, winner=?, reason=? WHERE id=? AND reason IS NULL",
+                                    (now, winner, reason, game_id)).rowcount
             if clock is not None:
                 self._write_clock(game_id, clock)
+            if ended and winner is not None and reason != "aborted":
+                self._rate(game_id, winner, now)
 
     def unstarted_since(self, before: float) -> list[str]:
         """Unfinished games without a move whose seats were both taken at ``before`` or earlier."""
@@ -731,6 +803,152 @@ class GameStore:
                 TimeControl(row[12], row[13]), {"order": row[14], "chaos": row[15]}, row[16]),
         )
 
+    # -- players and ratings ------------------------------------------------------------------
+    def player_name(self, player: str) -> str | None:
+        """The display name of the player with this id, or None for an id not seen yet."""
+        row = self.db.execute("SELECT name FROM players WHERE id=?", (player,)).fetchone()
+        return None if row is None else row[0]
+
+    def player_id(self, name: str) -> str | None:
+        """The id of the player with this display name (letter case ignored), or None."""
+        row = self.db.execute("SELECT id FROM players WHERE name_key=?", (name_key(name),)).fetchone()
+        return None if row is None else row[0]
+
+    def names(self, players: Iterable[str | None]) -> dict[str, str]:
+        """id -> display name for those of ``players`` that have one."""
+        wanted = sorted({p for p in players if p})
+        if not wanted:
+            return {}
+        marks = ", ".join("?" for _ in wanted)
+        return dict(self.db.execute(f"SELECT id, name FROM players WHERE id IN ({marks})", wanted))
+
+    def ensure_player(self, player: str) -> str:
+        """The display name of ``player``, given a generated one (:func:`generated_name`, the
+        next choice while one is taken) on their first visit."""
+        name = self.player_name(player)
+        if name is not None:
+            return name
+        now = self.clock()
+        for attempt in range(100):
+            name = generated_name(player, attempt)
+            with self.db.transaction():
+                self.db.execute("INSERT INTO players VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                                (player, name, name_key(name), now, now))
+            found = self.player_name(player)
+            if found is not None:
+                return found
+        raise StoreError(f"no free generated name for player {player[:8]}")
+
+    def rename_player(self, player: str, name: str) -> bool:
+        """Give ``player`` (who must exist) the display name ``name``; False when another player
+        has it (letter case ignored), nothing changed."""
+        try:
+            with self.db.transaction():
+                holder = self.db.execute("SELECT id FROM players WHERE name_key=?", (name_key(name),)).fetchone()
+                if holder is not None and holder[0] != player:
+                    return False
+                self.db.execute("UPDATE players SET name=?, name_key=?, seen=? WHERE id=?",
+                                (name, name_key(name), self.clock(), player))
+        except Exception as exc:
+            if self.db.is_unique_violation(exc):  # another server gave it away meanwhile
+                return False
+            raise
+        return True
+
+    def seat_players(self, game_id: str, players: dict[str, str | None], category: str | None) -> None:
+        """Note who sits in a game (a player id per seat, None: an agent or nobody yet) and its
+        rated category (None: not rated); a seat already noted keeps its player."""
+        self.db.execute(
+            "INSERT INTO game_players VALUES (?, ?, ?, ?) ON CONFLICT(game) DO UPDATE SET"
+            " order_player=COALESCE(game_players.order_player, excluded.order_player),"
+            " chaos_player=COALESCE(game_players.chaos_player, excluded.chaos_player)",
+            (game_id, players.get("order"), players.get("chaos"), category))
+
+    def game_players(self, game_id: str) -> tuple[dict[str, str | None], str | None]:
+        """The player id in each seat of a game and its rated category (None: not rated)."""
+        row = self.db.execute("SELECT order_player, chaos_player, category FROM game_players WHERE game=?",
+                              (game_id,)).fetchone()
+        if row is None:
+            return {"order": None, "chaos": None}, None
+        return {"order": row[0], "chaos": row[1]}, row[2]
+
+    def rating(self, player: str, category: str) -> tuple[Rating, int]:
+        """A player's rating in a category and the rated games behind it (a newcomer's: 1500, 0)."""
+        row = self.db.execute("SELECT r, rd, sigma, games FROM ratings WHERE player=? AND category=?",
+                              (player, category)).fetchone()
+        return (Rating(), 0) if row is None else (Rating(*row[:3]), row[3])
+
+    def ratings(self, player: str) -> dict[str, tuple[Rating, int]]:
+        """A player's rating and rated games in every category (a newcomer's where none)."""
+        held = {category: (Rating(r, rd, sigma), games) for category, r, rd, sigma, games in self.db.execute(
+            "SELECT category, r, rd, sigma, games FROM ratings WHERE player=?", (player,))}
+        return {category: held.get(category, (Rating(), 0)) for category in CATEGORY_NAMES}
+
+    def _rate(self, game_id: str, winner: str, now: float) -> None:
+        """Inside the transaction that ends a game: rate it when it is rated and both seats
+        hold people, at most once (the key of ``rating_changes``)."""
+        seats, category = self.game_players(game_id)
+        if category is None or not seats["order"] or not seats["chaos"] or seats["order"] == seats["chaos"]:
+            return
+        players = (seats["order"], seats["chaos"])
+        for player in sorted(players):  # rows locked in one order: two games never wait on each other
+            self.db.execute("INSERT INTO ratings VALUES (?, ?, ?, ?, ?, 0, ?) ON CONFLICT DO NOTHING",
+                            (player, category, Rating().r, Rating().rd, Rating().sigma, now))
+            self.db.execute(f"SELECT r FROM ratings WHERE player=? AND category=?{self.db.for_update}",
+                            (player, category)).fetchone()
+        before = {role: self.rating(player, category)[0] for role, player in zip(AGENTS, players)}
+        after = dict(zip(AGENTS, rate_game(before["order"], before["chaos"], winner)))
+        for role, player, opponent in (("order", players[0], players[1]), ("chaos", players[1], players[0])):
+            added = self.db.execute(
+                "INSERT INTO rating_changes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (game_id, player, category, opponent, score(winner, role), before[role].r, before[role].rd,
+                 after[role].r, after[role].rd, now)).rowcount
+            if not added:  # rated already
+                return
+            self.db.execute("UPDATE ratings SET r=?, rd=?, sigma=?, games=games+1, updated=? WHERE player=?"
+                            " AND category=?", (after[role].r, after[role].rd, after[role].sigma, now, player,
+                                                category))
+
+    def rating_changes(self, game_id: str) -> dict[str, tuple[float, float, float]]:
+        """A rated game's change for each player: player id -> (rating before, after, rd after)."""
+        return {player: (before, r, rd) for player, before, r, rd in self.db.execute(
+            "SELECT player, before_r, r, rd FROM rating_changes WHERE game=?", (game_id,))}
+
+    def rating_history(self, player: str, category: str) -> list[tuple[float, float]]:
+        """A player's rating after each rated game of a category, oldest first: (when, rating)."""
+        return [(at, r) for at, r in self.db.execute(
+            "SELECT at, r FROM rating_changes WHERE player=? AND category=? ORDER BY at, game",
+            (player, category))]
+
+    def player_games(self, player: str, limit: int = 100) -> list[dict[str, Any]]:
+        """A player's finished games, newest first: id, seat, opponent (id or None), winner,
+        reason, time control (seconds), category, when it ended and the rating change."""
+        rows = self.db.execute(
+            "SELECT g.id, p.order_player, p.chaos_player, p.category, g.winner, g.reason, g.time_base,"
+            " g.time_increment, g.updated, c.before_r, c.r, g.order_label, g.chaos_label"
+            " FROM game_players p JOIN games g ON g.id = p.game"
+            " LEFT JOIN rating_changes c ON c.game = g.id AND c.player = ?"
+            " WHERE (p.order_player = ? OR p.chaos_player = ?) AND g.reason IS NOT NULL"
+            " ORDER BY g.updated DESC, g.id LIMIT ?", (player, player, player, limit))
+        games = []
+        for (game, order, chaos, category, winner, reason, base, increment, ended, before, after,
+             order_label, chaos_label) in rows:
+            seat = "order" if order == player else "chaos"
+            games.append({"id": game, "seat": seat, "opponent": chaos if seat == "order" else order,
+                          "opponent_agent": chaos_label if seat == "order" else order_label,
+                          "winner": winner, "reason": reason, "control": None if base is None else (base, increment),
+                          "category": category, "ended": ended,
+                          "rating": None if before is None else (before, after)})
+        return games
+
+    def leaderboard(self, category: str, min_games: int, since: float, limit: int = 100) -> list[tuple[str, str, Rating, int]]:
+        """The best ratings of a category among players with at least ``min_games`` rated
+        games there and one at ``since`` or later: (id, name, rating, games), best first."""
+        return [(player, name, Rating(r, rd, sigma), games) for player, name, r, rd, sigma, games in self.db.execute(
+            "SELECT r.player, p.name, r.r, r.rd, r.sigma, r.games FROM ratings r JOIN players p ON p.id = r.player"
+            " WHERE r.category=? AND r.games >= ? AND r.updated >= ? ORDER BY r.r DESC, p.name_key LIMIT ?",
+            (category, min_games, since, limit))]
+
     # -- puzzles ----------------------------------------------------------------------------
     def puzzle_player(self, player: str) -> Rating | None:
         """A puzzle player's rating, or None before their first rated attempt."""
@@ -783,8 +1001,8 @@ class GameStore:
         return [i for (i,) in self.db.execute(f"SELECT id FROM games{where} ORDER BY created, id")]
 
 
-STORE_TABLES = ("games", "moves", "puzzle_players", "puzzle_ratings", "puzzle_attempts", "bot_accounts",
-                "bot_ratings", "bot_games")
+STORE_TABLES = ("games", "moves", "puzzle_players", "puzzle_ratings", "puzzle_attempts", "players", "game_players",
+                "ratings", "rating_changes", "bot_accounts", "bot_ratings", "bot_games")
 """Every table that holds a site (all but ``meta``), games before the moves that refer to them."""
 COPY_BATCH = 1000
 """Rows read and written at a time by :func:`copy_store`."""
@@ -797,7 +1015,7 @@ def table_counts(store: GameStore) -> dict[str, int]:
 
 def copy_store(source: GameStore, target: GameStore, replace: bool = False) -> dict[str, tuple[int, int]]:
     """Copy everything ``source`` holds (games with their moves, clocks and seats, puzzle
-    ratings and attempts) into ``target``, of either backend, as it stood at one moment (the
+    ratings and attempts, players, their ratings and rating changes) into ``target``, of either backend, as it stood at one moment (the
     source is read in one snapshot, so a server may go on writing to it). The target is
     written in one transaction and checked count by count before it commits: on any
     difference nothing is kept. Returns table -> (rows in the source, rows in the target).

@@ -216,8 +216,11 @@ def test_node_limit_gives_unknown() -> None:
 
 
 def test_time_limit_gives_unknown() -> None:
+    """The clock stops a search that needs millions of nodes: no answer, the time spent, and
+    far fewer nodes than the proof needs (a node count, not a wall-clock bound, so a busy
+    machine cannot fail it)."""
     result = fresh_solver().solve(HARD, time_limit=0.05)
-    assert result.winner is None and result.seconds < 1.0
+    assert result.winner is None and result.seconds >= 0.05 and 0 < result.nodes < 2_000_000
 
 
 def test_a_restored_table_goes_on_as_the_saved_one_would() -> None:

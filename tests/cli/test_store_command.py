@@ -22,11 +22,14 @@ from orderchaos.web.store import STORE_TABLES, GameStore, table_counts
 
 def build_site(path: Path) -> None:
     """A SQLite store with something in every table: a finished game with a rematch, a game on
-    the clock with both seats taken, an agent game, puzzle ratings and attempts, two bots and
-    their rated game."""
+    the clock with both seats taken, an agent game, puzzle ratings and attempts, two named
+    players and the ratings the finished game gave them, two bots and their rated game."""
     store = GameStore(path, clock=lambda: 1_765_000_000.125)
     people = {"order": None, "chaos": None}
     store.create("finished", people, people, {"order": "a" * 64, "chaos": "b" * 64}, None)
+    store.ensure_player("player1")
+    store.ensure_player("player2")
+    store.seat_players("finished", {"order": "player1", "chaos": "player2"}, "bullet")
     for ply, action in enumerate([0, 3, 12, 15, 24, 27, 36, 39, 48]):
         store.add_move("finished", ply, action, "order" if ply == 8 else None)
     store.create("rematch", people, people, {"order": "b" * 64, "chaos": "a" * 64}, None, PRESETS["3+2"])
@@ -66,8 +69,9 @@ def test_a_site_goes_to_postgresql_and_back_with_every_row(
     out = capsys.readouterr().out
     printed = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:-1]}
     assert printed == {"games": ["3", "3"], "moves": ["10", "10"], "puzzle_players": ["1", "1"],
-                       "puzzle_ratings": ["2", "2"], "puzzle_attempts": ["2", "2"], "bot_accounts": ["2", "2"],
-                       "bot_ratings": ["2", "2"], "bot_games": ["1", "1"]}, out
+                       "puzzle_ratings": ["2", "2"], "puzzle_attempts": ["2", "2"], "players": ["2", "2"],
+                       "game_players": ["1", "1"], "ratings": ["2", "2"], "rating_changes": ["2", "2"],
+                       "bot_accounts": ["2", "2"], "bot_ratings": ["2", "2"], "bot_games": ["1", "1"]}, out
     assert "every count matches" in out
     assert main(["store", "copy", "--from", url, "--to", f"sqlite://{back}"]) == 0
     capsys.readouterr()

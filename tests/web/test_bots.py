@@ -111,8 +111,10 @@ def test_bot_names_are_checked_and_never_shared(store: GameStore) -> None:
                        ("x", "bad bot name"), ("1abc", "bad bot name")]:
         with pytest.raises(bots.BotAccountError, match=said):
             bots.add_account(store, name)
+    store.ensure_player("p1")
+    assert store.rename_player("p1", "Carol")
     with pytest.raises(bots.BotAccountError, match="taken by a person"):
-        bots.add_account(store, "carol", taken=lambda name: name == "carol")
+        bots.add_account(store, "carol")
     assert bots.bot_name_taken(store, "ALPHA") and bots.bot_name_taken(store, "Strongest")
     assert not bots.bot_name_taken(store, "carol")
     bots.revoke_account(store, "alpha")
@@ -368,3 +370,15 @@ def test_the_protocol_document_shows_every_message_schema(repo: Any) -> None:
     for direction in (TO_BOT, FROM_BOT):
         for schema in direction.values():
             assert json.dumps(schema, indent=2) in text, schema["title"]
+
+
+def test_a_person_cannot_take_a_bots_name(store: GameStore) -> None:
+    bots.add_account(store, "alpha")
+    with AppSite(create_app(db=store, limits=FAST)) as site:
+        tab = site.connect()
+        tab.send_json({"type": "identify", "player": "p" * 22})
+        receive(tab, "me")
+        tab.send_json({"type": "rename", "name": "ALPHA"})
+        assert receive(tab, "error", error_ok=True)["code"] == "name_reserved"
+        tab.send_json({"type": "rename", "name": "Carol"})
+        assert receive(tab, "me")["name"] == "Carol"

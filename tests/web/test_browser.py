@@ -159,9 +159,19 @@ def screenshot(page: Page, name: str, full_page: bool = False) -> None:
         page.screenshot(path=str(Path(SCREENSHOTS) / name), full_page=full_page)
 
 
-def play_the_computer(page: Page, side: str, spec: str | None = None, level: str = "easy") -> None:
-    """Choose a side and an opponent (a level, or a spec under "Advanced") and start."""
-    page.select_option("select[name=side]", side)
+def open_form(tab: Page, name: str) -> None:
+    """Open the start page's small form ``name`` ("friend" or "computer") unless it is open."""
+    if tab.get_attribute(f"button[data-open={name}]", "aria-expanded") != "true":
+        tab.click(f"button[data-open={name}]")
+
+
+def play_the_computer(page: Page, side: str, spec: str | None = None, level: str = "easy",
+                      time_control: str = "none") -> None:
+    """Open "Play the computer", choose a side, a clock and an opponent (a level, or a spec
+    under "Advanced") and start."""
+    open_form(page, "computer")
+    page.select_option("#new-game-form select[name=side]", side)
+    page.select_option("#new-game-form select[name=time_control]", time_control)
     page.select_option("select[name=level]", level)
     if spec is not None:
         page.click("details.advanced summary")
@@ -237,6 +247,7 @@ def test_a_friend_game_through_the_invite_link_with_a_watcher_a_reload_and_a_ser
     browser: Browser, server: Server
 ) -> None:
     order_ctx, order = new_tab(browser, server.url)
+    open_form(order, "friend")
     order.select_option("select[name=side]", "order")
     order.click("button[data-action=play-friend]")
     invite = order.get_by_test_id("invite-link")
@@ -308,7 +319,7 @@ def test_swedish_rules_and_the_language_is_remembered(browser: Browser, server: 
     expect(rules.locator("caption")).to_have_text("Hur Ordning och kaos skiljer sig från tre i rad")
     expect(tab.locator("output[name=speed-shown]")).to_have_text("0,5 s")  # Intl's decimal comma
     expect(tab.locator("[data-cell='14']")).to_have_attribute("aria-label", "c3, tom")
-    expect(tab.locator("button[data-action=play-friend]")).to_have_text("Spela mot en vän")
+    expect(tab.locator("button[data-open=friend]")).to_have_text("Spela mot en vän")
     tab.reload()
     expect(rules).to_contain_text("Vad sidorna vill")
     assert tab.locator("html").get_attribute("lang") == "sv"
@@ -341,6 +352,7 @@ def test_a_phone_keeps_the_picker_by_the_board_and_never_scrolls_sideways(
                          "[data-testid=announce]"):
             assert in_view(tab, selector), (width, selector)
 
+    open_form(tab, "friend")
     tab.click("button[data-action=play-friend]")
     expect(tab.get_by_test_id("invite-link")).to_have_value(re.compile("invite="))
     check()
@@ -418,6 +430,7 @@ def friend_game_after_one_move(
     """Order's tab starts a friend game with ``time_control``, Chaos's tab opens the invite,
     Order plays X on a1: both contexts and tabs."""
     order_ctx, order = new_tab(browser, server.url)
+    open_form(order, "friend")
     order.select_option("select[name=side]", "order")
     order.select_option("select[name=time_control]", time_control)
     order.click("button[data-action=play-friend]")
@@ -459,6 +472,7 @@ def test_a_clocked_friend_game_shows_both_clocks_in_both_tabs(browser: Browser, 
 def test_two_browsers_meet_through_the_lobby_and_play(browser: Browser, server: Server) -> None:
     maker_ctx, maker = new_tab(browser, server.url)
     taker_ctx, taker = new_tab(browser, server.url)
+    open_form(maker, "friend")
     maker.select_option("select[name=side]", "chaos")
     maker.select_option("select[name=time_control]", "5+3")
     maker.click("button[data-action=challenge]")
@@ -476,9 +490,8 @@ def test_two_browsers_meet_through_the_lobby_and_play(browser: Browser, server: 
 
 
 def ask_to_play_anyone(tab: Page, time_control: str) -> None:
-    """Press "Play anyone" at ``time_control``."""
-    tab.select_option("select[name=time_control]", time_control)
-    tab.click("button[data-action=play-anyone]")
+    """Press the quick-pairing button of ``time_control`` ("Play anyone" at that clock)."""
+    tab.click(f"button[data-seek='{time_control}']")
 
 
 def test_play_anyone_pairs_two_browsers_on_the_same_time_control(browser: Browser, server: Server) -> None:
@@ -541,6 +554,7 @@ def test_accepting_a_challenge_asks_before_leaving_a_game_in_progress(browser: B
     wait_for_turn_or_end(taker)
     taker.click("[data-cell='0']")
     expect(taker.locator("[data-testid=play-moves] li")).to_have_count(2)
+    open_form(maker, "friend")
     maker.select_option("select[name=side]", "chaos")
     maker.click("button[data-action=challenge]")
     offer = taker.get_by_test_id("lobby").locator("li")
@@ -564,18 +578,20 @@ def focused_cell(page: Page) -> int:
 
 
 def test_a_game_played_to_the_end_with_the_keyboard_alone(page: Page) -> None:
-    """Tab to "Play the computer" (Order against easy), Enter; then, on the board, arrow keys
-    to the first empty cell and x writes X there, until the game ends. The cells are buttons
-    named "c3, empty" / "c3, X"; the last move and the result are said in the live region."""
-    for _ in range(40):
-        if page.evaluate("document.activeElement.dataset.action") == "new-game":
-            break
-        page.keyboard.press("Tab")
-    else:
-        pytest.fail("Tab never reached the new-game button")
-    page.keyboard.press("Enter")
+    """Tab to "Play the computer", Enter opens its form; Tab to its start button (Order against
+    easy), Enter; then, on the board, arrow keys to the first empty cell and x writes X there,
+    until the game ends. The cells are buttons named "c3, empty" / "c3, X"; the last move and
+    the result are said in the live region."""
+    for target in ("[data-open=computer]", "[data-action=new-game]"):
+        for _ in range(40):
+            if page.evaluate("(target) => document.activeElement.matches(target)", target):
+                break
+            page.keyboard.press("Tab")
+        else:
+            pytest.fail(f"Tab never reached {target}")
+        page.keyboard.press("Enter")
     status = wait_for_turn_or_end(page)
-    for _ in range(12):
+    for _ in range(30):  # past the game's form, the start page's buttons and the board's tools
         if page.evaluate("document.activeElement.dataset.cell !== undefined"):
             break
         page.keyboard.press("Shift+Tab")  # the board's one tab stop comes before the game's form
@@ -643,8 +659,7 @@ def test_axe_finds_nothing_serious_in_any_state_of_the_page(browser: Browser, se
     expect(tab.locator("html")).to_have_attribute("lang", lang)
     expect(tab.get_by_test_id("status")).not_to_have_text(re.compile("…"))
     found = {"start": serious_axe_violations(tab)}
-    tab.select_option("select[name=time_control]", "10+5")  # the clocks are checked too
-    play_the_computer(tab, "order", spec="random:seed=3")
+    play_the_computer(tab, "order", spec="random:seed=3", time_control="10+5")  # the clocks are checked too
     expect(tab.get_by_test_id("clocks")).to_be_visible()
     moves = tab.locator("[data-testid=play-moves] li")
     expect(moves).to_have_count(0)
@@ -841,9 +856,8 @@ def test_a_refused_tab_says_why_until_taken_and_the_clocks_stop_while_disconnect
         expect(status).to_have_text(re.compile(r"^Not connected: too many open pages from your address \(at most 1\)"))
         expect(status).not_to_contain_text("Connection lost")
         first_ctx.close()  # a place frees: the refused tab is taken at its next try
-        expect(status).to_have_text(re.compile("Choose a side"), timeout=60_000)
-        second.select_option("select[name=time_control]", "3+2")
-        play_the_computer(second, "order")
+        expect(status).to_have_text(re.compile("Pick a time control"), timeout=60_000)
+        play_the_computer(second, "order", time_control="3+2")
         second.click("button[data-symbol=X]")
         second.click("[data-cell='0']")  # not charged; the computer's reply starts Order's clock
         clock = second.get_by_test_id("clock-order")

@@ -40,6 +40,7 @@ from orderchaos.web.bus import POOL_CONNECTIONS, RedisBus, parse_bus_url  # noqa
 from orderchaos.web.clocks import TimeControl  # noqa: E402
 from orderchaos.web.errors import WebError  # noqa: E402
 from orderchaos.web.games import Client, Hub  # noqa: E402
+from orderchaos.web.lobby import Seek  # noqa: E402
 from orderchaos.web.quotas import SharedAddressLimits  # noqa: E402
 from orderchaos.web.services import Limits, Services  # noqa: E402
 from orderchaos.web.store import GameStore  # noqa: E402
@@ -157,15 +158,19 @@ def test_the_lobby_in_redis_keeps_the_lobby_rules(redis_url: str) -> None:
                 await one.cancel_challenge(seen[1]["id"], a)
             assert not_mine.value.code == "no_challenge"
             assert await other.gone(b) and [x["side"] for x in await one.listing(a)] == ["chaos"]
-            assert await one.seek(a, "3+2") is None and await one.seeking_for(a) == "3+2"
-            assert await other.seek(b, "1+0") is None  # another time control: waits
-            assert await one.seek(a, "3+2") is None  # asking twice does not pair a tab with itself
-            assert await other.seek(c, "3+2") == a and await one.seeking_for(a) is None
-            assert await one.seek(a, "1+0") == b  # across instances, first come first paired
+            async def seek(bus: RedisBus, owner: str, control: str) -> str | None:
+                found = await bus.seek(Seek(owner, control))
+                return None if found is None else str(found.owner)
+
+            assert await seek(one, a, "3+2") is None and await one.seeking_for(a) == "3+2"
+            assert await seek(other, b, "1+0") is None  # another time control: waits
+            assert await seek(one, a, "3+2") is None  # asking twice does not pair a tab with itself
+            assert await seek(other, c, "3+2") == a and await one.seeking_for(a) is None
+            assert await seek(one, a, "1+0") == b  # across instances, first come first paired
             await other.open_challenge(c, "127.0.0.2", "order", "none")
-            await other.seek(c, "5+3")
+            await seek(other, c, "5+3")
             await other.close()  # its tabs' challenges and waits go with it
-            assert await one.listing(a) == [] and await one.seek(a, "5+3") is None
+            assert await one.listing(a) == [] and await seek(one, a, "5+3") is None
         finally:
             await one.close()
             await other.close()

@@ -183,6 +183,7 @@ def test_a_friend_game_with_a_watcher_through_https_and_wss(site: Site) -> None:
                 return tab
 
             order = open_tab(site.public + "/")
+            order.click("button[data-open=friend]")  # the start page's form for a friend game
             order.select_option("select[name=side]", "order")
             order.click("button[data-action=play-friend]")
             invite = order.get_by_test_id("invite-link")

@@ -18,7 +18,7 @@ from helpers import AppSite, receive, until_moves  # noqa: E402
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.web.bus import Bus  # noqa: E402
 from orderchaos.web.errors import WebError  # noqa: E402
-from orderchaos.web.lobby import Lobby  # noqa: E402
+from orderchaos.web.lobby import Lobby, Seek  # noqa: E402
 from orderchaos.web.services import Limits  # noqa: E402
 
 
@@ -71,29 +71,23 @@ def test_lobby_caps_open_challenges_per_address() -> None:
 
 def test_play_anyone_pairs_the_first_two_on_the_same_time_control() -> None:
     lobby = Lobby()
-    assert lobby.seek("a", "3+2") is None and lobby.seeking_for("a") == "3+2"
-    assert lobby.seek("b", "1+0") is None  # another time control: waits
-    assert lobby.seek("a", "3+2") is None  # asking twice does not pair a tab with itself
-    assert lobby.seek("c", "3+2") == "a" and lobby.seeking_for("a") is None
-    assert lobby.seek("d", "3+2") is None  # "a" is paired: "d" waits for the next
-    assert lobby.seek("b", "3+2") == "d" and lobby.seeking_for("b") is None  # "b" switched, and left 1+0
-    assert lobby.seek("e", "1+0") is None
+
+    def seek(owner: str, control: str) -> str | None:
+        found = lobby.seek(Seek(owner, control))
+        return None if found is None else str(found.owner)
+
+    assert seek("a", "3+2") is None and lobby.seeking_for("a") == "3+2"
+    assert seek("b", "1+0") is None  # another time control: waits
+    assert seek("a", "3+2") is None  # asking twice does not pair a tab with itself
+    assert seek("c", "3+2") == "a" and lobby.seeking_for("a") is None
+    assert seek("d", "3+2") is None  # "a" is paired: "d" waits for the next
+    assert seek("b", "3+2") == "d" and lobby.seeking_for("b") is None  # "b" switched, and left 1+0
+    assert seek("e", "1+0") is None
     lobby.gone("e")
-    assert lobby.seek("f", "1+0") is None
+    assert seek("f", "1+0") is None
 
 
 # -- through the server ---------------------------------------------------------------------
-
-
-@pytest.fixture(params=["memory", "redis"])
-def bus(request: pytest.FixtureRequest) -> Callable[[], Bus | None]:
-    """Makes the bus of a site: none (the lobby in memory) or one on the tests' Redis."""
-    if request.param == "memory":
-        return lambda: None
-    from orderchaos.web.bus import RedisBus
-
-    url = request.getfixturevalue("redis_url")
-    return lambda: RedisBus(url)
 
 
 class Site(AppSite):

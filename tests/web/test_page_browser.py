@@ -120,20 +120,24 @@ def broken_words(tab: Page, selector: str) -> list[str]:
 def test_a_phone_starts_on_the_form_taps_44_pixels_reads_whole_words_and_leaves_no_hover(
     browser: Browser, server: Server, lang: str
 ) -> None:
-    """At 360×740 by touch: the button that starts a game is on the first screen; every
-    control of Play, Learn and Puzzles is at least 44×44; the rules table breaks no word;
-    nothing scrolls sideways; a tapped cell keeps its colour; the lesson's text comes before
-    its board."""
+    """At 360×740 by touch: the buttons that start a game (the quick-pairing grid, a friend,
+    the computer) and "How to play" are on the first screen; every control of Play, Learn and
+    Puzzles is at least 44×44; the rules table breaks no word; nothing scrolls sideways; a
+    tapped cell keeps its colour; the lesson's text comes before its board."""
     context, tab = new_tab(browser, server.url, width=360, height=740, has_touch=True, is_mobile=True)
     tab.select_option("select[name=language]", lang)
     expect(tab.locator("html")).to_have_attribute("lang", lang)
-    assert in_view(tab, "button[data-action=new-game]")
+    for selector in ("button[data-seek='1+0']", "button[data-seek='10+5']", "button[data-open=friend]",
+                     "button[data-open=computer]", "[data-testid=how-to-play]"):
+        assert in_view(tab, selector), selector
     assert tab.evaluate("[document.documentElement.scrollWidth, innerWidth]") == [360, 360]
     assert small_targets(tab) == []
     assert broken_words(tab, ".rules table") == []
-    tab.tap("[data-cell='7']")  # no game yet: nothing is placed, and no hover stays behind
-    expect(tab.get_by_test_id("status")).to_have_class(re.compile("error"))
+    tab.tap("[data-cell='7']")  # no game yet: nothing is placed, a game is offered, no hover stays behind
+    expect(tab.locator("#new-game-form")).to_be_visible()
+    expect(tab.get_by_test_id("status")).not_to_have_class(re.compile("error"))
     assert tab.locator("[data-cell='7']").evaluate("cell => getComputedStyle(cell).backgroundColor") == CELL_COLOUR
+    assert small_targets(tab) == []  # the form it opened too
     tab.tap("button[data-mode=learn]")
     expect(tab.get_by_test_id("learn-step-text")).not_to_be_empty()
     assert small_targets(tab) == []
@@ -163,6 +167,7 @@ def test_threats_the_five_copies_and_the_lobby_are_said_in_words(browser: Browse
     assert tab.get_by_test_id("learn-moves").evaluate("list => list.start") == 11  # ten stones on the board
 
     tab.click("[data-mode=play]")
+    tab.click("button[data-open=friend]")
     tab.select_option("select[name=time_control]", "10+5")
     tab.click("button[data-action=challenge]")
     expect(tab.get_by_test_id("status")).to_have_text("Your challenge is open: it waits in the list below until someone accepts it.")
@@ -172,8 +177,7 @@ def test_threats_the_five_copies_and_the_lobby_are_said_in_words(browser: Browse
     expect(tab.get_by_test_id("announce")).to_have_text("Link copied.")
 
     other, seeker = new_tab(browser, server.url)
-    seeker.select_option("select[name=time_control]", "5+3")
-    seeker.click("button[data-action=play-anyone]")
+    seeker.click("button[data-seek='5+3']")
     expect(seeker.get_by_test_id("status")).to_have_text("Waiting for someone with the same time control…")
     other.close()
     context.close()

@@ -63,6 +63,7 @@ def test_sigterm_tells_the_page_in_its_language_and_the_page_comes_back(tmp_path
                 tab.goto(f"http://127.0.0.1:{port}/")
                 status = tab.get_by_test_id("status")
                 expect(status).not_to_have_text(CONNECTING)
+                tab.click("button[data-open=friend]")  # the start page's form for a friend game
                 tab.select_option("select[name=side]", "order")
                 tab.click("button[data-action=play-friend]")
                 expect(status).to_have_text(WAITING_FRIEND)

@@ -14,6 +14,9 @@ const $ = (selector) => document.querySelector(selector);
 // key(key) -> handled. app.js hands them the board, the symbol picker, the status and the keys;
 // keys a mode does not handle fall to the keys of play (x/o, a cell name such as c3).
 const extraModes = {};
+// Other scripts (player.js) add to what every outgoing message carries and to every redraw.
+const outgoing = [];   // each hook(message) may add fields before it is sent
+const redraws = [];    // each hook() runs at the end of render()
 const $$ = (selector) => Array.from(document.querySelectorAll(selector));
 
 const ui = {
@@ -143,6 +146,7 @@ function send(message) {
     showError(ui.mode, { code: "offline", message: "not connected to the server" });
     return;
   }
+  for (const hook of outgoing) hook(message);
   socket.send(JSON.stringify(message));
 }
 
@@ -181,9 +185,11 @@ const handlers = {
       ui.invite = fromAddress.invite;
       openGame(fromAddress.game);
     } else send({ type: "state" });
+    send({ type: "live" });  // the games being played now, pushed as they change (start.js)
   },
   joined(msg) {
     ui.game = msg.game;
+    ui.offered = false;
     if (msg.token) saveToken(msg.game, msg.token);
     ui.seatTaken = Boolean(ui.invite) && msg.seat === null;  // an invite someone else used first
     ui.invite = null;
@@ -439,7 +445,7 @@ function lobbyWaiting() {
 function playStatus(view) {
   const waiting = lobbyWaiting();
   if (waiting && (!view || view.reason)) return waiting;
-  if (!view) return t("status.choose");
+  if (!view) return t(ui.offered ? "start.offer" : "status.choose");
   if (view.reason) return t("status.over", { result: resultTitle(view) });
   const mover = view.players[view.to_play];
   const args = { side: side(view.to_play) };
@@ -482,6 +488,7 @@ function render() {
   renderPlay();
   if (ui.mode === "study") renderStudy();
   if (extra) extra.render();
+  for (const hook of redraws) hook();
 }
 
 function resultLine(view) {
@@ -501,6 +508,11 @@ function renderLobby() {
     const sideName = challenge.side === "random" ? t("play.side_random") : side(challenge.side);
     item.append(challenge.time_control === "none" ? t("lobby.item_untimed", { side: sideName })
       : t("lobby.item", { side: sideName, time: challenge.time_control }), " ");
+    if (challenge.name) {  // who made it, with their rating in the clock's category
+      item.append(challenge.rating ? t("lobby.by_rated", { name: challenge.name, rating: shownRating(challenge.rating) })
+        : t("lobby.by", { name: challenge.name }), " ");
+    }
+    if (challenge.rated === false) item.append(t("lobby.casual"), " ");
     const button = document.createElement("button");
     button.type = "button";
     button.textContent = t(challenge.mine ? "lobby.cancel" : "lobby.accept");
@@ -654,7 +666,8 @@ function chooseSymbol(symbol) {
 function clickCell(c) {
   if (ui.mode in extraModes) extraModes[ui.mode].click(c);
   if (ui.mode !== "play") return;
-  send({ type: "move", cell: c, symbol: ui.symbol });
+  if (!ui.views.play) offerGame();  // no game yet: nothing to place a symbol in
+  else send({ type: "move", cell: c, symbol: ui.symbol });
 }
 
 function opponent() {
@@ -670,29 +683,29 @@ function mayLeaveGame() {
   return window.confirm(t("play.confirm_new"));
 }
 
+// Each form's own side and clock: the friend form's for a friend game and a challenge, the
+// computer form's for a game against the computer.
+function chosen(form) {
+  return { side: $(`${form} select[name=side]`).value, time_control: $(`${form} select[name=time_control]`).value };
+}
 $("#new-game-form").addEventListener("submit", (event) => {
   event.preventDefault();
   if (!mayLeaveGame()) return;
   ui.hint = null;
-  send({ type: "new_game", side: $("select[name=side]").value, opponent: opponent(),
-         time_control: $("select[name=time_control]").value });
+  send({ type: "new_game", opponent: opponent(), ...chosen("#new-game-form") });
 });
-$("[data-action=play-friend]").addEventListener("click", () => {
+$("#friend-form").addEventListener("submit", (event) => {
+  event.preventDefault();
   if (!mayLeaveGame()) return;
   ui.hint = null;
-  send({ type: "play_friend", side: $("select[name=side]").value, time_control: $("select[name=time_control]").value });
+  send({ type: "play_friend", ...chosen("#friend-form") });
 });
-$("[data-action=challenge]").addEventListener("click", () => {
-  send({ type: "challenge", side: $("select[name=side]").value, time_control: $("select[name=time_control]").value });
-});
-$("[data-action=play-anyone]").addEventListener("click", () => {
-  if (!mayLeaveGame()) return;
-  send({ type: "play_anyone", time_control: $("select[name=time_control]").value });
-});
+$("[data-action=challenge]").addEventListener("click", () => send({ type: "challenge", ...chosen("#friend-form") }));
 $("#move-form").addEventListener("submit", (event) => {
   event.preventDefault();
   const input = $("input[name=move-text]");
-  send({ type: "move", text: input.value });
+  if (!ui.views.play) offerGame();
+  else send({ type: "move", text: input.value });
   input.value = "";
 });
 for (const button of $$("[data-symbol]")) button.addEventListener("click", () => chooseSymbol(button.dataset.symbol));
@@ -865,7 +878,7 @@ document.addEventListener("keydown", (event) => {
       const cell = (Number(key) - 1) * SIZE + COLUMNS.indexOf(ui.pendingColumn);
       ui.pendingColumn = null;
       if (extra) extra.click(cell);
-      else send({ type: "move", cell, symbol: ui.symbol });
+      else clickCell(cell);
     } else if (ui.mode !== "play") return;
     else if (key === "u") send({ type: "undo" });
     else if (key === "h") $("[data-action=hint]").click();
