@@ -15,6 +15,7 @@ command) takes no new game, resigns the games in progress and ends the run.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import signal
 import statistics
@@ -130,7 +131,6 @@ class BotClient:
         self.url = socket_url(server)
         self.token, self.make_agent, self.options, self.say = token, agent, options, say
         self.games: dict[str, GameRecord] = {}
-        self.idle_agents: list[Agent] = []
         self.figures = Figures()
         self.finished: set[str] = set()
         self.challenges_sent = 0
@@ -340,7 +340,7 @@ class BotClient:
 
         try:
             if record.agent is None:
-                record.agent = self.idle_agents.pop() if self.idle_agents else await asyncio.to_thread(self.make_agent)
+                record.agent = await asyncio.to_thread(self.make_agent)
             if left is not None and left < LOW_CLOCK:
                 action = await asyncio.to_thread(fallback_action, state)
             else:
@@ -356,8 +356,6 @@ class BotClient:
     def _finish(self, record: GameRecord, msg: dict[str, Any]) -> None:
         del self.games[record.game]
         self.finished.add(record.game)
-        if record.agent is not None:
-            self.idle_agents.append(record.agent)
         winner, reason = msg["winner"], msg["reason"]
         outcome = "aborted" if winner is None else ("won" if winner == record.seat else "lost")
         self.figures.results.append((record.game, record.seat, winner, reason))
@@ -373,13 +371,16 @@ class BotClient:
 
 
 def agent_factory(agent: str | Callable[[], Agent]) -> Callable[[], Agent]:
-    """A builder of fresh agents: from a spec (checked now, SpecError when bad) or as given."""
+    """A builder of a fresh agent for each game: from a spec (checked now, SpecError when bad),
+    the games' agents seeded 0, 1, 2, ... in the order the games start (as ``eval`` gives each
+    game its own seed), or the callable as given."""
     if not isinstance(agent, str):
         return agent
     from orderchaos.agents.registry import make, resolve
 
     resolve(agent)
-    return lambda: make(agent, seed=0)
+    seeds = itertools.count()
+    return lambda: make(agent, seed=next(seeds))
 
 
 def run_bot(server: str, token: str, agent: str | Callable[[], Agent], options: BotOptions | None = None,
