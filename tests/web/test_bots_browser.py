@@ -85,7 +85,7 @@ def test_a_person_challenges_a_bot_in_the_lobby_and_plays_it_to_the_end(
         context, tab = new_tab(browser, server.url)
         listed = tab.get_by_test_id("bots").locator("li", has_text="bot:robot")
         expect(listed).to_contain_text("bot:robot, rating 1,500")
-        tab.select_option("select[name=time_control]", "5+3")
+        tab.select_option("select[name=bot_time_control]", "5+3")
         listed.get_by_role("button", name="Challenge").click()
         expect(tab.get_by_test_id("clock-order")).to_be_visible()
         status = wait_for_turn_or_end(tab)
@@ -93,8 +93,10 @@ def test_a_person_challenges_a_bot_in_the_lobby_and_plays_it_to_the_end(
         while "Game over" not in status:
             assert "Error" not in status, status
             cells = board(tab)
+            before = tab.locator("[data-testid=play-moves] li").count()
             tab.click(f"[data-cell='{cells.index('')}']")
             clicks += 1
+            expect(tab.locator("[data-testid=play-moves] li")).not_to_have_count(before)  # the move is in
             status = wait_for_turn_or_end(tab)
             assert clicks <= 18
         expect(tab.get_by_test_id("result")).to_be_visible()

@@ -541,7 +541,7 @@ function renderBots() {
     button.dataset.bot = bot.name;
     button.addEventListener("click", () => {
       if (!mayLeaveGame()) return;
-      send({ type: "challenge_bot", bot: bot.name, time_control: $("select[name=time_control]").value });
+      send({ type: "challenge_bot", bot: bot.name, time_control: $("select[name=bot_time_control]").value });
       $("[data-testid=announce]").textContent = t("bots.waiting", { name: bot.name });
     });
     item.append(button);
