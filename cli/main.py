@@ -33,6 +33,8 @@ COMMANDS: dict[str, str] = {
     "replay": "show saved games move by move",
     "serve": "play, watch and study games in the browser (a local web server)",
     "store": "copy the web server's game store between SQLite and PostgreSQL, count by count",
+    "bots": "bot accounts of a site: add (prints the token once), list, revoke",
+    "bot": "play on a site as a bot with any agent: accept challenges or challenge another bot",
     "export": "copy a run's latest policy out, e.g. as the shipped pretrained weights",
     "bench": "benchmarks: env throughput, search speed, training throughput",
     "demo": "a short train-then-evaluate demo on the default config",

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from typing import Any
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -165,3 +166,19 @@ def stopped_line(command: str, stopped: KeyboardInterrupt, done: str) -> int:
     signum = getattr(stopped, "signum", signal.SIGINT)
     print(f"orderchaos {command}: stopped by {signal.Signals(signum).name} after {done}", file=sys.stderr)
     return 128 + signum
+
+
+def open_store(command: str, location: str) -> Any:
+    """The web server's game store at ``location`` (what ``--db`` takes), or, after one line
+    on stderr saying why, the exit status: 1 when its database does not answer, 2 when it is
+    not a store this version reads."""
+    from orderchaos.web.store import GameStore, StoreError, StoreUnavailable
+
+    try:
+        return GameStore(location)
+    except StoreUnavailable as exc:
+        print(f"orderchaos {command}: --db {exc}", file=sys.stderr)
+        return 1
+    except (StoreError, OSError) as exc:
+        print(f"orderchaos {command}: --db {location}: {exc}", file=sys.stderr)
+        return 2

@@ -44,6 +44,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from orderchaos.agents.worker_pool import WorkerPool
 from orderchaos.arena.game_files import game_line
 from orderchaos.web import learn, puzzles
+from orderchaos.web.bot_hub import BotHub, BotLimits
+from orderchaos.web.bot_protocol import PATH as BOT_PATH
 from orderchaos.web.bus import Bus
 from orderchaos.web.errors import Busy, StoreAway, StoreFull, WebError
 from orderchaos.web.games import Hub, valid_id
@@ -62,6 +64,8 @@ from orderchaos.web.store import GameStore, StoreUnavailable
 STATIC_DIR = Path(__file__).parent / "static"
 PROOF_DOC = Path(__file__).resolve().parents[1] / "docs" / "proof.md"
 """Where the proof's status page lies in a checkout of the repository."""
+BOTS_DOC = PROOF_DOC.with_name("bots.md")
+"""How to connect a bot (the ladder page links to it)."""
 LANGUAGES = ("en", "sv", "nb", "de")
 """The page's languages; each has ``static/i18n/<code>.json``."""
 SECURITY_HEADERS = [
@@ -189,6 +193,8 @@ def create_app(
     quotas: AddressLimits | None = None,
     workers: WorkerPool | None = None,
     bus: Bus | None = None,
+    house_bots: bool = False,
+    bot_limits: BotLimits | None = None,
 ) -> Starlette:
     """The web app; ``games_dir`` is the only folder whose files can be opened by name and
     ``db`` the game store (a path, ``":memory:"``, a ``sqlite:///`` or ``postgresql://`` URL, or an
@@ -203,12 +209,15 @@ def create_app(
     metrics. ``workers`` run the agents' moves, hints and analyses (None: threads of this
     process); the app closes them when it stops, and with ``warm_up`` starts them at once.
     ``bus`` joins this app to the other instances of the site (:mod:`.bus`; None: alone).
+    Bots connect at ``/api/bot/ws`` (:mod:`.bot_hub`), each token within ``bot_limits``;
+    ``house_bots`` seats the shipped players on the bots' ladder, played by ``workers``.
     """
     store = db if isinstance(db, GameStore) else GameStore(db)
     services = Services(limits or Limits(), Path(games_dir) if games_dir is not None else None, store)
     services.public_url = public.origin if public is not None else None
     services.workers = workers
     hub = Hub(services, bus)
+    bot_hub = BotHub(hub, bot_limits, house=house_bots)
     metrics = Metrics(lambda: len(hub.games), lambda: services.queued, lambda: services.running, store)
     services.observe_wait = metrics.queue_wait.observe
     Gauge("orderchaos_workers_ready", "workers warm and able to take a search (0 without workers)",
@@ -246,10 +255,13 @@ def create_app(
             return JSONResponse(exc.payload(), status_code=503, headers={"Cache-Control": "no-store"})
         return JSONResponse(games, headers={"Cache-Control": "no-store"})
 
-    async def proof(request: Request) -> Response:
-        if not PROOF_DOC.is_file():  # an installed package has no docs folder
-            return PlainTextResponse("docs/proof.md is in the orderchaos repository\n", status_code=404)
-        return PlainTextResponse(PROOF_DOC.read_text(), headers={"Cache-Control": "no-store"})
+    def doc(path: Path) -> Callable[[Request], Awaitable[Response]]:
+        async def text(request: Request) -> Response:
+            if not path.is_file():  # an installed package has no docs folder
+                return PlainTextResponse(f"docs/{path.name} is in the orderchaos repository\n", status_code=404)
+            return PlainTextResponse(path.read_text(), headers={"Cache-Control": "no-store"})
+
+        return text
 
     async def refuse(websocket: WebSocket, error: WebError) -> None:
         if same_origin(websocket, public):
@@ -287,9 +299,11 @@ def create_app(
         if not await hub.bus.others_alive():
             store.resume_clocks()  # the time the site was down is not charged to anyone
         hub.start_sweeper()  # games run out of time with no tab open too
+        bot_hub.start()
         metrics.watch_gc()
         yield
         metrics.unwatch_gc()
+        bot_hub.stop()
         if hub.sweeper is not None:
             hub.sweeper.cancel()
         hub.live.close()
@@ -313,7 +327,11 @@ def create_app(
             Route("/g/{game}", index),
             Route("/games/{game}.jsonl", download),
             Route("/api/games/live", live_games),
-            Route("/docs/proof.md", proof),
+            Route("/docs/proof.md", doc(PROOF_DOC)),
+            Route("/docs/bots.md", doc(BOTS_DOC)),
+            Route("/api/bots", bot_hub.api_bots),
+            Route("/bots", bot_hub.ladder_page(reader_language)),
+            WebSocketRoute(BOT_PATH, bot_hub.socket),
             *learn_routes(services),
             *PuzzleRoom(services).routes(),
             Route("/proof/{lang}", proof_page(reader_language)),
@@ -328,6 +346,7 @@ def create_app(
     app.state.services = services
     app.state.hub = hub
     app.state.site = site
+    app.state.bots = bot_hub
     return app
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from orderchaos.agents.base import Agent
 from orderchaos.agents.fallback import fallback_action
 from orderchaos.arena.analysis import board_facts, move_list
+from orderchaos.web.bots import label_bot
 from orderchaos.web.bus import Bus, LocalBus
 from orderchaos.web.errors import Busy, StoreAway, TimedOut, WebError
 from orderchaos.web.live import LiveBoard
@@ -174,6 +175,7 @@ class LiveGame:
             "game": self.id,
             "players": {
                 role: {"agent": self.labels.get(role) if self.specs.get(role) else None,
+                       "bot": label_bot(self.labels.get(role)),
                        "taken": self.tokens.get(role) is not None or self.specs.get(role) is not None,
                        "here": here[role]}
                 for role in AGENTS
@@ -425,6 +427,7 @@ class Hub:
         self.bus = bus or LocalBus()
         self.games: dict[str, LiveGame] = {}
         self.lobby_tabs: dict[str, Any] = {}  # every open tab's Play by its tab id: each sees the lobby live
+        self.bots: Any = None  # the bots' hub (.bot_hub.BotHub) when the site takes bots
         self.pending: set[asyncio.Task] = set()  # messages sent after a tab left
         self.sweeper: asyncio.Task | None = None
         self.store_away = False  # the last sweep met a game store that did not answer

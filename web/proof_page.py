@@ -52,11 +52,10 @@ def _catalogues() -> dict[str, dict[str, str]]:
     return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted((STATIC_DIR / "i18n").glob("*.json"))}
 
 
-def render(lang: str) -> str:
-    """The proof page as HTML in ``lang`` (English for a language the page does not have)."""
-    if lang not in _catalogues():
-        lang = "en"
-    words = _catalogues()[lang]
+def phrases(lang: str) -> Callable[..., str]:
+    """``say(key, **values)``: the catalogue's text for ``key`` in ``lang`` (English for a
+    language the page does not have), ``{name}`` filled from ``values``, escaped for HTML."""
+    words = _catalogues().get(lang) or _catalogues()["en"]
 
     def say(key: str, **values: str) -> str:
         text = words[key]
@@ -64,6 +63,36 @@ def render(lang: str) -> str:
             text = text.replace("{" + name + "}", value)
         return html.escape(text)
 
+    return say
+
+
+def html_page(lang: str, title: str, body: str, back: str | None = None) -> str:
+    """A page of plain reading (``proof.css``, no script): ``title`` and ``body`` already
+    HTML, ``back`` the text of a link to the game above the main text (None: none)."""
+    header = f'<header><a href="/">{back}</a></header>\n' if back is not None else ""
+    return f"""<!doctype html>
+<html lang="{lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<link rel="stylesheet" href="/static/proof.css">
+</head>
+<body>
+{header}<main>
+<h1>{title}</h1>
+{body}
+</main>
+</body>
+</html>
+"""
+
+
+def render(lang: str) -> str:
+    """The proof page as HTML in ``lang`` (English for a language the page does not have)."""
+    if lang not in _catalogues():
+        lang = "en"
+    say = phrases(lang)
     sections = "\n".join(
         f"<h2>{say(f'proof.{name}_title')}</h2>\n<p>{say(f'proof.{name}', boards=number(3**16, lang), plies=str(CENTRE_PLIES))}</p>"
         for name in SECTIONS
@@ -71,19 +100,7 @@ def render(lang: str) -> str:
     rows = "\n".join(f'<tr><th scope="row">{say(key)}</th><td>{number(value, lang)}</td></tr>'
                      for key, value in FIGURES)
     commands = "\n".join(f"<li><code>{html.escape(c)}</code></li>" for c in CHECK_COMMANDS)
-    return f"""<!doctype html>
-<html lang="{lang}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{say("proof.title")}</title>
-<link rel="stylesheet" href="/static/proof.css">
-</head>
-<body>
-<header><a href="/">{say("proof.back")}</a></header>
-<main>
-<h1>{say("proof.title")}</h1>
-<p>{say("proof.intro")}</p>
+    return html_page(lang, say("proof.title"), f"""<p>{say("proof.intro")}</p>
 {sections}
 <h2>{say("proof.figures_title")}</h2>
 <table>
@@ -97,34 +114,14 @@ def render(lang: str) -> str:
 <ul>
 {commands}
 </ul>
-<p><a href="/docs/proof.md">{say("proof.full")}</a></p>
-</main>
-</body>
-</html>
-"""
+<p><a href="/docs/proof.md">{say("proof.full")}</a></p>""", say("proof.back"))
 
 
 def render_not_found(lang: str) -> str:
     """The page for an address with nothing at it, in ``lang`` (a language of the catalogues)."""
-    words = _catalogues()[lang]
-    say = {key: html.escape(words[key]) for key in ("notfound.title", "notfound.text", "proof.back")}
-    return f"""<!doctype html>
-<html lang="{lang}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{say["notfound.title"]}</title>
-<link rel="stylesheet" href="/static/proof.css">
-</head>
-<body>
-<main>
-<h1>{say["notfound.title"]}</h1>
-<p>{say["notfound.text"]}</p>
-<p><a href="/">{say["proof.back"]}</a></p>
-</main>
-</body>
-</html>
-"""
+    say = phrases(lang)
+    return html_page(lang, say("notfound.title"), f"""<p>{say("notfound.text")}</p>
+<p><a href="/">{say("proof.back")}</a></p>""")
 
 
 def proof_page(reader_language: Callable[[Request], str]) -> Callable[[Request], Awaitable[Response]]:

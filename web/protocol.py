@@ -54,9 +54,17 @@ FIELDS: dict[str, frozenset[str]] = {
         "identify": "player",
         "rename": "name",
         "live": "",
+        "challenge_bot": "bot time_control",
     }.items()
 }
 """Each message type and the fields it may carry."""
+
+
+def message_fields(table: dict[str, str]) -> dict[str, frozenset[str]]:
+    """Each message type's fields (``"side time_control"``) as a set, with ``type``: a
+    table like :data:`FIELDS` for another protocol (the bots')."""
+    return {name: frozenset(fields.split()) | {"type"} for name, fields in table.items()}
+
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKETS = re.compile(r"[\[\]{}]")
@@ -86,15 +94,17 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
-def decode(text: str | None, max_bytes: int, max_upload_bytes: int) -> dict[str, Any]:
+def decode(text: str | None, max_bytes: int, max_upload_bytes: int,
+           fields: dict[str, frozenset[str]] = FIELDS) -> dict[str, Any]:
     """The message in ``text``, checked: JSON text of at most ``max_bytes`` bytes (an
     ``upload`` up to twice ``max_upload_bytes`` plus room for its fields), nested at most
     :data:`MAX_DEPTH` deep, integers of at most :data:`MAX_INT_DIGITS` digits, an object of
-    a known ``type`` whose fields are that type's and hold no lists or objects."""
+    a known ``type`` whose fields are that type's and hold no lists or objects. ``fields``:
+    the known types and their fields (the page's by default; the bots' protocol has its own)."""
     if text is None:
         raise WebError("binary messages are not accepted: send JSON text", "binary")
     size = len(text.encode())
-    upload_room = 2 * max_upload_bytes + 64 * 1024
+    upload_room = 2 * max_upload_bytes + 64 * 1024 if "upload" in fields else 0
     if size > max(max_bytes, upload_room):
         raise WebError(f"message too large ({size} bytes); the limit is {max_bytes} bytes", "too_large")
     if nesting_depth(text) > MAX_DEPTH:
@@ -109,15 +119,15 @@ def decode(text: str | None, max_bytes: int, max_upload_bytes: int) -> dict[str,
     if not isinstance(msg, dict):
         raise WebError("a message must be a JSON object with a 'type'", "bad_message")
     kind = msg.get("type")
-    if not isinstance(kind, str) or kind not in FIELDS:
+    if not isinstance(kind, str) or kind not in fields:
         raise WebError(
-            f"unknown message type {str(kind)[:40]!r}; expected one of: {', '.join(FIELDS)}", "bad_message"
+            f"unknown message type {str(kind)[:40]!r}; expected one of: {', '.join(fields)}", "bad_message"
         )
     if size > max_bytes and kind != "upload":
         raise WebError(f"message too large ({size} bytes); the limit is {max_bytes} bytes", "too_large")
-    unknown = sorted(set(msg) - FIELDS[kind])
+    unknown = sorted(set(msg) - fields[kind])
     if unknown:
-        allowed = ", ".join(sorted(FIELDS[kind] - {"type"})) or "none"
+        allowed = ", ".join(sorted(fields[kind] - {"type"})) or "none"
         raise WebError(
             f"unknown field {unknown[0][:40]!r} in '{kind}'; its fields: {allowed}", "bad_message"
         )

@@ -14,6 +14,7 @@ Messages from the page (JSON objects, by ``type``):
 - who: ``identify`` (player: the id the browser keeps; answered with ``me``: the display
   name and ratings), ``rename`` (name);
 - play: ``new_game`` (side: order/chaos/random, opponent: a level or a spec),
+  ``challenge_bot`` (bot, time_control: a casual game against a bot online),
   ``play_friend`` (side), ``open`` (game, and token or invite), ``leave``, ``move`` (cell
   and symbol, or text such as "c3 X"), ``undo``, ``retry`` (ask the computer again for a
   move that failed), ``hint``, ``state``, ``rematch``, ``study_game``;
@@ -43,6 +44,7 @@ from orderchaos.agents.base import Agent
 from orderchaos.arena import analysis
 from orderchaos.arena.game_files import GameFileError, SavedGame, load_games
 from orderchaos.arena.analysis import MoveInputError, parse_move
+from orderchaos.web.bots import bot_name_taken
 from orderchaos.web.clocks import NO_CLOCK, TimeControl, parse_time_control
 from orderchaos.web.errors import TimedOut, WebError
 from orderchaos.web.games import Client, Hub, LiveGame
@@ -127,6 +129,8 @@ class Play:
             raise WebError("the page has not said who you are yet; reload it", "no_player")
         name = msg.get("name")
         refusal = name_refusal(name)
+        if refusal is None and bot_name_taken(self.services.store, name):
+            refusal = "name_reserved"  # a bot's name, even one that does not end in "bot"
         if refusal is not None:
             raise WebError(NAME_REFUSALS[refusal], refusal, min=NAME_MIN, max=NAME_MAX)
         assert isinstance(name, str)
@@ -232,7 +236,8 @@ class Play:
         bus = self.hub.bus
         challenges = lobby_names(self.services.store, await bus.listing(self.tab_id))
         listing: dict[str, Any] = {"type": "lobby", "challenges": challenges,
-                                   "seeking": await bus.seeking_for(self.tab_id)}
+                                   "seeking": await bus.seeking_for(self.tab_id),
+                                   "bots": self.hub.bots.lobby_listing() if self.hub.bots is not None else []}
         if withdrawn:
             listing["withdrawn"] = withdrawn
         await self.send(listing)
@@ -263,6 +268,13 @@ class Play:
         await pair_tabs(self.hub, {first_seat: (str(challenge.owner), challenge.player),
                                    _other(first_seat): (self.tab_id, self.player)}, control, rated)
 
+    async def challenge_bot(self, msg: dict[str, Any]) -> None:
+        """Challenge a bot online (``bot``, its name) to a casual game on ``time_control``;
+        the tab lands in the game once the bot accepts."""
+        if self.hub.bots is None:
+            raise WebError("this site takes no bots", "no_bots")
+        await self.hub.bots.challenge_from_person(self, msg.get("bot"), msg.get("time_control", NO_CLOCK))
+
     async def cancel(self, msg: dict[str, Any]) -> None:
         """Withdraw one of this tab's challenges, or (without one) stop waiting to be paired."""
         if "challenge" in msg:
@@ -289,6 +301,8 @@ class Play:
     def leave_lobby(self) -> None:
         """This tab closed: its challenges and its wait for a pairing go with it."""
         self.hub.lobby_tabs.pop(self.tab_id, None)
+        if self.hub.bots is not None:
+            self.hub.bots.forget_person(self)
         self.hub._later(self._left_lobby())
 
     async def _left_lobby(self) -> None:
@@ -754,6 +768,7 @@ class Connection:
             "identify": lambda: self.play.identify(msg),
             "rename": lambda: self.play.rename(msg),
             "live": lambda: self.play.hub.live.follow(self.play.tab_id, self.send),
+            "challenge_bot": lambda: self.play.challenge_bot(msg),
         }
         result = handlers[kind]()
         if result is not None:

@@ -49,6 +49,7 @@ A rated game's ratings change in the same transaction that ends it (:meth:`GameS
 of its last move, :meth:`GameStore.finish` of a resignation or a loss on time), and only
 when that transaction is the one that ended it; the key of ``rating_changes`` refuses a
 second rating of the same game all the same. An aborted game is not rated.
+    bot_accounts, bot_ratings, bot_games   -- bots, their ratings and games: see orderchaos.web.bots
 
 Seat tokens are kept only as hashes: the file alone does not let anyone take a seat.
 A game is finished once ``reason`` is set; ``winner`` stays NULL for an aborted game.
@@ -74,6 +75,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from orderchaos.arena.game_files import OFF_BOARD_ENDS, GameRecord, SavedGame, game_line
 from orderchaos.arena.glicko2 import Rating
+from orderchaos.web.bots import label_bot
 from orderchaos.web.clocks import GameClock, TimeControl
 from orderchaos.web.players import CATEGORY_NAMES, generated_name, name_key, rate_game, score
 from orderchaos.envs.rules import AGENTS, State
@@ -165,6 +167,25 @@ CREATE TABLE IF NOT EXISTS rating_changes (
 CREATE INDEX IF NOT EXISTS rating_changes_player ON rating_changes(player, at);
 CREATE INDEX IF NOT EXISTS game_players_order ON game_players(order_player);
 CREATE INDEX IF NOT EXISTS game_players_chaos ON game_players(chaos_player);
+CREATE TABLE IF NOT EXISTS bot_accounts (
+    name TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL,
+    created DOUBLE PRECISION NOT NULL,
+    revoked DOUBLE PRECISION
+);
+CREATE TABLE IF NOT EXISTS bot_ratings (
+    name TEXT PRIMARY KEY,
+    r DOUBLE PRECISION NOT NULL, rd DOUBLE PRECISION NOT NULL, sigma DOUBLE PRECISION NOT NULL,
+    games INTEGER NOT NULL, wins INTEGER NOT NULL,
+    updated DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE IF NOT EXISTS bot_games (
+    game TEXT PRIMARY KEY REFERENCES games(id),
+    order_bot TEXT, chaos_bot TEXT,
+    rated INTEGER NOT NULL,
+    created DOUBLE PRECISION NOT NULL,
+    settled DOUBLE PRECISION
+);
 """
 V2_COLUMNS = (
     "reason TEXT", "time_base DOUBLE PRECISION", "time_increment DOUBLE PRECISION", "order_left DOUBLE PRECISION",
@@ -269,9 +290,10 @@ class StoredGame:
         return state
 
     def label(self, role: str) -> str:
-        """Who played ``role``: the agent's level or spec, or :data:`PERSON`."""
+        """Who played ``role``: the agent's level or spec, a bot as ``bot:NAME``, or :data:`PERSON`."""
         if self.specs.get(role) is None:
-            return PERSON
+            label = self.labels.get(role)
+            return label if label_bot(label) is not None else PERSON
         return self.labels.get(role) or self.specs[role] or PERSON
 
     def saved(self) -> SavedGame:
@@ -980,7 +1002,7 @@ class GameStore:
 
 
 STORE_TABLES = ("games", "moves", "puzzle_players", "puzzle_ratings", "puzzle_attempts", "players", "game_players",
-                "ratings", "rating_changes")
+                "ratings", "rating_changes", "bot_accounts", "bot_ratings", "bot_games")
 """Every table that holds a site (all but ``meta``), games before the moves that refer to them."""
 COPY_BATCH = 1000
 """Rows read and written at a time by :func:`copy_store`."""

@@ -113,6 +113,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--open", action="store_true", help="open the page in a web browser")
     parser.add_argument(
+        "--house-bots", action="store_true",
+        help="seat the shipped players (heuristic, pretrained, strongest) on the bots' ladder as fixed "
+        "anchors, played by this server's workers",
+    )
+    parser.add_argument(
         "--move-time", type=options.SECONDS, default=30.0, metavar="S",
         help="seconds an agent may think about one move before the move fails (default 30)",
     )
@@ -175,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"orderchaos serve: --bus {exc}", file=sys.stderr)
             return 2
     from orderchaos.web.store import (
-        GameStore, StoreError, StoreUnavailable, default_db_path, export_games, parse_store_url,
+        StoreError, default_db_path, export_games, parse_store_url,
     )
     from orderchaos.files import OutputPathError, check_output_dir
 
@@ -199,14 +204,9 @@ def run(args: argparse.Namespace) -> int:
         except OutputPathError as exc:
             print(f"orderchaos serve: {exc}", file=sys.stderr)
             return 2
-    try:
-        store = GameStore(db)
-    except StoreUnavailable as exc:
-        print(f"orderchaos serve: --db {exc}", file=sys.stderr)
-        return 1
-    except (StoreError, OSError) as exc:
-        print(f"orderchaos serve: --db {db}: {exc}", file=sys.stderr)
-        return 2
+    store = options.open_store("serve", db)
+    if isinstance(store, int):
+        return store
     if args.export_games is None:
         try:
             store.check_writable()
@@ -275,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
         args.games_dir, limits, warm_up=True, db=store, allowed_hosts=allowed_hosts(public, args.host),
         public=public, trusted_proxies=trusted,
         quotas=address_limits(args, bus) if facing else None,
-        workers=workers, bus=bus,
+        workers=workers, bus=bus, house_bots=args.house_bots,
     )
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"

@@ -14,6 +14,7 @@ import pytest
 import helpers
 from orderchaos.arena.glicko2 import Rating
 from orderchaos.cli.main import main
+from orderchaos.web import bots
 from orderchaos.web import store as web_store
 from orderchaos.web.clocks import PRESETS
 from orderchaos.web.store import STORE_TABLES, GameStore, table_counts
@@ -22,7 +23,7 @@ from orderchaos.web.store import STORE_TABLES, GameStore, table_counts
 def build_site(path: Path) -> None:
     """A SQLite store with something in every table: a finished game with a rematch, a game on
     the clock with both seats taken, an agent game, puzzle ratings and attempts, two named
-    players and the ratings the finished game gave them."""
+    players and the ratings the finished game gave them, two bots and their rated game."""
     store = GameStore(path, clock=lambda: 1_765_000_000.125)
     people = {"order": None, "chaos": None}
     store.create("finished", people, people, {"order": "a" * 64, "chaos": "b" * 64}, None)
@@ -42,6 +43,10 @@ def build_site(path: Path) -> None:
     store.record_puzzle_attempt("player1", "p1", True, Rating(), Rating(1600.5, 290.25, 0.06), Rating(1400, 200, 0.06))
     store.record_puzzle_attempt("player1", "p2", False, Rating(1600.5, 290.25, 0.06), Rating(1550, 280, 0.06),
                                 Rating(1450, 210, 0.06))
+    for name in ("alpha", "beta"):
+        bots.add_account(store, name)
+    bots.record_game(store, "finished", {"order": "alpha", "chaos": "beta"}, True)
+    assert bots.settle(store, "finished")  # a rated game between bots: both ratings stored
     store.close()
 
 
@@ -65,7 +70,8 @@ def test_a_site_goes_to_postgresql_and_back_with_every_row(
     printed = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:-1]}
     assert printed == {"games": ["3", "3"], "moves": ["10", "10"], "puzzle_players": ["1", "1"],
                        "puzzle_ratings": ["2", "2"], "puzzle_attempts": ["2", "2"], "players": ["2", "2"],
-                       "game_players": ["1", "1"], "ratings": ["2", "2"], "rating_changes": ["2", "2"]}, out
+                       "game_players": ["1", "1"], "ratings": ["2", "2"], "rating_changes": ["2", "2"],
+                       "bot_accounts": ["2", "2"], "bot_ratings": ["2", "2"], "bot_games": ["1", "1"]}, out
     assert "every count matches" in out
     assert main(["store", "copy", "--from", url, "--to", f"sqlite://{back}"]) == 0
     capsys.readouterr()

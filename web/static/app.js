@@ -178,6 +178,7 @@ const handlers = {
     ui.files = { names: [], folder: Boolean(msg.games_dir) };
     if (msg.games_dir) send({ type: "list_files" });
     else renderFiles();
+    send({ type: "lobby" });  // the challenges and the bots already there when this tab opened
     const fromAddress = gameFromAddress();
     if (ui.game) openGame(ui.game);  // a reconnect: back into the same game
     else if (fromAddress.game) {
@@ -222,6 +223,7 @@ const handlers = {
   lobby(msg) {
     ui.lobby = msg;
     renderLobby();
+    renderBots();
     if (msg.withdrawn) {  // going into a game withdrew this tab's open challenges
       $("[data-testid=announce]").textContent = msg.withdrawn === 1 ? t("lobby.withdrawn")
         : t("lobby.withdrawn_many", { count: number(msg.withdrawn) });
@@ -450,6 +452,7 @@ function playStatus(view) {
   const free = ["order", "chaos"].find((role) => !view.players[role].taken);
   if (free) return t(view.seat ? "status.waiting_friend" : "status.waiting_player", args);
   if (mover.agent) return t(view.thinking ? "status.thinking" : "status.agent_turn", { ...args, player: player(mover.agent) });
+  if (mover.bot && view.seat !== view.to_play) return t("status.agent_turn", { ...args, player: `bot:${mover.bot}` });
   const opponent = view.seat && view.players[view.seat === "order" ? "chaos" : "order"];
   if (opponent && !opponent.agent && !opponent.here) return t("status.friend_left", args);
   if (view.seat === view.to_play) return t("status.your_move", args);
@@ -522,6 +525,29 @@ function renderLobby() {
   }
   $("[data-testid=lobby-empty]").hidden = lobby.challenges.length > 0;
   $("[data-testid=lobby-seeking]").hidden = !lobby.seeking;
+}
+
+// The bots online, each with its rating and a button that challenges it on the chosen clock.
+function renderBots() {
+  const online = (ui.lobby && ui.lobby.bots) || [];
+  const list = $("[data-testid=bots]");
+  list.replaceChildren();
+  for (const bot of online) {
+    const item = document.createElement("li");
+    item.append(t("bots.item", { name: bot.name, rating: number(Math.round(bot.rating)) }), " ");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = t("bots.challenge");
+    button.dataset.bot = bot.name;
+    button.addEventListener("click", () => {
+      if (!mayLeaveGame()) return;
+      send({ type: "challenge_bot", bot: bot.name, time_control: $("select[name=bot_time_control]").value });
+      $("[data-testid=announce]").textContent = t("bots.waiting", { name: bot.name });
+    });
+    item.append(button);
+    list.append(item);
+  }
+  $("[data-testid=bots-empty]").hidden = online.length > 0;
 }
 
 // Seconds as m:ss, the digits as the reader's language writes them.
