@@ -47,7 +47,7 @@ import torch.nn.functional as F
 from orderchaos.agents import strategy
 from orderchaos.agents.network import PolicyValueNet
 from orderchaos.agents.network_agent import NetworkEvaluator
-from orderchaos.agents.policy_files import find_policy_dir, load_policy_dir, pretrained_dir, save_policy_dir
+from orderchaos.agents.policy_files import find_policy_dir, load_policy_dir, pretrained_dir, repaired_dir, save_policy_dir
 from orderchaos.proof.exploit import (
     CENTRAL,
     MoveChooser,
@@ -363,8 +363,9 @@ def fine_tune(net: PolicyValueNet, original: PolicyValueNet, anchors: tuple[np.n
 
 
 def policy_spec_dir(spec: str) -> Path:
-    """The policy folder of ``pretrained`` or of a policy or run folder."""
-    return pretrained_dir() if spec == "pretrained" else find_policy_dir(spec)
+    """The policy folder of ``pretrained``, ``repaired`` or of a policy or run folder."""
+    shipped = {"pretrained": pretrained_dir, "repaired": repaired_dir}
+    return shipped[spec]() if spec in shipped else find_policy_dir(spec)
 
 
 def walk_classes(border_moves: int | None) -> list[int | None]:
