@@ -284,3 +284,18 @@ def test_search_options_are_refused_where_they_do_not_belong(tmp_path: Path, cap
                      str(tmp_path / "w"), *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and message in err, err
+
+
+def test_rounds_stop_helping_when_the_last_ones_find_no_fewer_than_the_fewest_before() -> None:
+    from orderchaos.train.repair import RoundReport, _no_progress
+
+    def report(original: int, *rounds: int) -> RepairReport:
+        made = RepairReport(2, original_walks=[{"refutations": original}])
+        made.rounds = [RoundReport(walks=[{"refutations": n}]) for n in rounds]
+        return made
+
+    assert not _no_progress(report(10, 8), 2)  # too few rounds to judge
+    assert not _no_progress(report(10, 8, 9), 2)  # 8 is a new low
+    assert _no_progress(report(10, 8, 9, 8), 2)  # 9 and 8: none below the 8 before them
+    assert not _no_progress(report(10, 8, 9, 7), 2)
+    assert _no_progress(report(10, 12), 1)
