@@ -107,7 +107,7 @@ def connect_ray(
                 )
         else:
             ray.init(address=address, **quiet)
-    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
+    except Exception as exc:  # noqa: BLE001 -- ray.init raises a bare Exception when its node times out starting
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         where = "a local Ray instance" if address is None else f"the Ray cluster at {address}"
         raise RayBackendError(f"cannot connect to {where} ({setting}): {first}{_auth_hint(address)}") from None

@@ -47,12 +47,14 @@ import torch.nn.functional as F
 from orderchaos.agents import strategy
 from orderchaos.agents.network import PolicyValueNet
 from orderchaos.agents.network_agent import NetworkEvaluator
-from orderchaos.agents.policy_files import find_policy_dir, load_policy_dir, pretrained_dir, save_policy_dir
+from orderchaos.agents.policy_files import find_policy_dir, load_policy_dir, pretrained_dir, repaired_dir, save_policy_dir
 from orderchaos.proof.exploit import (
     CENTRAL,
     MoveChooser,
     WorkDirError,
     exploit,
+    find_refutations,
+    move_chooser,
     network_chooser,
     order_priors,
     walked_positions,
@@ -118,6 +120,7 @@ class RepairReport:
     rounds: list[RoundReport] = field(default_factory=list)
     repaired: bool = False
     policy: str | None = None
+    stopped: str | None = None
 
     @property
     def original_refutations(self) -> int:
@@ -360,8 +363,9 @@ def fine_tune(net: PolicyValueNet, original: PolicyValueNet, anchors: tuple[np.n
 
 
 def policy_spec_dir(spec: str) -> Path:
-    """The policy folder of ``pretrained`` or of a policy or run folder."""
-    return pretrained_dir() if spec == "pretrained" else find_policy_dir(spec)
+    """The policy folder of ``pretrained``, ``repaired`` or of a policy or run folder."""
+    shipped = {"pretrained": pretrained_dir, "repaired": repaired_dir}
+    return shipped[spec]() if spec in shipped else find_policy_dir(spec)
 
 
 def walk_classes(border_moves: int | None) -> list[int | None]:
@@ -390,9 +394,58 @@ def _walk(spec: str, start: State, folder: Path, border_moves: int | None, worke
     return records, lines
 
 
+SEARCH_FILE = "search.json"
+
+
+def _search_walk(spec: str, start: State, folder: Path, border_moves: int | None, search: int, exact_up_to: int,
+                 workers: int, max_lines: int, log: Callable[[str], None],
+                 label: str) -> tuple[list[dict[str, Any]], list[list[int]]]:
+    """The classes K=0 .. ``exact_up_to`` (below ``border_moves``) walked exactly, each in
+    its own folder under ``folder``, stopping at the first with refutations (their lines);
+    when all are clean, the beam searches of :func:`find_refutations` (width ``search``) in
+    the class ``border_moves`` itself, their lines kept in ``folder/search.json`` so that a
+    resumed repair does not search again. One record per walk or search."""
+    records: list[dict[str, Any]] = []
+    for k in range(exact_up_to + 1):
+        if border_moves is not None and k >= border_moves:
+            break
+        walk = exploit(spec, start, k, max_lines=max_lines, work_dir=folder / f"walk_k{k}", workers=workers)
+        records.append({"border_moves": k, "positions": walk.positions, "refutations": walk.refutation_count,
+                        "seconds": round(walk.seconds, 3)})
+        log(f"{label}: K={k}: {walk.positions:,} positions, {walk.refutation_count:,} refutations, {walk.seconds:.0f} s")
+        if walk.refutation_count:
+            return records, walk.refutations
+    path = folder / SEARCH_FILE
+    if path.exists():
+        saved = json.loads(path.read_text())
+    else:
+        import time
+
+        began = time.process_time()
+        lines, searches = find_refutations(move_chooser(spec), start, border_moves, search)
+        name = "all" if border_moves is None else border_moves
+        saved = {"record": {"border_moves": name, "search": search, "refutations": len(lines), "searches": searches,
+                            "cpu_seconds": round(time.process_time() - began, 1)}, "lines": lines}
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps(saved))
+        os.replace(partial, path)
+    record = saved["record"]
+    log(f"{label}: K={record['border_moves']}: {record['refutations']} refutations found by {record['searches']} "
+        f"searches of width {search:,}, {record['cpu_seconds']} CPU s")
+    return [*records, record], saved["lines"]
+
+
+def _no_progress(report: RepairReport, patience: int) -> bool:
+    """The last ``patience`` rounds found no fewer refutations than the fewest before them."""
+    counts = [report.original_refutations, *(r.refutations for r in report.rounds)]
+    return len(counts) > patience and min(counts[-patience:]) >= min(counts[:-patience])
+
+
 def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves: int | None = 1,
            settings: RepairSettings = RepairSettings(), workers: int = 1, start: State = State(),
-           log: Callable[[str], None] = lambda line: None) -> RepairReport:
+           log: Callable[[str], None] = lambda line: None, search: int | None = None, exact_up_to: int = 0,
+           patience: int = 2) -> RepairReport:
     """Repair the Order network of the policy ``spec`` (``pretrained``, or a policy or run
     folder) against Chaos with at most ``border_moves`` border moves while the centre is
     open, as the module docstring describes; write the repaired policy (the Chaos network
@@ -404,25 +457,45 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
     walks start (the empty board; tests start late, where the tree is small). Raises
     ValueError when ``out`` is a file or a folder that is not empty, WorkDirError when
     ``work_dir`` holds a repair of another question (both before any work), and RuntimeError
-    when no refutation line passes a position the strategy covers."""
+    when no refutation line passes a position the strategy covers.
+
+    ``search`` N: the class ``border_moves`` is too large to walk, so its refutations come
+    from beam searches of width N (:func:`find_refutations`: several widths, restarts from the
+    lines' positions), and the classes K=0 .. ``exact_up_to`` below it are walked exactly
+    each round first (:func:`_search_walk`). The repair ends when a round's walks and searches
+    find nothing (which proves nothing about the class beyond the exact walks), or, with
+    ``report.stopped`` saying so, when ``patience`` rounds in a row found no fewer
+    refutations than the fewest before them."""
     work_dir = Path(work_dir)
+    if search is not None and border_moves == 0:
+        raise ValueError("--search is for a class too large to walk; K=0 is walked exactly (drop --search)")
     if out is not None:
         check_new_folder(Path(out))
     source = policy_spec_dir(spec)
     nets, meta = load_policy_dir(source)
     original = nets["order"]
     original_sha256 = meta.get("files", {}).get("order.safetensors")
-    _check_question(work_dir, {"agent": spec, "order_sha256": original_sha256,
-                               "border_moves": "all" if border_moves is None else border_moves,
-                               "start": start.to_string(),
-                               "settings": {k: v for k, v in asdict(settings).items() if k != "rounds"}})
+    question = {"agent": spec, "order_sha256": original_sha256,
+                "border_moves": "all" if border_moves is None else border_moves,
+                "start": start.to_string(),
+                "settings": {k: v for k, v in asdict(settings).items() if k != "rounds"}}
+    if search is not None:
+        question["search"] = {"width": search, "exact_up_to": exact_up_to}
+    _check_question(work_dir, question)
+
+    def walks(policy_spec: str, folder: Path, label: str, every_class: bool) -> tuple[list[dict[str, Any]], list[list[int]]]:
+        if search is not None:
+            return _search_walk(policy_spec, start, folder, border_moves, search, exact_up_to, workers,
+                                settings.lines, log, label)
+        return _walk(policy_spec, start, folder, border_moves, workers, every_class, settings.lines, log, label)
+
     report = RepairReport(border_moves)
-    report.original_walks, lines = _walk(spec, start, work_dir / "original", border_moves, workers, True,
-                                         settings.lines, log, "original")
+    report.original_walks, lines = walks(spec, work_dir / "original", "original", True)
     if not lines:
         return report
     largest = "all" if border_moves is None else border_moves
-    anchors = sample_anchors(work_dir / "original" / f"walk_k{largest}", settings.anchors,
+    anchored = next(r["border_moves"] for r in reversed(report.original_walks) if "positions" in r)  # an exact walk
+    anchors = sample_anchors(work_dir / "original" / f"walk_k{anchored}", settings.anchors,
                              np.random.default_rng(settings.seed))
     net = copy.deepcopy(original)
     targets: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -476,13 +549,16 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
                                        "anchors": int(keep[0].shape[0]), "steps": round_report.steps,
                                        "anchors_kept": round_report.anchors_kept, "settings": asdict(settings)}
             save_policy_dir(policy, {"order": net, "chaos": nets["chaos"]}, repaired_meta)
-        round_report.walks, lines = _walk(str(policy), start, folder, border_moves, workers, False,
-                                           settings.lines, log, f"round {number}")
+        round_report.walks, lines = walks(str(policy), folder, f"round {number}", False)
         report.rounds.append(round_report)
         if not lines:
             report.repaired, report.policy = True, str(policy)
             if out is not None:
                 publish(policy, Path(out))
+            return report
+        if search is not None and _no_progress(report, patience):
+            report.stopped = (f"the last {patience} rounds found no fewer refutations than the fewest before them "
+                              f"({', '.join(str(r.refutations) for r in report.rounds[-patience:])})")
             return report
     return report
 
@@ -563,3 +639,26 @@ def _not_targets(anchors: tuple[np.ndarray, np.ndarray], tx: np.ndarray, to: np.
 def write_report(report: RepairReport, path: Path) -> None:
     """The report as JSON in ``path``."""
     path.write_text(json.dumps(report.as_json(), indent=2))
+
+
+def plot_rounds(report: RepairReport, path: Path) -> None:
+    """Draw the refutations each round found (the original first) as bars, the exact walks'
+    refutations beside the searches', in ``path`` (.svg or .png, by matplotlib)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    walks = [report.original_walks, *(r.walks for r in report.rounds)]
+    labels = ["original", *(f"round {i}" for i in range(1, len(report.rounds) + 1))]
+    found = [w[-1]["refutations"] if w else 0 for w in walks]
+    searched = ["search" in w[-1] if w else False for w in walks]
+    figure, axes = plt.subplots(figsize=(6, 3.5))
+    bars = axes.bar(labels, found, color=["tab:orange" if s else "tab:blue" for s in searched])
+    axes.bar_label(bars)
+    k = "all" if report.border_moves is None else report.border_moves
+    axes.set_ylabel("refutations found")
+    axes.set_title(f"Refutations per round, K={k} (orange: found by the searches, blue: exact walk)", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)

@@ -44,6 +44,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=options.SEED, default=0, help="seeds the anchors and the batches (default 0)")
     parser.add_argument("--workers", type=options.int_in(1, 64), default=1, metavar="N",
                         help="processes for the whole-class walks (default 1)")
+    parser.add_argument("--search", type=options.int_in(1, 10**6), metavar="N",
+                        help="find the class's refutations by beam searches of width N (several widths, restarts "
+                             "from the lines found) instead of walking it whole; K=0 is walked exactly each round")
+    parser.add_argument("--exact-up-to", type=options.int_in(0, 20), default=0, metavar="J",
+                        help="with --search: walk K=0..J exactly each round before searching (default 0)")
+    parser.add_argument("--patience", type=options.int_in(1, 100), default=2, metavar="N",
+                        help="with --search: stop after N rounds that find no fewer refutations than the fewest "
+                             "before them (default 2)")
+    parser.add_argument("--plot", metavar="FILE",
+                        help="draw the refutations found per round (.svg or .png), after the report")
     parser.add_argument("--report", metavar="FILE", help="write the report as JSON")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
 
@@ -73,6 +83,14 @@ def run(args: argparse.Namespace) -> int:
         check_output_dir(out, "repaired policy")
         if args.report:
             check_output_file(args.report, "report")
+        if args.search is None and (args.exact_up_to or args.patience != 2):
+            raise ValueError("--exact-up-to and --patience go with --search")
+        if args.search is not None and args.border_moves == 0:
+            raise ValueError("--search is for a class too large to walk; K=0 is walked exactly (drop --search)")
+        if args.plot:
+            check_output_file(args.plot, "plot")
+            if Path(args.plot).suffix.lower() not in (".svg", ".png"):
+                raise ValueError(f"--plot {args.plot}: give a .svg or .png file")
         check_work_dir(args.work_dir)
     except (BoardStringError, CheckpointError, OutputPathError, ValueError) as exc:
         print(f"orderchaos repair: {exc}", file=sys.stderr)
@@ -81,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     log = (lambda line: None) if args.json else (lambda line: print(line, flush=True))
     with options.stop_on_signals():
         try:
-            report = repair(args.agent, None, args.work_dir, args.border_moves, settings, args.workers, start, log)
+            report = repair(args.agent, None, args.work_dir, args.border_moves, settings, args.workers, start, log,
+                            search=args.search, exact_up_to=args.exact_up_to, patience=args.patience)
         except WorkDirError as exc:
             print(f"orderchaos repair: {exc}", file=sys.stderr)
             return 2
@@ -98,8 +117,13 @@ def run(args: argparse.Namespace) -> int:
     rounds = len(report.rounds)
     if args.json:
         print(json.dumps(report.as_json()), flush=True)
+    elif report.repaired and args.search is not None:
+        print(f"after {rounds} round{'s' * (rounds != 1)} the exact walks and the searches find no refutation "
+              f"(the searches prove nothing); writing the policy to {out}")
     elif report.repaired:
         print(f"repaired in {rounds} round{'s' * (rounds != 1)}: no refutation left; writing the policy to {out}")
+    elif report.stopped:
+        print(f"stopped after {rounds} rounds: {report.stopped}")
     elif not report.original_refutations:
         print("the original network has no refutation in this class: nothing to repair")
     else:
@@ -115,6 +139,11 @@ def run(args: argparse.Namespace) -> int:
             status = 1
     if args.report:
         _, saved = options.save_finished("repair", args.report, lambda p: write_report(report, p), "report")
+        status = status or saved
+    if args.plot:
+        from orderchaos.train.repair import plot_rounds
+
+        _, saved = options.save_finished("repair", args.plot, lambda p: plot_rounds(report, p), "plot")
         status = status or saved
     if status:
         return status

@@ -248,3 +248,54 @@ def test_the_command_reports_a_failed_repair_in_one_line(error: Exception, messa
                  "--work-dir", str(tmp_path / "work")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0] and "work" in err[0]
+
+
+def test_a_repair_against_the_search_finds_a_refutation_trains_it_away_and_walks_again(tmp_path: Path) -> None:
+    """From the position before Chaos's border move f4 O (Chaos to move), K=1: the exact K=0
+    walk finds nothing, the searches find the f4 O family, the repair gives b3 X at the
+    mistake, and the round's K=0 walk and searches find nothing; the exact K=1 walk of the
+    result (3,801 positions for the original) confirms it. The same call again resumes from
+    the files (no search, no fine-tune), and the plot is drawn."""
+    from orderchaos.train.repair import plot_rounds
+
+    start = board_after(LINE_TO_MISTAKE[:-1])
+    assert exploit("pretrained", start, 1, max_lines=0).refutation_count == 610
+    report = repair("pretrained", tmp_path / "out", tmp_path / "work", 1, SMALL_SETTINGS, start=start, search=16)
+    exact, searched = report.original_walks
+    assert (exact["border_moves"], exact["refutations"]) == (0, 0) and "positions" in exact
+    assert searched["search"] == 16 and searched["refutations"] > 1 and searched["searches"] > 3
+    first = report.rounds[0]
+    assert [(p["position"], p["played"], p["given"]) for p in first.repair_points] == [
+        (MISTAKE.to_string(), "e3 X", "b3 X")]
+    assert [w["refutations"] for w in first.walks] == [0, 0] and first.walks[-1]["search"] == 16
+    assert report.repaired and report.stopped is None
+    assert exploit(str(tmp_path / "out"), start, 1, max_lines=0).refutation_count == 0
+    again = repair("pretrained", None, tmp_path / "work", 1, SMALL_SETTINGS, start=start, search=16)
+    assert again.as_json() == {**report.as_json(), "policy": again.policy}
+    plot_rounds(report, tmp_path / "rounds.svg")
+    assert (tmp_path / "rounds.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_search_options_are_refused_where_they_do_not_belong(tmp_path: Path, capsys) -> None:
+    for argv, message in ((["--border-moves", "0", "--search", "10"], "K=0 is walked exactly"),
+                          (["--exact-up-to", "1"], "go with --search"),
+                          (["--search", "10", "--plot", str(tmp_path / "p.txt")], "give a .svg or .png file")):
+        assert main(["repair", "--agent", "pretrained", "--out", str(tmp_path / "o"), "--work-dir",
+                     str(tmp_path / "w"), *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err, err
+
+
+def test_rounds_stop_helping_when_the_last_ones_find_no_fewer_than_the_fewest_before() -> None:
+    from orderchaos.train.repair import RoundReport, _no_progress
+
+    def report(original: int, *rounds: int) -> RepairReport:
+        made = RepairReport(2, original_walks=[{"refutations": original}])
+        made.rounds = [RoundReport(walks=[{"refutations": n}]) for n in rounds]
+        return made
+
+    assert not _no_progress(report(10, 8), 2)  # too few rounds to judge
+    assert not _no_progress(report(10, 8, 9), 2)  # 8 is a new low
+    assert _no_progress(report(10, 8, 9, 8), 2)  # 9 and 8: none below the 8 before them
+    assert not _no_progress(report(10, 8, 9, 7), 2)
+    assert _no_progress(report(10, 12), 1)
