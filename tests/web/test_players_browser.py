@@ -68,7 +68,12 @@ def test_a_rated_bullet_game_moves_both_ratings_apart_for_good(browser: Browser,
     names = {role: name for role, (_, _, name) in by_seat.items()}
     order_tab = by_seat["order"][1]
     expect(order_tab.locator("[data-testid=play-moves] li")).to_have_count(0)
+    viewer_context, viewer = new_tab(browser, server.url)
+    listed = viewer.get_by_test_id("live-games").locator(f"li[data-game='{order_tab.url.rsplit('/', 1)[1]}']")
+    expect(listed).to_contain_text(f"Order: {names['order']} (1500) · Chaos: {names['chaos']} (1500) · 1+0")
     play_to_five(by_seat)
+    expect(listed).to_have_count(0)
+    viewer_context.close()
     for _, tab, _ in by_seat.values():
         changes = tab.get_by_test_id("rating-changes")
         expect(changes).to_contain_text(f"{names['order']}: 1500 to")

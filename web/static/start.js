@@ -15,7 +15,7 @@ function seatName(item, role) {
   const name = item[`${role}_name`];
   let text = item[`${role}_agent`] ? player(name) : name || t("live.anonymous");
   const rating = item[`${role}_rating`];
-  if (typeof rating === "number") text += ` (${number(Math.round(rating))})`;
+  if (typeof rating === "number") text += ` (${Math.round(rating)})`;  // as ratings are written everywhere
   return `${side(role)}: ${text}`;
 }
 
