@@ -100,7 +100,8 @@ class LiveGame:
 
     def read_people(self) -> None:
         """Read again who sits in the game, their ratings and, once over, the rating changes."""
-        self.people = seat_people(self.services.store, self.id, self.over)
+        self.people = seat_people(self.services.store, self.id, self.over,
+                                  self.clock.control.name if self.clock is not None else None)
 
     def reload(self) -> None:
         """Read the game again from the store (another instance changed it)."""

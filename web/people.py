@@ -40,10 +40,11 @@ def me_view(store: GameStore, player: str) -> dict[str, Any]:
             "ratings": {c: rating_view(*held) for c, held in store.ratings(player).items()}}
 
 
-def seat_people(store: GameStore, game_id: str, over: bool) -> dict[str, Any]:
+def seat_people(store: GameStore, game_id: str, over: bool, time_control: str | None = None) -> dict[str, Any]:
     """The part of a game's view that names its people: each seat's name and rating (in the
-    game's category, else blitz's) or None (an agent, nobody yet), the rated category (None:
-    not rated) and, once a rated game is over, each side's rating change."""
+    rated game's category, else that of its ``time_control``, else blitz's) or None (an agent,
+    nobody yet), the rated category (None: not rated) and, once a rated game is over, each
+    side's rating change."""
     seats, category = store.game_players(game_id)
     names = store.names(seats.values())
     people: dict[str, Any] = {}
@@ -51,7 +52,7 @@ def seat_people(store: GameStore, game_id: str, over: bool) -> dict[str, Any]:
         if player is None or player not in names:
             people[role] = None
             continue
-        rating, games = store.rating(player, category or "blitz")
+        rating, games = store.rating(player, category or category_of(time_control) or "blitz")
         people[role] = {"name": names[player], **rating_view(rating, games)}
     changes = None
     if over and category is not None:

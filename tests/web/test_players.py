@@ -415,3 +415,19 @@ def test_two_instances_on_one_redis_pair_rate_once_and_show_both_names(tmp_path:
             assert store.rating(ALICE, "bullet")[1] == store.rating(BOB, "bullet")[1] == 1
         finally:
             store.close()
+
+
+def test_a_casual_game_shows_each_player_at_the_rating_of_its_time_control(tmp_path: Path) -> None:
+    """After a rated bullet game, a casual 1+0 game seats both at their bullet ratings (not at
+    blitz's 1500), and changes none."""
+    with Site(tmp_path / "games.sqlite3") as site:
+        seats, _ = pair(site)
+        end = play_to_five(seats)
+        after = {role: end["rating_changes"][role]["after"] for role in ("order", "chaos")}
+        seats, _ = pair(site, rated=False)
+        view = receive(seats["order"], "state")
+        while any(view["people"][role] is None for role in ("order", "chaos")):
+            view = receive(seats["order"], "state")
+        shown = {view["people"][role]["name"]: view["people"][role]["rating"] for role in ("order", "chaos")}
+        expected = {end["people"][role]["name"]: after[role] for role in ("order", "chaos")}
+        assert view["rated"] is None and shown == expected
