@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -100,6 +101,15 @@ REFUSED_PAUSE_S = 0.25
 """How long a player waits after a refused move before it asks for the game again."""
 
 
+@dataclass
+class Hold:
+    """Players move freely until ply ``ply`` of their game, and from there only once ``over``
+    is set: every game is still open when something happens to the site (a test's restart)."""
+
+    ply: int
+    over: asyncio.Event = field(default_factory=asyncio.Event)
+
+
 class _Lost(Exception):
     """The server said it is restarting: the connection is about to go."""
 
@@ -117,9 +127,12 @@ class _Player:
     """One scripted player's part in one game across its connections (see :func:`_player`)."""
 
     def __init__(self, log: GameLog, rng: random.Random, think: float, pace: random.Random | None,
-                 ready: asyncio.Future | None, stall: float | None, resumes: Resumes | None) -> None:
+                 ready: asyncio.Future | None, stall: float | None, resumes: Resumes | None,
+                 hold: Hold | None) -> None:
         self.log, self.rng, self.think, self.pace, self.ready = log, rng, think, pace, ready
-        self.stall, self.resumes = stall, resumes
+        self.stall, self.resumes, self.hold = stall, resumes, hold
+        self.ws: Any = None
+        self.waker: asyncio.Task | None = None
         self.seat: str | None = None
         self.token: str | None = None
         self.sent_at: dict[int, float] = {}
@@ -129,9 +142,13 @@ class _Player:
         """Tries to resume since the connection went."""
         self.last_view: tuple[int, dict[str, Any] | None, float] | None = None
 
+    def held(self) -> bool:
+        """Whether this player now waits for :class:`Hold` before its next move."""
+        return self.waker is not None and not self.waker.done()
+
     async def receive(self, ws: Any) -> dict[str, Any]:
-        try:
-            return json.loads(await asyncio.wait_for(ws.recv(), self.stall))
+        try:  # a held player hears nothing until the hold ends: no stall then
+            return json.loads(await asyncio.wait_for(ws.recv(), None if self.held() else self.stall))
         except asyncio.TimeoutError:
             raise RuntimeError(f"{self.log.kind} game {self.log.game or '(not joined)'}: "
                                f"no message for {self.stall:g} s") from None
@@ -147,6 +164,7 @@ class _Player:
         """Open the game (``first``, or the seat with its token when resuming) and move
         whenever it is this player's turn, until the game ends; :class:`_Lost` when the
         server says it is restarting."""
+        self.ws = ws
         await self.receive(ws)  # hello
         resuming = self.token is not None and self.lost_at is not None
         await ws.send(json.dumps({"type": "open", "game": self.log.game, "token": self.token} if resuming else first))
@@ -190,6 +208,10 @@ class _Player:
             if msg["to_play"] != self.seat or msg["thinking"] or not taken or len(moves) in self.sent_at:
                 continue
             ply = len(moves)
+            if self.hold is not None and ply >= self.hold.ply and not self.hold.over.is_set():
+                if self.waker is None:
+                    self.waker = asyncio.create_task(self.wake())
+                continue
             if ply in log.actions and not msg["board"][log.actions[ply] >> 1]:
                 cell, symbol = log.actions[ply] >> 1, "XO"[log.actions[ply] & 1]  # sent before, never taken
             else:
@@ -200,6 +222,15 @@ class _Player:
                     await asyncio.sleep(self.pace.uniform(0.0, 2.0 * self.think))
             self.sent_at[ply] = time.perf_counter()
             await ws.send(json.dumps({"type": "move", "cell": cell, "symbol": symbol}))
+
+    async def wake(self) -> None:
+        """When the hold ends, ask for the game again: the answer brings the next move."""
+        assert self.hold is not None
+        await self.hold.over.wait()
+        try:
+            await self.ws.send(json.dumps({"type": "state"}))
+        except Exception:  # the connection went meanwhile: resuming brings the view  # noqa: BLE001
+            pass
 
     def resumed(self, actions: list[int], clock: dict[str, Any] | None) -> None:
         """The first view back in the seat: the time away, the moves in flight, the clocks."""
@@ -224,21 +255,22 @@ class _Player:
 async def _player(url: str, log: GameLog, rng: random.Random, *, first: dict[str, Any], think: float = 0.0,
                   pace: random.Random | None = None, arrive: float = 0.0, ready: asyncio.Future | None = None,
                   invite_for: asyncio.Future | None = None, stall: float | None = None,
-                  resumes: Resumes | None = None) -> None:
+                  resumes: Resumes | None = None, hold: Hold | None = None) -> None:
     """One scripted player: after ``arrive`` seconds, open or create a game, then move whenever
     it is its turn (a move drawn from its seeded ``rng``), after thinking a time drawn uniformly
     from 0 to ``2 * think`` seconds (from ``pace``, a generator of its own, so that thinking
     does not change the moves). With ``stall``, a RuntimeError when no message comes for that
     many seconds. With ``resumes``, a lost connection is opened again through ``url`` and the
     player goes back into its seat with its seat token (as a page does), counted there; a move
-    sent before and never taken is sent again; without, a lost connection ends the player."""
+    sent before and never taken is sent again; without, a lost connection ends the player.
+    With ``hold``, it waits there before the moves from its ply on."""
     from websockets.asyncio.client import connect
     from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
     await asyncio.sleep(arrive)
     if invite_for is not None:  # a friend opens the link once it is sent, as a person does
         first = {"type": "open", **(await asyncio.wait_for(invite_for, stall))}
-    player = _Player(log, rng, think, pace, ready, stall, resumes)
+    player = _Player(log, rng, think, pace, ready, stall, resumes, hold)
     while True:
         try:
             async with connect(url, max_size=2**22) as ws:
@@ -259,12 +291,14 @@ async def _player(url: str, log: GameLog, rng: random.Random, *, first: dict[str
 
 async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int, time_control: str,
                        think: float, ramp: float, *, errors: list[str] | None = None,
-                       stall: float | None = None, resumes: Resumes | None = None) -> tuple[list[GameLog], float]:
+                       stall: float | None = None, resumes: Resumes | None = None, hold: Hold | None = None,
+                       logs: list[GameLog] | None = None) -> tuple[list[GameLog], float]:
     """Play the games (see the module docstring): their logs and the seconds they took. A
     player's failure ends the run, or with ``errors``, is added there and ends its game alone
     (its partner's wait for an invite or a move ends at ``stall`` seconds). With ``resumes``,
-    players resume lost connections (:func:`_player`)."""
-    logs: list[GameLog] = []
+    players resume lost connections, with ``hold`` they wait there (:func:`_player`); the logs
+    go into ``logs`` as the games are set up when it is given."""
+    logs = [] if logs is None else logs
     tasks = []
     loop = asyncio.get_running_loop()
     for g in range(friend_games):
@@ -275,10 +309,10 @@ async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int,
         tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g), first={"type": "play_friend", "side": side,
                                                                                        "time_control": time_control},
                              think=think, pace=random.Random(f"think {seed} friend {g} first"),
-                             arrive=ramp * g / friend_games, ready=invite, stall=stall, resumes=resumes))
+                             arrive=ramp * g / friend_games, ready=invite, stall=stall, resumes=resumes, hold=hold))
         tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g + 1), first={}, think=think,
                              pace=random.Random(f"think {seed} friend {g} second"), invite_for=invite,
-                             stall=stall, resumes=resumes))
+                             stall=stall, resumes=resumes, hold=hold))
     for g in range(agent_games):
         log = GameLog("agent")
         logs.append(log)
@@ -287,7 +321,7 @@ async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int,
                              first={"type": "new_game", "side": side, "opponent": "heuristic",
                                     "time_control": time_control}, think=think,
                              pace=random.Random(f"think {seed} agent {g}"), arrive=ramp * g / agent_games,
-                             stall=stall, resumes=resumes))
+                             stall=stall, resumes=resumes, hold=hold))
     if errors is not None:
         tasks = [_noted(task, errors) for task in tasks]
     start = time.perf_counter()
@@ -300,7 +334,8 @@ async def _noted(player: Any, errors: list[str]) -> None:
     try:
         await player
     except Exception as exc:  # a refused or dropped connection, an error message, a stall
-        errors.append(f"{type(exc).__name__}: {exc}"[:300])
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        errors.append(f"{type(exc).__name__}: {exc or '(no message)'} [{Path(where.filename).name}:{where.lineno}]"[:300])
 
 
 def _free_port() -> int:

@@ -23,12 +23,13 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from orderchaos.web.load import (HOST, Resumes, _free_port, _run_clients, check_store, child_pids, cpu_seconds,
+from orderchaos.web.load import (HOST, Hold, Resumes, _free_port, _run_clients, check_store, child_pids, cpu_seconds,
                                  moves_lost, rates, spawn_server, stop_server)
 
 CADDY = "/usr/bin/caddy"
@@ -286,23 +287,34 @@ def disrupt(instances: list[Instance], how: str) -> list[dict[str, float]]:
 
 
 async def _play_and_disrupt(url: str, instances: list[Instance], how: str | None, after: float,
-                            friend_games: int, agent_games: int, seed: int, time_control: str, think: float,
-                            ramp: float, errors: list[str], stall: float,
+                            hold_from_ply: int | None, friend_games: int, agent_games: int, seed: int,
+                            time_control: str, think: float, ramp: float, errors: list[str], stall: float,
                             resumes: Resumes) -> tuple[list[Any], float, dict[str, Any]]:
     """The players, and ``after`` seconds into their games the disruption ``how`` (none: None)
-    in a thread beside them: the logs, the seconds, and what the disruption did and when."""
+    in a thread beside them: the logs, the seconds, and what the disruption did and when. With
+    ``hold_from_ply``, the disruption begins instead once every game has a move, and no player
+    moves at that ply or later until it has ended (:class:`.load.Hold`)."""
+    hold = Hold(hold_from_ply) if hold_from_ply is not None and how is not None else None
+    logs: list[Any] = []
     players = asyncio.create_task(_run_clients(url, friend_games, agent_games, seed, time_control, think, ramp,
-                                               errors=errors, stall=stall, resumes=resumes))
+                                               errors=errors, stall=stall, resumes=resumes, hold=hold, logs=logs))
     started = time.perf_counter()
     timeline: dict[str, Any] = {"events": [], "began_s": None, "ended_s": None, "players_done_first": False}
     if how is not None:
-        await asyncio.wait([players], timeout=after)
+        if hold is None:
+            await asyncio.wait([players], timeout=after)
+        else:
+            while not players.done() and not (len(logs) == friend_games + agent_games
+                                              and all(log.seen for log in logs)):
+                await asyncio.wait([players], timeout=0.05)  # a look at the games every 50 ms
         timeline["players_done_first"] = players.done()
         timeline["began_s"] = time.perf_counter() - started
         try:
             timeline["events"] = await asyncio.to_thread(disrupt, instances, how)
         finally:
             timeline["ended_s"] = time.perf_counter() - started
+            if hold is not None:
+                hold.over.set()
     logs, seconds = await players
     return logs, seconds, timeline
 
@@ -315,12 +327,14 @@ def _process_tree_cpu(pids: list[int]) -> float:
 def site_load_test(instances: int, friend_games: int, agent_games: int, *, seed: int = 0, workers: int = 1,
                    agents: str = "processes", time_control: str = "5+3", think: float = 0.0, ramp: float = 0.0,
                    synchronous_commit: bool = True, stall: float = STALL_S, disruption: str | None = None,
-                   disrupt_after: float = 10.0) -> dict[str, Any]:
+                   disrupt_after: float = 10.0, hold_from_ply: int | None = None) -> dict[str, Any]:
     """Run the load test through Caddy against ``instances`` ``serve`` processes sharing a
     PostgreSQL store and a Redis bus (see the module docstring) and return its figures. With
     ``disruption`` (one of :data:`DISRUPTIONS`), ``disrupt_after`` seconds after the players
     start, the instances are restarted under them (:func:`disrupt`), and the players resume
-    their lost connections in their seats (:class:`.load.Resumes`)."""
+    their lost connections in their seats (:class:`.load.Resumes`); with ``hold_from_ply``
+    too, it begins once every game has a move and no game goes past that ply until it has
+    ended, so that every player is in a game across it (:func:`_play_and_disrupt`)."""
     if disruption is not None and disruption not in DISRUPTIONS:
         raise ValueError(f"disruption must be one of {', '.join(DISRUPTIONS)}")
     clients = 2 * friend_games + agent_games
@@ -349,7 +363,7 @@ def site_load_test(instances: int, friend_games: int, agent_games: int, *, seed:
         errors: list[str] = []
         resumes = Resumes()
         logs, seconds, timeline = asyncio.run(_play_and_disrupt(
-            f"ws://{HOST}:{proxy_port}/ws", servers, disruption, disrupt_after, friend_games, agent_games, seed,
+            f"ws://{HOST}:{proxy_port}/ws", servers, disruption, disrupt_after, hold_from_ply, friend_games, agent_games, seed,
             time_control, think, ramp, errors, stall, resumes))
         clients_cpu = time.process_time() - clients_before
         # a restarted instance's earlier processes count until they were stopped: then a floor
@@ -424,7 +438,7 @@ def site_report(result: dict[str, Any]) -> str:
         f"  move round trip through Caddy: {trip}\n"
         f"  CPU seconds: instances with their workers {cpu['instances']:.1f}, PostgreSQL {cpu['postgres']:.1f}, "
         f"Redis {cpu['redis']:.1f}, Caddy {cpu['caddy']:.1f}, the clients {result['clients_cpu_s']:.1f}\n"
-        f"  errors: {len(result['errors'])}{' ' + str(result['errors'][:3]) if result['errors'] else ''}; "
+        f"  errors: {len(result['errors'])}{' ' + str(Counter(result['errors']).most_common(3)) if result['errors'] else ''}; "
         f"tracebacks in the instances' logs: {len(result['server_errors'])}\n"
         f"  store check: {'every finished game matches the moves played' if not result['store_problems'] else result['store_problems'][:5]}"
         + (disruption_report(result) if result["disruption"] else "")
