@@ -327,14 +327,16 @@ def _process_tree_cpu(pids: list[int]) -> float:
 def site_load_test(instances: int, friend_games: int, agent_games: int, *, seed: int = 0, workers: int = 1,
                    agents: str = "processes", time_control: str = "5+3", think: float = 0.0, ramp: float = 0.0,
                    synchronous_commit: bool = True, stall: float = STALL_S, disruption: str | None = None,
-                   disrupt_after: float = 10.0, hold_from_ply: int | None = None) -> dict[str, Any]:
+                   disrupt_after: float = 10.0, hold_from_ply: int | None = None,
+                   keep_logs: Path | None = None) -> dict[str, Any]:
     """Run the load test through Caddy against ``instances`` ``serve`` processes sharing a
     PostgreSQL store and a Redis bus (see the module docstring) and return its figures. With
     ``disruption`` (one of :data:`DISRUPTIONS`), ``disrupt_after`` seconds after the players
     start, the instances are restarted under them (:func:`disrupt`), and the players resume
     their lost connections in their seats (:class:`.load.Resumes`); with ``hold_from_ply``
     too, it begins once every game has a move and no game goes past that ply until it has
-    ended, so that every player is in a game across it (:func:`_play_and_disrupt`)."""
+    ended, so that every player is in a game across it (:func:`_play_and_disrupt`). With
+    ``keep_logs``, the logs are copied there before the temporary folder goes."""
     if disruption is not None and disruption not in DISRUPTIONS:
         raise ValueError(f"disruption must be one of {', '.join(DISRUPTIONS)}")
     clients = 2 * friend_games + agent_games
@@ -377,6 +379,12 @@ def site_load_test(instances: int, friend_games: int, agent_games: int, *, seed:
         tracebacks = [f"instance {number}: {line}" for number in range(instances)
                       for line in (folder / f"instance{number}" / "serve.log").read_text(errors="replace").splitlines()
                       if "Traceback" in line]
+        if keep_logs is not None:
+            keep_logs.mkdir(parents=True, exist_ok=True)
+            for log in [*folder.glob("instance*/serve.log"), folder / "caddy" / "caddy.log",
+                        folder / "postgres" / "server.log", folder / "redis" / "redis.log"]:
+                if log.exists():
+                    shutil.copyfile(log, keep_logs / f"{log.parent.name}-{log.name}")
     moves = sum(len(log.final) for log in finished)
     return {
         "instances": instances,
