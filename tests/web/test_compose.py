@@ -1,8 +1,8 @@
 """deploy/compose.yaml, read as podman-compose reads it: every file it names exists (the
 Containerfile it builds, the Caddyfile it mounts, the PostgreSQL script the image runs), the
-Containerfile's base is the image deploy/make-base-image.sh makes, the services agree on
-their ports, its Caddy proxies the way deploy/Caddyfile-instances does, and Caddy accepts
-its Caddyfile. docs/deploy.md says how it was run for real."""
+Containerfile's base is the image deploy/make-base-image.sh makes, the services find each
+other by name on their own network and only Caddy is published (on loopback), its Caddy
+proxies the way deploy/Caddyfile-instances does, and Caddy accepts its Caddyfile. docs/deploy.md says how it was run for real."""
 
 from __future__ import annotations
 
@@ -40,15 +40,19 @@ def test_every_file_the_compose_file_names_exists() -> None:
     assert containerfile.is_file(), containerfile
     assert all(s["image"] == "localhost/orderchaos:latest" for s in services.values())
     for name, service in services.items():
+        mounted: dict[str, str] = {}
         for volume in service.get("volumes", []):
             source = volume.split(":")[0]
             if source.startswith("."):  # a file of the repository, not a named volume
                 assert (COMPOSE.parent / source).is_file(), f"{name} mounts {source}, which is missing"
+                mounted[volume.split(":")[1]] = source
             else:
                 assert source in compose()["volumes"], f"{name}: volume {source} is not declared"
         for word in service["command"]:
             for path in re.findall(rf"{IN_IMAGE}(\S+)", str(word)):
                 assert (context / path).is_file(), f"{name} runs {path}, which the image would not have"
+            if str(word).startswith("/") and str(word).endswith(".sh"):
+                assert str(word) in mounted, f"{name} runs {word}, which nothing mounts"
     # the Containerfile's base is the image the script makes
     base = re.search(r"^FROM (\S+)", containerfile.read_text(), re.M).group(1)
     assert f"podman import --change 'CMD [\"/bin/bash\"]' - {base}" in (DEPLOY / "make-base-image.sh").read_text()
@@ -56,28 +60,32 @@ def test_every_file_the_compose_file_names_exists() -> None:
     assert ".venv" in ignored and ".git" in ignored
 
 
-def test_the_services_agree_on_their_ports_and_all_listen_on_loopback() -> None:
-    services = compose()["services"]
-    assert all(s["network_mode"] == "host" for s in services.values())
-    postgres_port = re.search(r'-p "\$\{PGPORT:-(\d+)\}"', (DEPLOY / "compose-postgres.sh").read_text()).group(1)
-    assert "listen_addresses=127.0.0.1" in (DEPLOY / "compose-postgres.sh").read_text()
+def test_the_services_find_each_other_and_only_caddy_is_published_on_loopback() -> None:
+    spec = compose()
+    services = spec["services"]
+    assert all("network_mode" not in s for s in services.values())
+    published = {name: s["ports"] for name, s in services.items() if "ports" in s}
+    assert list(published) == ["caddy"] and all(p.startswith("127.0.0.1:") for p in published["caddy"])
+    subnet = re.search(r"--subnet (\S+) (\S+)", COMPOSE.read_text())
+    assert subnet is not None and spec["networks"]["default"] == {"external": True, "name": subnet.group(2)}
+    script = (DEPLOY / "compose-postgres.sh").read_text()
+    assert f"${{SUBNET:-{subnet.group(1)}}}" in script and "-p 5432" in script
     redis = services["redis"]["command"]
-    assert option(redis, "--bind") == "127.0.0.1"
-    instances = [s for name, s in services.items() if name.startswith("instance")]
+    instances = {name: s for name, s in services.items() if name.startswith("instance")}
     assert len(instances) == 2
-    ports = []
-    for instance in instances:
+    for name, instance in instances.items():
         command = instance["command"]
-        assert option(command, "--host") == "127.0.0.1"
-        assert option(command, "--db") == f"postgresql://orderchaos@127.0.0.1:{postgres_port}/postgres"
-        assert option(command, "--bus") == f"redis://127.0.0.1:{option(redis, '--port')}/0"
+        assert option(command, "--host") == name  # Caddy's health checks address it by this name
+        assert option(command, "--db") == "postgresql://orderchaos@postgres:5432/postgres"
+        assert option(command, "--bus") == f"redis://redis:{option(redis, '--port')}/0"
+        assert option(command, "--trusted-proxy") == subnet.group(1)
         assert set(instance["depends_on"]) == {"postgres", "redis"}
-        ports.append(option(command, "--port"))
     caddyfile = (DEPLOY / "Caddyfile-compose").read_text()
-    assert f"reverse_proxy {' '.join(f'127.0.0.1:{p}' for p in ports)} {{" in caddyfile
-    site = re.search(r"^(http://127\.0\.0\.1:(\d+)) \{", caddyfile, re.M)
-    assert site is not None and "\tbind 127.0.0.1\n" in caddyfile
-    assert all(option(i["command"], "--public-url") == site.group(1) for i in instances)
+    upstreams = " ".join(f"{name}:{option(i['command'], '--port')}" for name, i in instances.items())
+    assert f"reverse_proxy {upstreams} {{" in caddyfile
+    listen = re.search(r"^http://:(\d+) \{", caddyfile, re.M)
+    assert listen is not None and published["caddy"] == [f"127.0.0.1:8080:{listen.group(1)}"]
+    assert all(option(i["command"], "--public-url") == "http://127.0.0.1:8080" for i in instances.values())
 
 
 def proxy_settings(text: str) -> list[str]:
