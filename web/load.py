@@ -320,9 +320,10 @@ async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int,
                                                                                        "time_control": time_control},
                              think=think, pace=random.Random(f"think {seed} friend {g} first"),
                              arrive=ramp * g / friend_games, ready=invite, stall=stall, resumes=resumes, hold=hold))
+        # the friend arrives with its creator: its wait for the invite is bounded from then
         tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g + 1), first={}, think=think,
                              pace=random.Random(f"think {seed} friend {g} second"), invite_for=invite,
-                             stall=stall, resumes=resumes, hold=hold))
+                             arrive=ramp * g / friend_games, stall=stall, resumes=resumes, hold=hold))
     for g in range(agent_games):
         log = GameLog("agent")
         logs.append(log)

@@ -46,3 +46,10 @@ def test_a_rolling_restart_under_the_players_loses_no_move_and_every_player_resu
     assert result["moves_lost"] == 0
     assert result["resumes"] >= result["clients"] == 5
     assert result["clock_faults"] == [] and result["clock_checks"] >= 1
+
+
+def test_a_friend_who_arrives_after_the_stall_bound_still_gets_the_invite_and_plays() -> None:
+    # the second game's creator arrives 11 s into the run, past the 10 s a player waits for a
+    # message: its friend arrives with it and waits for the invite from then, not from the start
+    result = site_load_test(1, 2, 0, seed=1, synchronous_commit=False, agents="threads", ramp=22, stall=10)
+    assert result["errors"] == [] and result["games_finished"] == 2 and result["store_problems"] == []
