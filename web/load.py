@@ -62,10 +62,10 @@ class GameLog:
     kind: str
     game: str = ""
     actions: dict[int, int] = field(default_factory=dict)
-    seen: dict[int, int] = field(default_factory=dict)
     final: list[str] = field(default_factory=list)
     winner: str | None = None
     trips: list[float] = field(default_factory=list)
+    seen: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
