@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -55,7 +56,8 @@ STOP_GRACE_S = 15.0
 
 @dataclass
 class GameLog:
-    """What the clients of one game saw: its id, the actions by ply, and the round trips."""
+    """What the clients of one game saw: its id, the actions its players sent by ply, every
+    move either saw acknowledged (in a state of the game) by ply, and the round trips."""
 
     kind: str
     game: str = ""
@@ -63,6 +65,57 @@ class GameLog:
     final: list[str] = field(default_factory=list)
     winner: str | None = None
     trips: list[float] = field(default_factory=list)
+    seen: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class Resumes:
+    """What the players met when their connection went (an instance restarted or killed):
+    each resumed in its seat with its seat token through a new connection, as a page does."""
+
+    times: list[float] = field(default_factory=list)
+    """Seconds from losing the connection until the first view of the game back in the seat."""
+    attempts: int = 0
+    """Connections tried while resuming, the refused ones included."""
+    refused: dict[str, int] = field(default_factory=dict)
+    """Moves answered with an error, by its code."""
+    in_flight: int = 0
+    """Moves sent whose answer the lost connection never brought."""
+    in_flight_kept: int = 0
+    """Of those, the ones found in the game on resuming (the others are sent again)."""
+    clock_checks: int = 0
+    """Resumes whose clocks could be compared with the last view before (no move between)."""
+    clock_faults: list[str] = field(default_factory=list)
+    """Resumes whose clocks did not match: the side not to move lost or gained time, or the
+    side to move gained time. (How much the side to move may lose is not checked: a view can
+    arrive seconds after the server computed it on a busy machine, so the time away from the
+    server's point of view is not known here.)"""
+
+
+RESUME_FIRST_S = 0.5
+RESUME_MOST_S = 10.0
+"""A lost connection is tried again as the page does (static/app.js): after 0.5 s, doubling on
+each failure up to 10 s, each wait drawn from 75 % to 125 % of that, so that the tabs of a
+restarted instance do not all come back in the same instant."""
+CLOCK_SLACK_S = 0.5
+"""How far a clock may differ across a resume (the views are computed a transit apart)."""
+
+
+REFUSED_PAUSE_S = 0.25
+"""How long a player waits after a refused move before it asks for the game again."""
+
+
+@dataclass
+class Hold:
+    """Players move freely until ply ``ply`` of their game, and from there only once ``over``
+    is set: every game is still open when something happens to the site (a test's restart)."""
+
+    ply: int
+    over: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class _Lost(Exception):
+    """The server said it is restarting: the connection is about to go."""
 
 
 def _cell(name: str) -> int:
@@ -74,68 +127,188 @@ def _action(move: str) -> int:
     return 2 * _cell(name) + "XO".index(symbol)
 
 
-async def _player(url: str, log: GameLog, rng: random.Random, *, first: dict[str, Any], think: float = 0.0,
-                  pace: random.Random | None = None, arrive: float = 0.0, ready: asyncio.Future | None = None,
-                  invite_for: asyncio.Future | None = None, stall: float | None = None) -> None:
-    """One scripted player: after ``arrive`` seconds, open or create a game, then move whenever
-    it is its turn (a move drawn from its seeded ``rng``), after thinking a time drawn uniformly
-    from 0 to ``2 * think`` seconds (from ``pace``, a generator of its own, so that thinking
-    does not change the moves). With ``stall``, a RuntimeError when no message comes for that
-    many seconds."""
-    from websockets.asyncio.client import connect
+class _Player:
+    """One scripted player's part in one game across its connections (see :func:`_player`)."""
 
-    async def receive() -> str | bytes:
-        try:
-            return await asyncio.wait_for(ws.recv(), stall)
+    def __init__(self, log: GameLog, rng: random.Random, think: float, pace: random.Random | None,
+                 ready: asyncio.Future | None, stall: float | None, resumes: Resumes | None,
+                 hold: Hold | None) -> None:
+        self.log, self.rng, self.think, self.pace, self.ready = log, rng, think, pace, ready
+        self.stall, self.resumes, self.hold = stall, resumes, hold
+        self.ws: Any = None
+        self.waker: asyncio.Task | None = None
+        self.seat: str | None = None
+        self.token: str | None = None
+        self.sent_at: dict[int, float] = {}
+        self.lost_at: float | None = None
+        self.unanswered: set[int] = set()
+        self.tries = 0
+        """Tries to resume since the connection went."""
+        self.jitter = random.Random(hash(rng.getstate()))  # its own, seeded: the moves stay the same
+        self.last_view: tuple[int, dict[str, Any] | None, float] | None = None
+
+    def held(self) -> bool:
+        """Whether this player now waits for :class:`Hold` before its next move."""
+        return self.waker is not None and not self.waker.done()
+
+    async def receive(self, ws: Any) -> dict[str, Any]:
+        try:  # a held player hears nothing until the hold ends: no stall then
+            return json.loads(await asyncio.wait_for(ws.recv(), None if self.held() else self.stall))
         except asyncio.TimeoutError:
-            raise RuntimeError(f"{log.kind} game {log.game or '(not joined)'}: no message for {stall:g} s") from None
+            raise RuntimeError(f"{self.log.kind} game {self.log.game or '(not joined)'}: "
+                               f"no message for {self.stall:g} s") from None
 
-    await asyncio.sleep(arrive)
-    if invite_for is not None:  # a friend opens the link once it is sent, as a person does
-        first = {"type": "open", **(await asyncio.wait_for(invite_for, stall))}
-    async with connect(url, max_size=2**22) as ws:
-        await receive()  # hello
-        await ws.send(json.dumps(first))
-        seat = None
-        sent_at: dict[int, float] = {}
+    def lost(self) -> None:
+        """The connection went: the moves it never answered are in flight."""
+        if self.lost_at is None:
+            self.lost_at = time.perf_counter()
+            self.unanswered |= set(self.sent_at)
+        self.sent_at.clear()
+
+    async def play(self, ws: Any, first: dict[str, Any]) -> None:
+        """Open the game (``first``, or the seat with its token when resuming) and move
+        whenever it is this player's turn, until the game ends; :class:`_Lost` when the
+        server says it is restarting."""
+        self.ws = ws
+        await self.receive(ws)  # hello
+        resuming = self.token is not None and self.lost_at is not None
+        await ws.send(json.dumps({"type": "open", "game": self.log.game, "token": self.token} if resuming else first))
+        log = self.log
         while True:
-            msg = json.loads(await receive())
+            msg = await self.receive(ws)
             if msg["type"] == "joined":
-                seat, log.game = msg["seat"], msg["game"]
+                if resuming and msg["seat"] != self.seat:
+                    raise RuntimeError(f"{log.kind} game {log.game}: resumed as {msg['seat']}, not {self.seat}")
+                self.seat, log.game = msg["seat"], msg["game"]
+                self.token = msg.get("token", self.token)
                 continue
             if msg["type"] == "error":
-                raise RuntimeError(f"{log.kind} game {log.game}: {msg['message']}")
-            if msg["type"] != "state" or msg.get("mode") != "play":
+                if msg.get("code") == "restarting":
+                    raise _Lost
+                if self.resumes is None or self.seat is None:
+                    raise RuntimeError(f"{log.kind} game {log.game}: {msg['message']}")
+                self.resumes.refused[msg.get("code", "?")] = self.resumes.refused.get(msg.get("code", "?"), 0) + 1
+                self.sent_at.clear()  # the move was not taken: decide again on a fresh view
+                await asyncio.sleep(REFUSED_PAUSE_S)
+                await ws.send(json.dumps({"type": "state"}))
+                continue
+            if msg["type"] != "state" or msg.get("mode") != "play" or msg.get("game") != log.game:
                 continue
             if msg.get("error"):
                 raise RuntimeError(f"{log.kind} game {log.game}: {msg['error']['message']}")
-            if ready is not None and msg.get("invite") and not ready.done():
-                ready.set_result({"game": msg["game"], "invite": msg["invite"]})
+            if self.ready is not None and msg.get("invite") and not self.ready.done():
+                self.ready.set_result({"game": msg["game"], "invite": msg["invite"]})
             moves = msg["moves"]
-            for ply in [p for p in sent_at if p < len(moves)]:
-                log.trips.append(time.perf_counter() - sent_at.pop(ply))
+            actions = [_action(m["move"]) for m in moves]
+            log.seen.update(enumerate(actions))
+            if self.lost_at is not None:
+                self.resumed(actions, msg.get("clock"))
+            self.last_view = (len(actions), msg.get("clock"), time.perf_counter())
+            for ply in [p for p in self.sent_at if p < len(moves)]:
+                log.trips.append(time.perf_counter() - self.sent_at.pop(ply))
             if msg["winner"] is not None:
                 log.final, log.winner = [m["move"] for m in moves], msg["winner"]
                 return
             taken = all(msg["players"][role]["taken"] for role in ("order", "chaos"))
-            if msg["to_play"] != seat or msg["thinking"] or not taken or len(moves) in sent_at:
+            if msg["to_play"] != self.seat or msg["thinking"] or not taken or len(moves) in self.sent_at:
                 continue
-            empty = [c for c in range(36) if not msg["board"][c]]
-            cell, symbol = rng.choice(empty), rng.choice("XO")
-            log.actions[len(moves)] = 2 * cell + "XO".index(symbol)
-            if think and pace is not None:
-                await asyncio.sleep(pace.uniform(0.0, 2.0 * think))
-            sent_at[len(moves)] = time.perf_counter()
+            ply = len(moves)
+            if self.hold is not None and ply >= self.hold.ply and not self.hold.over.is_set():
+                if self.waker is None:
+                    self.waker = asyncio.create_task(self.wake())
+                continue
+            if ply in log.actions and not msg["board"][log.actions[ply] >> 1]:
+                cell, symbol = log.actions[ply] >> 1, "XO"[log.actions[ply] & 1]  # sent before, never taken
+            else:
+                empty = [c for c in range(36) if not msg["board"][c]]
+                cell, symbol = self.rng.choice(empty), self.rng.choice("XO")
+                log.actions[ply] = 2 * cell + "XO".index(symbol)
+                if self.think and self.pace is not None:
+                    await asyncio.sleep(self.pace.uniform(0.0, 2.0 * self.think))
+            self.sent_at[ply] = time.perf_counter()
             await ws.send(json.dumps({"type": "move", "cell": cell, "symbol": symbol}))
+
+    async def wake(self) -> None:
+        """When the hold ends, ask for the game again: the answer brings the next move."""
+        assert self.hold is not None
+        await self.hold.over.wait()
+        try:
+            await self.ws.send(json.dumps({"type": "state"}))
+        except Exception:  # the connection went meanwhile: resuming brings the view  # noqa: BLE001
+            pass
+
+    def resumed(self, actions: list[int], clock: dict[str, Any] | None) -> None:
+        """The first view back in the seat: the time away, the moves in flight, the clocks."""
+        assert self.lost_at is not None and self.resumes is not None
+        now = time.perf_counter()
+        self.resumes.times.append(now - self.lost_at)
+        self.resumes.in_flight += len(self.unanswered)
+        self.resumes.in_flight_kept += sum(ply < len(actions) for ply in self.unanswered)
+        before = self.last_view
+        if before is not None and before[1] is not None and clock is not None and before[0] == len(actions):
+            self.resumes.clock_checks += 1
+            running, away = before[1]["running"], now - before[2]
+            for role, left in before[1]["left"].items():
+                after = clock["left"][role]
+                spent = left - after
+                if spent < -CLOCK_SLACK_S or (role != running and spent > CLOCK_SLACK_S):
+                    self.resumes.clock_faults.append(f"game {self.log.game}: {role} had {left:.2f} s, "
+                                                     f"{after:.2f} s after {away:.2f} s away")
+        self.lost_at, self.unanswered, self.tries = None, set(), 0
+
+
+async def _player(url: str, log: GameLog, rng: random.Random, *, first: dict[str, Any], think: float = 0.0,
+                  pace: random.Random | None = None, arrive: float = 0.0, ready: asyncio.Future | None = None,
+                  invite_for: asyncio.Future | None = None, stall: float | None = None,
+                  resumes: Resumes | None = None, hold: Hold | None = None) -> None:
+    """One scripted player: after ``arrive`` seconds, open or create a game, then move whenever
+    it is its turn (a move drawn from its seeded ``rng``), after thinking a time drawn uniformly
+    from 0 to ``2 * think`` seconds (from ``pace``, a generator of its own, so that thinking
+    does not change the moves). With ``stall``, a RuntimeError when no message comes for that
+    many seconds. With ``resumes``, a lost connection is opened again through ``url`` and the
+    player goes back into its seat with its seat token (as a page does), counted there; a move
+    sent before and never taken is sent again; without, a lost connection ends the player.
+    With ``hold``, it waits there before the moves from its ply on."""
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed, InvalidHandshake
+
+    await asyncio.sleep(arrive)
+    if invite_for is not None:  # a friend opens the link once it is sent, as a person does
+        try:
+            first = {"type": "open", **(await asyncio.wait_for(invite_for, stall))}
+        except asyncio.TimeoutError:
+            raise RuntimeError(f"{log.kind} game: no invite link within {stall:g} s (its creator failed "
+                               "or waited that long)") from None
+    player = _Player(log, rng, think, pace, ready, stall, resumes, hold)
+    while True:
+        try:
+            async with connect(url, max_size=2**22) as ws:
+                await player.play(ws, first)
+                return
+        except (_Lost, ConnectionClosed, InvalidHandshake, OSError) as exc:
+            if resumes is None or player.token is None:
+                raise RuntimeError(f"{log.kind} game {log.game or '(not joined)'}: connection lost "
+                                   f"({type(exc).__name__})") from None
+            player.lost()
+            assert player.lost_at is not None
+            if stall is not None and time.perf_counter() - player.lost_at > stall:
+                raise RuntimeError(f"{log.kind} game {log.game}: not back in its seat after {stall:g} s") from None
+            backoff = min(RESUME_MOST_S, RESUME_FIRST_S * 2 ** player.tries)
+            await asyncio.sleep(backoff * player.jitter.uniform(0.75, 1.25))
+            player.tries += 1
+            resumes.attempts += 1
 
 
 async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int, time_control: str,
                        think: float, ramp: float, *, errors: list[str] | None = None,
-                       stall: float | None = None) -> tuple[list[GameLog], float]:
+                       stall: float | None = None, resumes: Resumes | None = None, hold: Hold | None = None,
+                       logs: list[GameLog] | None = None) -> tuple[list[GameLog], float]:
     """Play the games (see the module docstring): their logs and the seconds they took. A
     player's failure ends the run, or with ``errors``, is added there and ends its game alone
-    (its partner's wait for an invite or a move ends at ``stall`` seconds)."""
-    logs: list[GameLog] = []
+    (its partner's wait for an invite or a move ends at ``stall`` seconds). With ``resumes``,
+    players resume lost connections, with ``hold`` they wait there (:func:`_player`); the logs
+    go into ``logs`` as the games are set up when it is given."""
+    logs = [] if logs is None else logs
     tasks = []
     loop = asyncio.get_running_loop()
     for g in range(friend_games):
@@ -146,10 +319,11 @@ async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int,
         tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g), first={"type": "play_friend", "side": side,
                                                                                        "time_control": time_control},
                              think=think, pace=random.Random(f"think {seed} friend {g} first"),
-                             arrive=ramp * g / friend_games, ready=invite, stall=stall))
+                             arrive=ramp * g / friend_games, ready=invite, stall=stall, resumes=resumes, hold=hold))
+        # the friend arrives with its creator: its wait for the invite is bounded from then
         tasks.append(_player(url, log, random.Random(seed * 7919 + 2 * g + 1), first={}, think=think,
                              pace=random.Random(f"think {seed} friend {g} second"), invite_for=invite,
-                             stall=stall))
+                             arrive=ramp * g / friend_games, stall=stall, resumes=resumes, hold=hold))
     for g in range(agent_games):
         log = GameLog("agent")
         logs.append(log)
@@ -158,7 +332,7 @@ async def _run_clients(url: str, friend_games: int, agent_games: int, seed: int,
                              first={"type": "new_game", "side": side, "opponent": "heuristic",
                                     "time_control": time_control}, think=think,
                              pace=random.Random(f"think {seed} agent {g}"), arrive=ramp * g / agent_games,
-                             stall=stall))
+                             stall=stall, resumes=resumes, hold=hold))
     if errors is not None:
         tasks = [_noted(task, errors) for task in tasks]
     start = time.perf_counter()
@@ -171,7 +345,9 @@ async def _noted(player: Any, errors: list[str]) -> None:
     try:
         await player
     except Exception as exc:  # a refused or dropped connection, an error message, a stall
-        errors.append(f"{type(exc).__name__}: {exc}"[:300])
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = next((f for f in reversed(frames) if f.filename == __file__), frames[-1])  # the line here
+        errors.append(f"{type(exc).__name__}: {exc or '(no message)'} [{Path(where.filename).name}:{where.lineno}]"[:300])
 
 
 def _free_port() -> int:
@@ -287,6 +463,23 @@ def check_store(db: str | Path, logs: list[GameLog], time_control: str = NO_CLOC
     return problems
 
 
+def moves_lost(db: str | Path, logs: list[GameLog]) -> int:
+    """How many moves a player saw acknowledged (in a view of its game) that are not in the
+    store at their ply afterwards, over every game, finished or not."""
+    from orderchaos.web.store import GameStore
+
+    store = GameStore(db)
+    try:
+        lost = 0
+        for log in logs:
+            stored = store.load(log.game) if log.game else None
+            kept = stored.actions if stored is not None else []
+            lost += sum(ply >= len(kept) or kept[ply] != action for ply, action in log.seen.items())
+        return lost
+    finally:
+        store.close()
+
+
 def serve_command(port: int, db: Path, max_connections: int, agents: str, workers: int | None) -> list[str]:
     """The ``orderchaos serve`` command line the load tool starts."""
     command = [sys.executable, "-m", "orderchaos", "serve", "--host", HOST, "--port", str(port),
@@ -294,17 +487,23 @@ def serve_command(port: int, db: Path, max_connections: int, agents: str, worker
     return command + (["--workers", str(workers)] if workers is not None else [])
 
 
+def spawn_server(command: list[str], folder: Path, append: bool = False) -> subprocess.Popen:
+    """Start ``command`` (a ``serve``) in a process group of its own, its data in ``folder``
+    and its log in ``folder/serve.log`` (added to with ``append``, as after a restart)."""
+    env = {**os.environ, "XDG_DATA_HOME": str(folder)}
+    # the server logs a line per request and game event: into a file, as a pipe read only at
+    # the end would fill and stop the server
+    with (folder / "serve.log").open("ab" if append else "wb") as log_file:
+        # its own process group (start_new_session) holds its worker processes too
+        return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log_file, env=env,
+                                start_new_session=True)
+
+
 @contextmanager
 def started_server(command: list[str], folder: Path) -> Iterator[subprocess.Popen]:
     """``command`` (a ``serve``) running with its data and log in ``folder``; stopped with
     its worker processes on leaving, however the block ends (:func:`stop_server`)."""
-    env = {**os.environ, "XDG_DATA_HOME": str(folder)}
-    # the server logs a line per request and game event: into a file, as a pipe read only at
-    # the end would fill and stop the server
-    with (folder / "serve.log").open("wb") as log_file:
-        # its own process group (start_new_session) holds its worker processes too
-        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log_file, env=env,
-                                  start_new_session=True)
+    server = spawn_server(command, folder)
     try:
         yield server
     finally:
@@ -577,6 +776,19 @@ def main(argv: list[str] | None = None) -> int:
                              "with --workers 1 unless --workers says otherwise)")
     parser.add_argument("--synchronous-commit", choices=("on", "off"), default="on",
                         help="with --instances: PostgreSQL's fsync and synchronous_commit (default on)")
+    parser.add_argument("--rolling-restart", action="store_true",
+                        help="with --instances: while the players play, SIGTERM each instance in turn, start it "
+                             "again and wait until it is ready before the next; the players resume in their seats "
+                             "through the proxy, and the run reports moves refused and lost, games broken and the "
+                             "times to resume")
+    parser.add_argument("--kill-one", action="store_true",
+                        help="with --instances: as --rolling-restart, but kill -9 one instance (with its workers) "
+                             "mid-game, then start it again")
+    parser.add_argument("--disrupt-after", type=float, default=10.0, metavar="SECONDS",
+                        help="with --rolling-restart or --kill-one: seconds after the players start (default 10)")
+    parser.add_argument("--logs", type=Path, default=None, metavar="DIR",
+                        help="with --instances: copy the logs of the instances, Caddy, PostgreSQL and Redis into "
+                             "DIR (made if missing) before the temporary folder goes")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     if args.startup_probe is not None:
@@ -591,6 +803,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.instances is not None:
         return _site_main(args)
+    if args.rolling_restart or args.kill_one:
+        print("orderchaos.web.load: --rolling-restart and --kill-one need --instances N", file=sys.stderr)
+        return 2
     result = load_test(args.friend_games, args.agent_games, seed=args.seed, workers=args.workers, agents=args.agents,
                        time_control=args.time_control, think=args.think, ramp=args.ramp)
     print(json.dumps(result, indent=2) if args.json else report(result))
@@ -604,11 +819,24 @@ def _site_main(args: argparse.Namespace) -> int:
     if not 1 <= args.instances <= 32:
         print("orderchaos.web.load: --instances takes a number of servers from 1 to 32", file=sys.stderr)
         return 2
+    if args.rolling_restart and args.kill_one:
+        print("orderchaos.web.load: --rolling-restart or --kill-one, not both", file=sys.stderr)
+        return 2
+    if (args.rolling_restart or args.kill_one) and args.instances < 2:
+        print("orderchaos.web.load: --rolling-restart and --kill-one need --instances 2 or more "
+              "(the players resume on another instance)", file=sys.stderr)
+        return 2
+    if not 0 <= args.disrupt_after <= 3600:
+        print("orderchaos.web.load: --disrupt-after takes seconds in [0, 3600]", file=sys.stderr)
+        return 2
     stop_on_signal()
     try:
         result = site_load_test(args.instances, args.friend_games, args.agent_games, seed=args.seed,
                                 workers=args.workers or 1, agents=args.agents, time_control=args.time_control,
-                                think=args.think, ramp=args.ramp, synchronous_commit=args.synchronous_commit == "on")
+                                think=args.think, ramp=args.ramp, synchronous_commit=args.synchronous_commit == "on",
+                                disruption="rolling-restart" if args.rolling_restart else
+                                "kill-one" if args.kill_one else None, disrupt_after=args.disrupt_after,
+                                keep_logs=args.logs)
     except StartFailed as exc:
         print(f"orderchaos.web.load: {exc}", file=sys.stderr)
         return 1
@@ -616,7 +844,7 @@ def _site_main(args: argparse.Namespace) -> int:
         print("orderchaos.web.load: stopped; everything it started has been stopped", file=sys.stderr)
         return 130
     print(json.dumps(result, indent=2) if args.json else site_report(result))
-    return 0 if not (result["store_problems"] or result["errors"]) else 1
+    return 0 if not (result["store_problems"] or result["errors"] or result["moves_lost"]) else 1
 
 
 if __name__ == "__main__":

@@ -23,13 +23,14 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from orderchaos.web.load import (HOST, _free_port, _run_clients, check_store, child_pids, cpu_seconds, rates,
-                                 started_server, stop_server)
+from orderchaos.web.load import (HOST, Hold, Resumes, _free_port, _run_clients, check_store, child_pids, cpu_seconds,
+                                 moves_lost, rates, spawn_server, stop_server)
 
 CADDY = "/usr/bin/caddy"
 REDIS_SERVER = "/usr/bin/redis-server"
@@ -39,6 +40,14 @@ READY_DEADLINE_S = 600.0
 STALL_S = 60.0
 """A player who hears nothing for this long gives up its game and counts an error: far more
 than any answer takes on a busy machine, so only a message that never comes reaches it."""
+
+
+DISRUPTIONS = ("rolling-restart", "kill-one")
+"""What :func:`site_load_test` can do to the instances while the players play: SIGTERM each
+in turn, starting it again and waiting until it is ready before the next; or ``kill -9`` of the
+first instance (its whole process group, workers too), then start it again."""
+SIGTERM_GRACE_S = 30.0
+"""How long a SIGTERMed instance gets to exit before the disruption counts it as hung and kills it."""
 
 
 class StartFailed(RuntimeError):
@@ -221,6 +230,95 @@ def instance_command(port: int, db_url: str, bus_url: str, max_connections: int,
             "--workers", str(workers)]
 
 
+class Instance:
+    """One ``serve`` of the site on a fixed port, which can be stopped and started again."""
+
+    def __init__(self, number: int, command: list[str], folder: Path, port: int, workers: int) -> None:
+        self.number, self.command, self.folder, self.port, self.workers = number, command, folder, port, workers
+        self.process = spawn_server(command, folder)
+        self.cpu_s_before = 0.0
+        """CPU seconds of its processes before the last restart (read as each was stopped: a floor)."""
+
+    @property
+    def log(self) -> Path:
+        """Its log, kept across restarts."""
+        return self.folder / "serve.log"
+
+    def wait_ready(self) -> None:
+        """Wait until it answers ``/healthz`` 200 with its workers warm (:class:`StartFailed`
+        when it exits or never does)."""
+        _wait(lambda: _healthy(f"http://{HOST}:{self.port}", self.workers), self.process, self.log,
+              f"instance {self.number}")
+
+    def restart(self, kill: bool) -> dict[str, float]:
+        """SIGTERM it (or with ``kill``, SIGKILL its process group), start it again on the same
+        port, and wait until it is ready: seconds until it exited and until it was ready."""
+        began = time.perf_counter()
+        self.cpu_s_before += _process_tree_cpu([self.process.pid])
+        if kill:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        else:
+            self.process.terminate()
+        try:
+            self.process.wait(timeout=SIGTERM_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass  # counted as the exit time; stop() kills it
+        exited = time.perf_counter() - began
+        self.stop()
+        self.process = spawn_server(self.command, self.folder, append=True)
+        self.wait_ready()
+        return {"instance": self.number, "exited_s": exited, "ready_s": time.perf_counter() - began}
+
+    def stop(self) -> None:
+        """Stop it and its workers (:func:`.load.stop_server`)."""
+        stop_server(self.process)
+
+
+def disrupt(instances: list[Instance], how: str) -> list[dict[str, float]]:
+    """``rolling-restart``: each instance in turn SIGTERMed, started again and waited for until
+    ready before the next; ``kill-one``: the first one killed (``kill -9``) and started again.
+    For each: when it began (seconds from the call), and :meth:`Instance.restart`'s times."""
+    began = time.perf_counter()
+    events = []
+    for instance in instances if how == "rolling-restart" else instances[:1]:
+        at = time.perf_counter() - began
+        events.append({"at_s": at, **instance.restart(kill=how == "kill-one")})
+    return events
+
+
+async def _play_and_disrupt(url: str, instances: list[Instance], how: str | None, after: float,
+                            hold_from_ply: int | None, friend_games: int, agent_games: int, seed: int,
+                            time_control: str, think: float, ramp: float, errors: list[str], stall: float,
+                            resumes: Resumes) -> tuple[list[Any], float, dict[str, Any]]:
+    """The players, and ``after`` seconds into their games the disruption ``how`` (none: None)
+    in a thread beside them: the logs, the seconds, and what the disruption did and when. With
+    ``hold_from_ply``, the disruption begins instead once every game has a move, and no player
+    moves at that ply or later until it has ended (:class:`.load.Hold`)."""
+    hold = Hold(hold_from_ply) if hold_from_ply is not None and how is not None else None
+    logs: list[Any] = []
+    players = asyncio.create_task(_run_clients(url, friend_games, agent_games, seed, time_control, think, ramp,
+                                               errors=errors, stall=stall, resumes=resumes, hold=hold, logs=logs))
+    started = time.perf_counter()
+    timeline: dict[str, Any] = {"events": [], "began_s": None, "ended_s": None, "players_done_first": False}
+    if how is not None:
+        if hold is None:
+            await asyncio.wait([players], timeout=after)
+        else:
+            while not players.done() and not (len(logs) == friend_games + agent_games
+                                              and all(log.seen for log in logs)):
+                await asyncio.wait([players], timeout=0.05)  # a look at the games every 50 ms
+        timeline["players_done_first"] = players.done()
+        timeline["began_s"] = time.perf_counter() - started
+        try:
+            timeline["events"] = await asyncio.to_thread(disrupt, instances, how)
+        finally:
+            timeline["ended_s"] = time.perf_counter() - started
+            if hold is not None:
+                hold.over.set()
+    logs, seconds = await players
+    return logs, seconds, timeline
+
+
 def _process_tree_cpu(pids: list[int]) -> float:
     """CPU seconds of the processes ``pids`` and of their children."""
     return sum(cpu_seconds(pid) + sum(cpu_seconds(child) for child in child_pids(pid)) for pid in pids)
@@ -228,9 +326,19 @@ def _process_tree_cpu(pids: list[int]) -> float:
 
 def site_load_test(instances: int, friend_games: int, agent_games: int, *, seed: int = 0, workers: int = 1,
                    agents: str = "processes", time_control: str = "5+3", think: float = 0.0, ramp: float = 0.0,
-                   synchronous_commit: bool = True, stall: float = STALL_S) -> dict[str, Any]:
+                   synchronous_commit: bool = True, stall: float = STALL_S, disruption: str | None = None,
+                   disrupt_after: float = 10.0, hold_from_ply: int | None = None,
+                   keep_logs: Path | None = None) -> dict[str, Any]:
     """Run the load test through Caddy against ``instances`` ``serve`` processes sharing a
-    PostgreSQL store and a Redis bus (see the module docstring) and return its figures."""
+    PostgreSQL store and a Redis bus (see the module docstring) and return its figures. With
+    ``disruption`` (one of :data:`DISRUPTIONS`), ``disrupt_after`` seconds after the players
+    start, the instances are restarted under them (:func:`disrupt`), and the players resume
+    their lost connections in their seats (:class:`.load.Resumes`); with ``hold_from_ply``
+    too, it begins once every game has a move and no game goes past that ply until it has
+    ended, so that every player is in a game across it (:func:`_play_and_disrupt`). With
+    ``keep_logs``, the logs are copied there before the temporary folder goes."""
+    if disruption is not None and disruption not in DISRUPTIONS:
+        raise ValueError(f"disruption must be one of {', '.join(DISRUPTIONS)}")
     clients = 2 * friend_games + agent_games
     with tempfile.TemporaryDirectory(prefix="orderchaos-site-load-") as tmp, ExitStack() as running:
         folder = Path(tmp)
@@ -238,34 +346,45 @@ def site_load_test(instances: int, friend_games: int, agent_games: int, *, seed:
             os.chmod(folder, 0o755)  # the postgres user must reach its own folder inside
         db_url = running.enter_context(postgres(folder / "postgres", synchronous_commit))
         bus_url, redis_process = running.enter_context(redis_server(folder / "redis"))
-        servers, ports = [], []
+        servers: list[Instance] = []
+        running.callback(lambda: [server.stop() for server in servers])
         for number in range(instances):
             port = _free_port()
             instance_folder = folder / f"instance{number}"
             instance_folder.mkdir()
             command = instance_command(port, db_url, bus_url, clients + 10, agents, workers)
-            servers.append(running.enter_context(started_server(command, instance_folder)))
-            ports.append(port)
-        for number, (server, port) in enumerate(zip(servers, ports)):
-            _wait(lambda: _healthy(f"http://{HOST}:{port}", 0 if agents == "threads" else workers), server,
-                  folder / f"instance{number}" / "serve.log", f"instance {number}")
-        proxy_port, caddy_process = running.enter_context(caddy(folder / "caddy", ports))
+            servers.append(Instance(number, command, instance_folder, port, 0 if agents == "threads" else workers))
+        for server in servers:
+            server.wait_ready()
+        proxy_port, caddy_process = running.enter_context(caddy(folder / "caddy", [s.port for s in servers]))
         pg_pid = postmaster_pid(folder / "postgres")
-        groups = {"instances": [s.pid for s in servers], "postgres": [pg_pid] if pg_pid else [],
+        groups = {"instances": [s.process.pid for s in servers], "postgres": [pg_pid] if pg_pid else [],
                   "redis": [redis_process.pid], "caddy": [caddy_process.pid]}
         cpu_before = {name: _process_tree_cpu(pids) for name, pids in groups.items()}
         clients_before = time.process_time()
         errors: list[str] = []
-        logs, seconds = asyncio.run(_run_clients(f"ws://{HOST}:{proxy_port}/ws", friend_games, agent_games, seed,
-                                                 time_control, think, ramp, errors=errors, stall=stall))
+        resumes = Resumes()
+        logs, seconds, timeline = asyncio.run(_play_and_disrupt(
+            f"ws://{HOST}:{proxy_port}/ws", servers, disruption, disrupt_after, hold_from_ply, friend_games, agent_games, seed,
+            time_control, think, ramp, errors, stall, resumes))
         clients_cpu = time.process_time() - clients_before
+        # a restarted instance's earlier processes count until they were stopped: then a floor
+        groups["instances"] = [s.process.pid for s in servers]
         cpu = {name: _process_tree_cpu(pids) - cpu_before[name] for name, pids in groups.items()}
+        cpu["instances"] += sum(s.cpu_s_before for s in servers)
         finished = [log for log in logs if log.winner is not None]
         problems = check_store(db_url, finished, time_control)
+        lost = moves_lost(db_url, logs)
         running.close()  # stop everything before reading the logs
         tracebacks = [f"instance {number}: {line}" for number in range(instances)
                       for line in (folder / f"instance{number}" / "serve.log").read_text(errors="replace").splitlines()
                       if "Traceback" in line]
+        if keep_logs is not None:
+            keep_logs.mkdir(parents=True, exist_ok=True)
+            for log in [*folder.glob("instance*/serve.log"), folder / "caddy" / "caddy.log",
+                        folder / "postgres" / "server.log", folder / "redis" / "redis.log"]:
+                if log.exists():
+                    shutil.copyfile(log, keep_logs / f"{log.parent.name}-{log.name}")
     moves = sum(len(log.final) for log in finished)
     return {
         "instances": instances,
@@ -287,7 +406,27 @@ def site_load_test(instances: int, friend_games: int, agent_games: int, *, seed:
         "errors": errors,
         "store_problems": problems,
         "server_errors": tracebacks,
+        "disruption": disruption,
+        "disrupt_after_s": disrupt_after,
+        "timeline": timeline,
+        "moves_lost": lost,
+        "games_broken": len(logs) - len(finished) + len({p.split(":")[0] for p in problems}),
+        "resumes": len(resumes.times),
+        "resume_attempts": resumes.attempts,
+        "resume_p50_s": _quantile(resumes.times, 0.5),
+        "resume_p99_s": _quantile(resumes.times, 0.99),
+        "resume_max_s": max(resumes.times, default=None),
+        "moves_refused": resumes.refused,
+        "moves_in_flight": resumes.in_flight,
+        "moves_in_flight_kept": resumes.in_flight_kept,
+        "clock_checks": resumes.clock_checks,
+        "clock_faults": resumes.clock_faults,
     }
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else None
 
 
 def site_report(result: dict[str, Any]) -> str:
@@ -307,9 +446,32 @@ def site_report(result: dict[str, Any]) -> str:
         f"  move round trip through Caddy: {trip}\n"
         f"  CPU seconds: instances with their workers {cpu['instances']:.1f}, PostgreSQL {cpu['postgres']:.1f}, "
         f"Redis {cpu['redis']:.1f}, Caddy {cpu['caddy']:.1f}, the clients {result['clients_cpu_s']:.1f}\n"
-        f"  errors: {len(result['errors'])}{' ' + str(result['errors'][:3]) if result['errors'] else ''}; "
+        f"  errors: {len(result['errors'])}{' ' + str(Counter(result['errors']).most_common(3)) if result['errors'] else ''}; "
         f"tracebacks in the instances' logs: {len(result['server_errors'])}\n"
         f"  store check: {'every finished game matches the moves played' if not result['store_problems'] else result['store_problems'][:5]}"
+        + (disruption_report(result) if result["disruption"] else "")
+    )
+
+
+def disruption_report(result: dict[str, Any]) -> str:
+    """The lines of :func:`site_report` about the restarts under the players."""
+    timeline = result["timeline"]
+    steps = "; ".join(f"instance {e['instance']} at {e['at_s'] + timeline['began_s']:.1f} s: exited after "
+                      f"{e['exited_s']:.1f} s, ready after {e['ready_s']:.1f} s" for e in timeline["events"])
+    seconds = (lambda v: "-" if v is None else f"{v:.2f} s")
+    refused = sum(result["moves_refused"].values())
+    return (
+        f"\n  {result['disruption']} from {timeline['began_s']:.1f} s to {timeline['ended_s']:.1f} s of the "
+        f"{result['seconds']:.1f} s run{' (the players had finished before it began)' if timeline['players_done_first'] else ''}: {steps}\n"
+        f"  players back in their seats: {result['resumes']} times ({result['resume_attempts']} connections tried), "
+        f"p50 {seconds(result['resume_p50_s'])}, p99 {seconds(result['resume_p99_s'])}, "
+        f"max {seconds(result['resume_max_s'])}\n"
+        f"  moves refused: {refused}{' ' + str(result['moves_refused']) if refused else ''}; moves in flight when a "
+        f"connection went: {result['moves_in_flight']} ({result['moves_in_flight_kept']} found stored, the rest sent "
+        f"again); moves lost (seen acknowledged, not stored): {result['moves_lost']}; games broken: "
+        f"{result['games_broken']}\n"
+        f"  clocks compared across a resume: {result['clock_checks']}, not intact: {len(result['clock_faults'])}"
+        f"{' ' + str(result['clock_faults'][:3]) if result['clock_faults'] else ''}"
     )
 
 

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("websockets.asyncio.client", reason="the web extra is not installed: pip install -e '.[dev]'")
 
-from orderchaos.web.load import GameLog, check_store, load_test  # noqa: E402
+from orderchaos.web.load import GameLog, check_store, load_test, moves_lost  # noqa: E402
 from orderchaos.web.store import GameStore  # noqa: E402
 from orderchaos.envs.rules import action_name  # noqa: E402
 
@@ -57,6 +57,11 @@ def test_the_store_check_finds_a_game_that_differs(tmp_path) -> None:
     assert check_store(db, [lost]) == [f"game {'g' * 22}: stored winner order, the players saw chaos"]
     missing = GameLog("agent", "h" * 22, {}, [], None)
     assert check_store(db, [missing]) == [f"game {'h' * 22}: not in the store"]
+    # moves seen acknowledged: in the store at their ply, or lost (a game unfinished counts too)
+    good.seen = dict(enumerate(actions))
+    assert moves_lost(db, [good]) == 0
+    assert moves_lost(db, [GameLog("agent", "g" * 22, seen={3: 15, 9: 10, 4: 5})]) == 2
+    assert moves_lost(db, [GameLog("agent", "h" * 22, seen={0: 0})]) == 1
 
 
 STUBBORN_SERVER = """

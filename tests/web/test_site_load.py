@@ -30,3 +30,26 @@ def test_two_instances_behind_caddy_play_a_game_between_them_and_the_store_match
     assert result["games_finished"] == 1 and result["clients"] == 2
     assert result["moves"] == 30  # the seeded game of load_test(1, 0, seed=1) on one server
     assert 0 < result["round_trip_p50_ms"] <= result["round_trip_p99_ms"]
+
+
+def test_a_rolling_restart_under_the_players_loses_no_move_and_every_player_resumes_in_its_seat() -> None:
+    # two games between two players and one against the computer, on a clock; once each has a
+    # move, each instance in turn is SIGTERMed, started again and waited for until ready, while
+    # no game goes past its third ply: every player is in a game across both restarts, so each
+    # loses its connection at least once and must come back through Caddy in its own seat
+    result = site_load_test(2, 2, 1, seed=2, synchronous_commit=False, agents="threads",
+                            disruption="rolling-restart", hold_from_ply=3)
+    assert [event["instance"] for event in result["timeline"]["events"]] == [0, 1]
+    assert not result["timeline"]["players_done_first"]
+    assert result["errors"] == [] and result["server_errors"] == []
+    assert result["games_finished"] == 3 and result["games_broken"] == 0 and result["store_problems"] == []
+    assert result["moves_lost"] == 0
+    assert result["resumes"] >= result["clients"] == 5
+    assert result["clock_faults"] == [] and result["clock_checks"] >= 1
+
+
+def test_a_friend_who_arrives_after_the_stall_bound_still_gets_the_invite_and_plays() -> None:
+    # the second game's creator arrives 11 s into the run, past the 10 s a player waits for a
+    # message: its friend arrives with it and waits for the invite from then, not from the start
+    result = site_load_test(1, 2, 0, seed=1, synchronous_commit=False, agents="threads", ramp=22, stall=10)
+    assert result["errors"] == [] and result["games_finished"] == 2 and result["store_problems"] == []
