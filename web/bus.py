@@ -14,6 +14,9 @@ memory (:class:`~orderchaos.web.lobby.Lobby`), the lease always held. :class:`Re
   instance alone); an owner is a tab id
   ``INSTANCE/N``, and an instance that stops renewing its ``alive`` key takes its tabs'
   challenges and waits with it;
+- each instance says which bots are connected to it (the others list them online and carry
+  challenges to them: :mod:`.bot_hub`), and a bot token's connections are counted over the
+  running instances by a Lua script;
 - a lease (``SET NX PX``, renewed by its holder) lets one instance sweep the clocks at a time;
 - losing Redis makes :attr:`RedisBus.ready` False (``/healthz`` answers 503) and tells the
   tabs; the bus reconnects by itself, and then every open game is read again from the store.
