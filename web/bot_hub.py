@@ -281,7 +281,7 @@ class BotHub:
             await connection.send(message)
 
     def start(self) -> None:
-        """Watch for revoked tokens from now on."""
+        """Watch for revoked tokens (and the bots of the other instances) from now on."""
         if self.watcher is None or self.watcher.done():
             self.watcher = asyncio.create_task(self._watch_revocations())
 
@@ -294,6 +294,11 @@ class BotHub:
     async def _watch_revocations(self) -> None:
         while True:
             await asyncio.sleep(self.limits.revoke_check)
+            if self.bus.shared:  # bots of an instance that stopped without a word, or before this one started
+                before = set(self.elsewhere)
+                await self.look_elsewhere()
+                if set(self.elsewhere) != before:
+                    await self.tell_lobby()
             if not self.connections:
                 continue
             try:
