@@ -15,8 +15,15 @@ A revoked token's connections are closed within :attr:`BotLimits.revoke_check` s
 games stay as they are and are lost on time. Each token has its limits (:class:`BotLimits`):
 connections, open challenges, unfinished games, messages a second.
 
-Only one server instance holds bot connections (a site run with ``--bus`` keeps bots on the
-instance they connected to; challenges do not cross instances).
+Several instances of one site (``serve --bus``) are one site for bots too: each instance
+says in Redis which bots are connected to it (:meth:`.bus.Bus.put_bots`) and tells the others
+on the bus, so every instance lists every bot online; a challenge stays with the instance of
+its challenger and is offered to the challenged bot through the bus (``bot_challenge``), its
+answer comes back the same way (``bot_answer``) and the challenger's instance creates the game
+once, seating the bots connected elsewhere through the bus (``bot_seat``); the moves then go
+as in any game played across instances (the store is the truth, every change published). A
+token's connections are counted in Redis over the running instances; a revoked token is seen
+by each instance in the shared store.
 """
 
 from __future__ import annotations
@@ -78,6 +85,8 @@ class BotConnection:
         self.name, self.digest, self.websocket = name, digest, websocket
         self.lock = asyncio.Lock()
         self.closed = False
+        self.counted = ""
+        """Its id among the token's connections on all instances (:meth:`.bus.Bus.open_bot_connection`)."""
 
     async def send(self, message: dict[str, Any]) -> None:
         """Send one message; nothing when the socket has gone."""
@@ -181,12 +190,18 @@ class BotHub:
         self.seats: dict[tuple[str, str], BotSeat] = {}
         self.challenges: dict[str, Challenge] = {}
         self.watcher: asyncio.Task | None = None
+        self.bus = hub.bus
+        self.elsewhere: dict[str, set[str]] = {}
+        """The bots connected to other instances of the site: name -> those instances."""
+        self.offered: dict[str, tuple[str, str]] = {}
+        """Challenges made on other instances to bots connected here: id -> (instance, bot)."""
         hub.bots = self
 
     # -- presence ---------------------------------------------------------------------------
     def online(self) -> set[str]:
-        """The names of the bots with a socket open here, and the house bots when seated."""
-        names = {name for name, conns in self.connections.items() if conns}
+        """The names of the bots with a socket open here or on another instance, and the
+        house bots when seated."""
+        names = {name for name, conns in self.connections.items() if conns} | set(self.elsewhere)
         return names | ({h.name for h in bots.HOUSE_BOTS} if self.house else set())
 
     def lobby_listing(self) -> list[dict[str, Any]]:
@@ -199,13 +214,74 @@ class BotHub:
         for tab in list(self.hub.lobby_tabs.values()):
             await tab.show_lobby()
 
+    async def say_online(self) -> None:
+        """Tell the other instances which bots are connected here now (nothing when alone)."""
+        if not self.bus.shared:
+            return
+        try:
+            await self.bus.put_bots(sorted(name for name, conns in self.connections.items() if conns))
+        except WebError:  # the bus is reconnecting: said again at the next connection
+            return
+        await self.bus.publish({"kind": "bots"})
+
+    async def look_elsewhere(self) -> None:
+        """Read again which bots are connected to the other instances; the challenges made
+        here to a bot that is no longer online anywhere are declined."""
+        if not self.bus.shared:
+            return
+        try:
+            self.elsewhere = await self.bus.bots_elsewhere()
+        except WebError:
+            return
+        online = self.online()
+        for challenge in list(self.challenges.values()):
+            if challenge.opponent not in online:
+                del self.challenges[challenge.id]
+                await self._declined(challenge, f"{challenge.opponent} went offline")
+
+    async def on_event(self, event: dict[str, Any]) -> None:
+        """An event of another instance about bots (see the module docstring)."""
+        kind = event.get("kind")
+        if kind == "bots":
+            await self.look_elsewhere()
+            await self.tell_lobby()
+        elif kind == "bot_challenge":
+            offer, opponent = event.get("challenge"), event.get("opponent")
+            if not isinstance(offer, dict) or opponent not in self.connections:
+                return
+            challenge_id = str(offer.get("id"))
+            self.offered[challenge_id] = (str(event["from"]), str(opponent))
+            asyncio.get_running_loop().call_later(self.limits.challenge_seconds,
+                                                  lambda: self.offered.pop(challenge_id, None))
+            await self.tell(str(opponent), offer)
+        elif kind == "bot_answer" and event.get("to") == self.bus.instance:
+            challenge = self.challenges.get(event.get("challenge"))  # type: ignore[arg-type]
+            if challenge is None or challenge.opponent != event.get("bot"):
+                return  # withdrawn or expired meanwhile
+            self._take(challenge)
+            if event.get("accept"):
+                try:
+                    await self._start(challenge)
+                except WebError as exc:
+                    await self._declined(challenge, str(exc))
+            else:
+                await self._declined(challenge, str(event.get("reason") or "declined"))
+        elif kind == "bot_seat":
+            name, game_id = event.get("bot"), event.get("game")
+            if name not in self.connections or (name, game_id) in self.seats:
+                return
+            seat = self._seat(str(name), self.hub.get(game_id), event["role"], bool(event["rated"]),
+                              event.get("opponent"))
+            await self.tell(seat.name, seat.start_message())
+            await seat.changed({})
+
     async def tell(self, name: str, message: dict[str, Any]) -> None:
         """Send ``message`` to every socket of bot ``name`` (none while it is away)."""
         for connection in list(self.connections.get(name, [])):
             await connection.send(message)
 
     def start(self) -> None:
-        """Watch for revoked tokens from now on."""
+        """Watch for revoked tokens (and the bots of the other instances) from now on."""
         if self.watcher is None or self.watcher.done():
             self.watcher = asyncio.create_task(self._watch_revocations())
 
@@ -218,6 +294,11 @@ class BotHub:
     async def _watch_revocations(self) -> None:
         while True:
             await asyncio.sleep(self.limits.revoke_check)
+            if self.bus.shared:  # bots of an instance that stopped without a word, or before this one started
+                before = set(self.elsewhere)
+                await self.look_elsewhere()
+                if set(self.elsewhere) != before:
+                    await self.tell_lobby()
             if not self.connections:
                 continue
             try:
@@ -231,6 +312,7 @@ class BotHub:
                         log.info("bot=%s token revoked: its connection is closed", name)
                         await connection.close(REFUSED_CLOSE, WebError(
                             "this bot's token was revoked", "revoked").payload())
+                        await self._gone(connection)
 
     # -- connections ------------------------------------------------------------------------
     async def socket(self, websocket: WebSocket) -> None:
@@ -243,7 +325,14 @@ class BotHub:
         await websocket.accept()
         connection = BotConnection(name, bots.token_hash(bearer(websocket.headers.get("authorization")) or ""),
                                    websocket)
-        if len(self.connections.get(name, [])) >= self.limits.connections:
+        connection.counted = self.bus.tab_id()
+        try:
+            allowed = await self.bus.open_bot_connection(connection.digest, connection.counted,
+                                                         self.limits.connections)
+        except WebError as exc:  # the bus is reconnecting
+            await connection.close(1013, exc.payload())
+            return
+        if not allowed:
             await connection.close(1013, WebError(
                 f"at most {self.limits.connections} connections per bot", "bot_connections",
                 limit=self.limits.connections).payload())
@@ -253,17 +342,25 @@ class BotHub:
         log.info("bot=%s connected", name)
         try:
             await self._hello(connection)
+            await self.say_online()
             await self.tell_lobby()
             await self._serve(connection)
         finally:
-            conns = self.connections.get(name, [])
-            if connection in conns:
-                conns.remove(connection)
-            if not conns:
-                self.connections.pop(name, None)
-                self._drop_challenges(name)
-            log.info("bot=%s disconnected", name)
-            await self.tell_lobby()
+            await self._gone(connection)
+
+    async def _gone(self, connection: BotConnection) -> None:
+        """A connection closed (or was closed by the server): no longer counted nor listed."""
+        name, conns = connection.name, self.connections.get(connection.name, [])
+        if connection not in conns:
+            return
+        conns.remove(connection)
+        await self.bus.close_bot_connection(connection.digest, connection.counted)
+        if not conns:
+            self.connections.pop(name, None)
+            self._drop_challenges(name)
+            await self.say_online()
+        log.info("bot=%s disconnected", name)
+        await self.tell_lobby()
 
     async def _hello(self, connection: BotConnection) -> None:
         name = connection.name
@@ -336,7 +433,7 @@ class BotHub:
         elif kind == "accept":
             await self.accept(name, msg.get("challenge"))
         elif kind == "decline":
-            self.decline(name, msg.get("challenge"), msg.get("reason"))
+            await self.decline(name, msg.get("challenge"), msg.get("reason"))
         elif kind == "games":
             for seat in await self._reseat(name):
                 await self.tell(name, seat.start_message())
@@ -436,6 +533,9 @@ class BotHub:
         challenge.expiry = asyncio.get_running_loop().call_later(
             self.limits.challenge_seconds, lambda: self.hub._later(self._expire(challenge.id)))
         await self.tell(challenge.opponent, challenge.message())
+        if challenge.opponent in self.elsewhere:
+            await self.bus.publish({"kind": "bot_challenge", "opponent": challenge.opponent,
+                                    "challenge": challenge.message()})
 
     async def _expire(self, challenge_id: str) -> None:
         challenge = self.challenges.pop(challenge_id, None)
@@ -451,17 +551,38 @@ class BotHub:
             await challenge.person.send(WebError(f"{bots.bot_label(challenge.opponent)} declined: {reason[:200]}",
                                                  "bot_declined", bot=challenge.opponent).payload())
 
+    def _take(self, challenge: Challenge) -> None:
+        del self.challenges[challenge.id]
+        if challenge.expiry is not None:
+            challenge.expiry.cancel()
+
     def _taken(self, name: str, challenge_id: object) -> Challenge:
         challenge = self.challenges.get(challenge_id) if isinstance(challenge_id, str) else None
         if challenge is None or challenge.opponent != name:
             raise WebError("no such challenge to this bot (taken back or expired)", "no_challenge")
-        del self.challenges[challenge.id]
-        if challenge.expiry is not None:
-            challenge.expiry.cancel()
+        self._take(challenge)
         return challenge
 
+    async def _answer_elsewhere(self, name: str, challenge_id: object, accept: bool, reason: str = "") -> bool:
+        """Send the answer of bot ``name`` to a challenge made on another instance to its
+        instance; False when no such challenge was offered to it here."""
+        offered = self.offered.get(challenge_id) if isinstance(challenge_id, str) else None
+        if offered is None or offered[1] != name:
+            return False
+        del self.offered[str(challenge_id)]
+        await self.bus.publish({"kind": "bot_answer", "to": offered[0], "challenge": challenge_id, "bot": name,
+                                "accept": accept, "reason": reason[:200]})
+        return True
+
     async def accept(self, name: str, challenge_id: object) -> None:
-        """The challenged bot takes the challenge: the game starts."""
+        """The challenged bot takes the challenge: the game starts (created by the
+        challenger's instance when that is another one)."""
+        if isinstance(challenge_id, str) and challenge_id in self.offered:
+            if self._games_of(name) >= self.limits.games:
+                await self._answer_elsewhere(name, challenge_id, False, f"{name} is playing as many games as it may")
+                raise WebError(f"at most {self.limits.games} games at once", "bot_games", limit=self.limits.games)
+            if await self._answer_elsewhere(name, challenge_id, True):
+                return
         challenge = self._taken(name, challenge_id)
         if self._games_of(name) >= self.limits.games:
             await self._declined(challenge, f"{name} is playing as many games as it may")
@@ -472,13 +593,20 @@ class BotHub:
             await self._declined(challenge, str(exc))
             raise
 
-    def decline(self, name: str, challenge_id: object, reason: object) -> None:
+    async def decline(self, name: str, challenge_id: object, reason: object) -> None:
         """The challenged bot declines."""
+        said = reason if isinstance(reason, str) and reason else "declined"
+        if await self._answer_elsewhere(name, challenge_id, False, said):
+            return
         challenge = self._taken(name, challenge_id)
-        self.hub._later(self._declined(challenge, reason if isinstance(reason, str) and reason else "declined"))
+        self.hub._later(self._declined(challenge, said))
 
     def _drop_challenges(self, name: str) -> None:
-        """A bot went offline: the challenges to it are declined, its own withdrawn."""
+        """A bot went offline here: the challenges to it are declined, its own withdrawn (the
+        other instances decline theirs once they learn it is offline everywhere)."""
+        for challenge_id, (_, opponent) in list(self.offered.items()):
+            if opponent == name:
+                del self.offered[challenge_id]
         for challenge in list(self.challenges.values()):
             if challenge.opponent == name or challenge.bot == name:
                 del self.challenges[challenge.id]
@@ -512,8 +640,14 @@ class BotHub:
         bots.record_game(self.store, game.id, players, challenge.rated)
         log.info("game=%s bots: %s", game.id, " vs ".join(bots.bot_label(n) if n else "person"
                                                            for n in (players["order"], players["chaos"])))
+        connected = [(role, name) for role, name in players.items()
+                     if name is not None and bots.house_bot(name) is None]
+        for role, name in connected:  # a bot connected to another instance is seated there
+            if name in self.elsewhere:
+                await self.bus.publish({"kind": "bot_seat", "game": game.id, "bot": name, "role": role,
+                                        "rated": challenge.rated, "opponent": players[other(role)]})
         seats = [self._seat(name, game, role, challenge.rated, players[other(role)])
-                 for role, name in players.items() if name is not None and bots.house_bot(name) is None]
+                 for role, name in connected if name in self.connections or name not in self.elsewhere]
         for seat in seats:
             await self.tell(seat.name, seat.start_message())
         if challenge.person is not None:
@@ -524,6 +658,7 @@ class BotHub:
     # -- HTTP ---------------------------------------------------------------------------------
     async def api_bots(self, request: Request) -> Response:
         """``GET /api/bots``: every bot as ``{"name", "online", "rating", "rd", "games"}``."""
+        await self.look_elsewhere()
         bots.settle_all(self.store)
         rows = bots.ladder(self.store, self.online(), self.house)
         return JSONResponse([{k: row[k] for k in ("name", "online", "rating", "rd", "games")} for row in rows],
@@ -533,6 +668,7 @@ class BotHub:
         """``GET /bots``: the ladder in the reader's language."""
 
         async def page(request: Request) -> Response:
+            await self.look_elsewhere()
             bots.settle_all(self.store)
             return HTMLResponse(render_ladder(reader_language(request), bots.ladder(
                 self.store, self.online(), self.house), bots.ladder_games(self.store)),

@@ -14,6 +14,9 @@ memory (:class:`~orderchaos.web.lobby.Lobby`), the lease always held. :class:`Re
   instance alone); an owner is a tab id
   ``INSTANCE/N``, and an instance that stops renewing its ``alive`` key takes its tabs'
   challenges and waits with it;
+- each instance says which bots are connected to it (the others list them online and carry
+  challenges to them: :mod:`.bot_hub`), and a bot token's connections are counted over the
+  running instances by a Lua script;
 - a lease (``SET NX PX``, renewed by its holder) lets one instance sweep the clocks at a time;
 - losing Redis makes :attr:`RedisBus.ready` False (``/healthz`` answers 503) and tells the
   tabs; the bus reconnects by itself, and then every open game is read again from the store.
@@ -165,6 +168,24 @@ class Bus:
         """Each running instance's games in progress, as it last said."""
         raise NotImplementedError
 
+    # -- the bots (:mod:`.bot_hub`) ----------------------------------------------------------
+    async def put_bots(self, names: list[str]) -> None:
+        """The bots connected to this instance are now ``names`` (replacing what it said before)."""
+        raise NotImplementedError
+
+    async def bots_elsewhere(self) -> dict[str, set[str]]:
+        """The bots connected to the other running instances: name -> those instances."""
+        raise NotImplementedError
+
+    async def open_bot_connection(self, digest: str, connection: str, limit: int) -> bool:
+        """Count a new connection of the bot token whose hash is ``digest`` under the id
+        ``connection``, unless the token has ``limit`` open already on the running instances."""
+        raise NotImplementedError
+
+    async def close_bot_connection(self, digest: str, connection: str) -> None:
+        """The connection counted as ``connection`` of token ``digest`` closed."""
+        raise NotImplementedError
+
 
 class LocalBus(Bus):
     """One instance alone: the lobby in this process's memory."""
@@ -173,6 +194,7 @@ class LocalBus(Bus):
         super().__init__()
         self.lobby = lobby or Lobby()
         self.live: list[dict[str, Any]] = []
+        self.bot_connections: dict[str, set[str]] = {}
 
     async def open_challenge(self, owner: str, address: str, side: str, time_control: str,  # noqa: D102
                              player: str | None = None, rated: bool = True) -> Challenge:
@@ -210,6 +232,25 @@ class LocalBus(Bus):
 
     async def live_lists(self) -> list[list[dict[str, Any]]]:  # noqa: D102
         return [self.live]
+
+    async def put_bots(self, names: list[str]) -> None:  # noqa: D102
+        pass  # nobody else to tell
+
+    async def bots_elsewhere(self) -> dict[str, set[str]]:  # noqa: D102
+        return {}
+
+    async def open_bot_connection(self, digest: str, connection: str, limit: int) -> bool:  # noqa: D102
+        open_now = self.bot_connections.setdefault(digest, set())
+        if len(open_now) >= limit:
+            return False
+        open_now.add(connection)
+        return True
+
+    async def close_bot_connection(self, digest: str, connection: str) -> None:  # noqa: D102
+        open_now = self.bot_connections.get(digest, set())
+        open_now.discard(connection)
+        if not open_now:
+            self.bot_connections.pop(digest, None)
 
 
 # Lua scripts: each runs atomically in Redis. An owner "INSTANCE/N" is alive while the key
@@ -257,6 +298,20 @@ for _, value in ipairs(redis.call('HVALS', KEYS[1])) do
   end
 end
 return gone
+"""
+_BOT_CONNECTION = """
+local n = 0
+for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if redis.call('EXISTS', ARGV[3] .. string.match(field, '^[^/]*')) == 1 then
+    n = n + 1
+  else
+    redis.call('HDEL', KEYS[1], field)
+  end
+end
+if n >= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], '1')
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
 """
 _LEASE = """
 local holder = redis.call('GET', KEYS[1])
@@ -317,7 +372,7 @@ class RedisBus(Bus):
         self._was_lost = False
         self._scripts = {name: self.redis.register_script(body) for name, body in (
             ("open", _OPEN), ("take", _TAKE), ("cancel", _CANCEL), ("gone", _GONE),
-            ("lease", _LEASE), ("release", _RELEASE))}
+            ("lease", _LEASE), ("release", _RELEASE), ("bot_connection", _BOT_CONNECTION))}
         self._leases: set[str] = set()
 
     @property
@@ -352,6 +407,7 @@ class RedisBus(Bus):
         for key in self._leases:
             await self._scripts["release"](keys=[key], args=[self.instance])
         await self.redis.hdel(self._live, self.instance)
+        await self.redis.hdel(self._bots, self.instance)
         await self.redis.delete(self.alive_key)
 
     async def _beat(self) -> None:
@@ -475,6 +531,13 @@ class RedisBus(Bus):
     _alive = PREFIX + "alive:"
     _live = PREFIX + "live"
     """Instance -> its games in progress (a JSON list)."""
+    _bots = PREFIX + "bots:online"
+    """Instance -> the bots connected to it (a JSON list of names)."""
+    _bot_connections = PREFIX + "bots:connections:"
+    """... + a token's hash: a hash whose fields are its open connections, ``INSTANCE/N``."""
+    BOT_CONNECTIONS_MS = 24 * 3600 * 1000
+    """A token's connection count is forgotten after a day without a new connection (the
+    fields of stopped instances are dropped at each count anyway)."""
 
     async def open_challenge(self, owner: str, address: str, side: str, time_control: str,  # noqa: D102
                              player: str | None = None, rated: bool = True) -> Challenge:
@@ -657,6 +720,40 @@ class RedisBus(Bus):
             return [json.loads(value) for name, value in sorted(lists.items()) if name in alive]
 
         return await self._read(read)
+
+    async def put_bots(self, names: list[str]) -> None:  # noqa: D102
+        async def put() -> None:
+            if names:
+                await self.redis.hset(self._bots, self.instance, json.dumps(sorted(names)))
+            else:
+                await self.redis.hdel(self._bots, self.instance)
+
+        await self._read(put)
+
+    async def bots_elsewhere(self) -> dict[str, set[str]]:
+        """:meth:`Bus.bots_elsewhere`: those of running instances (a stopped one's are left out)."""
+        async def read() -> dict[str, set[str]]:
+            lists = await self.redis.hgetall(self._bots)
+            lists.pop(self.instance, None)
+            alive = await self._alive_instances(set(lists))
+            where: dict[str, set[str]] = {}
+            for instance, value in lists.items():
+                if instance in alive:
+                    for name in json.loads(value):
+                        where.setdefault(name, set()).add(instance)
+            return where
+
+        return await self._read(read)
+
+    async def open_bot_connection(self, digest: str, connection: str, limit: int) -> bool:  # noqa: D102
+        return bool(await self._call("bot_connection", [self._bot_connections + digest],
+                                     [connection, limit, self._alive, self.BOT_CONNECTIONS_MS]))
+
+    async def close_bot_connection(self, digest: str, connection: str) -> None:  # noqa: D102
+        try:
+            await self._read(lambda: self.redis.hdel(self._bot_connections + digest, connection))
+        except WebError:
+            pass  # Redis away: the count is corrected once this instance's key expires
 
 
 def bus_unreachable(url: str) -> str | None:

@@ -499,6 +499,8 @@ class Hub:
                 await tab.show_lobby()
         elif kind == "live":
             self.live.elsewhere()
+        elif isinstance(kind, str) and kind.startswith("bot") and self.bots is not None:
+            await self.bots.on_event(event)
         elif kind == "paired":
             tab = self.lobby_tabs.get(event.get("tab"))  # type: ignore[arg-type]
             if tab is not None:

@@ -3,13 +3,19 @@ handshake (bad, missing and revoked tokens; never a token in the URL), two bots 
 rated game to its end and the ratings it moves, a bot's seat kept through a disconnect, a
 revoked token mid-game (its game lost on time, its moves kept), forged seats, moves out of
 turn, oversized and malformed messages, the per-token limits, a person challenging a bot from
-the page, the house bots on the ladder, ``GET /api/bots`` and the ladder page. Every message a
+the page, the house bots on the ladder, ``GET /api/bots`` and the ladder page. On a site of two instances
+(two apps on one Redis, the tests' own redis-server on a loopback port, and one SQLite store):
+a bot connected to one is listed on the other, where a person plays it to the end; two bots
+connected to different instances play a rated game, one of them getting it back through the
+other instance; a token revoked in the shared store ends its connection on the instance it is
+on; a token's connection limit counts both instances. Every message a
 bot receives is checked against its JSON Schema (:data:`~orderchaos.web.bot_protocol.TO_BOT`)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +25,7 @@ jsonschema = pytest.importorskip("jsonschema", reason="jsonschema checks the pro
 
 from starlette.websockets import WebSocketDisconnect  # noqa: E402
 
-from helpers import AppSite, game_actions, random_game, receive, receive_json  # noqa: E402
+from helpers import AppSite, game_actions, random_game, receive, receive_json, wait_for  # noqa: E402
 
 from orderchaos.arena.glicko2 import Rating, update  # noqa: E402
 from orderchaos.web import bots  # noqa: E402
@@ -382,3 +388,144 @@ def test_a_person_cannot_take_a_bots_name(store: GameStore) -> None:
         assert receive(tab, "error", error_ok=True)["code"] == "name_reserved"
         tab.send_json({"type": "rename", "name": "Carol"})
         assert receive(tab, "me")["name"] == "Carol"
+
+
+# -- several instances of one site -------------------------------------------------------------
+
+
+class Instance(AppSite):
+    """One server of the site: an app on the store file ``db`` joined through Redis at ``url``."""
+
+    def __init__(self, db: Path, url: str, limits: BotLimits | None = None) -> None:
+        from orderchaos.web.bus import RedisBus
+
+        self.store = GameStore(db)
+        super().__init__(create_app(None, FAST, db=self.store, bus=RedisBus(url), bot_limits=limits))
+
+    def listed(self) -> dict[str, dict[str, Any]]:
+        """``GET /api/bots`` by name."""
+        return {row["name"]: row for row in self.client.get("/api/bots").json()}
+
+
+def accounts(db: Path, *names: str) -> dict[str, str]:
+    """New bot accounts in the store ``db``: their tokens by name."""
+    store = GameStore(db)
+    try:
+        return {name: bots.add_account(store, name) for name in names}
+    finally:
+        store.close()
+
+
+def text_of(action: int) -> str:
+    cell = action >> 1
+    return f"{'abcdef'[cell % 6]}{cell // 6 + 1} {'XO'[action & 1]}"
+
+
+def test_a_bot_on_one_instance_is_listed_on_the_other_and_a_person_there_plays_it_to_the_end(
+        tmp_path: Path, redis_url: str) -> None:
+    db = tmp_path / "site.sqlite3"
+    token = accounts(db, "alpha")["alpha"]
+    actions = game_actions(random_game(5))
+    with Instance(db, redis_url) as a, Instance(db, redis_url) as b:
+        tab = b.connect()
+        tab.send_json({"type": "lobby"})
+        assert receive(tab, "lobby")["bots"] == []
+        alpha = connect_bot(a, token)
+        shown = receive(tab, "lobby")  # told live, across instances
+        assert [row["name"] for row in shown["bots"]] == ["alpha"] and shown["bots"][0]["rating"] == 1500
+        assert b.listed()["alpha"]["online"]
+        tab.send_json({"type": "challenge_bot", "bot": "alpha", "time_control": "3+2"})
+        offer = until(alpha, "challenge")
+        assert (offer["from"], offer["rated"], offer["time_control"]) == ("person", False, "3+2")
+        send(alpha, {"type": "accept", "challenge": offer["id"]})
+        start = until(alpha, "game_start")
+        joined = receive(tab, "joined")
+        assert joined["game"] == start["game"] and joined["seat"] != start["seat"]
+        assert start["opponent"] == {"name": None, "bot": False}
+        for ply, action in enumerate(actions):
+            if ("order" if ply % 2 == 0 else "chaos") == joined["seat"]:
+                tab.send_json({"type": "move", "cell": action >> 1, "symbol": "XO"[action & 1]})
+            else:
+                send(alpha, {"type": "move", "game": start["game"], "action": action})
+            state = until(alpha, "game_state", actions=actions[:ply + 1])
+        assert state["over"] and state["winner"] is not None
+        assert a.store.load(start["game"]).finished
+    with Instance(db, redis_url) as b:  # the instance that held alpha is gone: so is alpha
+        assert not b.listed()["alpha"]["online"]
+
+
+def test_two_bots_on_different_instances_play_a_rated_game_and_one_gets_it_back_through_the_other(
+        tmp_path: Path, redis_url: str) -> None:
+    db = tmp_path / "site.sqlite3"
+    tokens = accounts(db, "alpha", "beta")
+    actions = game_actions(random_game(3))
+    with Instance(db, redis_url) as a, Instance(db, redis_url) as b:
+        alpha = connect_bot(a, tokens["alpha"])
+        wait_for(lambda: b.listed()["alpha"]["online"], "alpha listed on the other instance")
+        with b.client.websocket_connect(PATH, headers={"Authorization": f"Bearer {tokens['beta']}"}) as first:
+            assert got(first)["type"] == "hello"
+            wait_for(lambda: a.listed()["beta"]["online"], "beta listed on the other instance")
+            send(first, {"type": "challenge", "opponent": "alpha", "time_control": "1+0", "side": "order"})
+            offer = until(alpha, "challenge")
+            assert (offer["from"], offer["rated"]) == ("bot:beta", True)
+            send(alpha, {"type": "accept", "challenge": offer["id"]})
+            start = until(first, "game_start")
+            game = start["game"]
+            assert start["seat"] == "order" and start["opponent"] == {"name": "alpha", "bot": True}
+            assert until(alpha, "game_start", game=game)["opponent"] == {"name": "beta", "bot": True}
+            send(first, {"type": "move", "game": game, "action": actions[0]})
+            until(alpha, "game_state", game=game, actions=actions[:1])
+        # beta dropped; it connects again through the other instance and gets its game back
+        beta = b.stack.enter_context(a.client.websocket_connect(
+            PATH, headers={"Authorization": f"Bearer {tokens['beta']}"}))
+        assert got(beta)["games"] == [game]
+        sockets = {"order": beta, "chaos": alpha}
+        for ply, action in enumerate(actions[1:], start=1):
+            mover = sockets["order" if ply % 2 == 0 else "chaos"]
+            send(mover, {"type": "move", "game": game, "text": text_of(action)} if ply % 3 == 1
+                 else {"type": "move", "game": game, "action": action})
+            for ws in (alpha, beta):
+                state = until(ws, "game_state", game=game, actions=actions[:ply + 1])
+        assert state["over"] and state["winner"] is not None
+        winner, loser = ("beta", "alpha") if state["winner"] == "order" else ("alpha", "beta")
+        listed = wait_for(lambda: (rows := b.listed())[winner]["games"] == 1 and rows, "the game rated")
+        assert listed[winner]["rating"] > 1500 > listed[loser]["rating"] and listed[loser]["games"] == 1
+        saved = b.store.load(game).saved()
+        assert (saved.order, saved.chaos) == ("bot:beta", "bot:alpha")
+
+
+def test_a_token_revoked_in_the_shared_store_ends_its_connection_on_the_instance_it_is_on(
+        tmp_path: Path, redis_url: str) -> None:
+    db = tmp_path / "site.sqlite3"
+    token = accounts(db, "alpha")["alpha"]
+    with Instance(db, redis_url, BotLimits(revoke_check=0.05)) as a, Instance(db, redis_url) as b:
+        alpha = connect_bot(a, token)
+        wait_for(lambda: b.listed()["alpha"]["online"], "alpha listed on the other instance")
+        bots.revoke_account(b.store, "alpha")
+        assert until(alpha, "error")["code"] == "revoked"
+        with pytest.raises(WebSocketDisconnect) as closed:
+            receive_json(alpha)
+        assert closed.value.code == 4403
+        wait_for(lambda: "alpha" not in b.app.state.bots.online(), "alpha offline on the other instance")
+
+
+def test_a_tokens_connection_limit_counts_both_instances(tmp_path: Path, redis_url: str) -> None:
+    db = tmp_path / "site.sqlite3"
+    token = accounts(db, "alpha")["alpha"]
+    headers = {"Authorization": f"Bearer {token}"}
+    limits = BotLimits(connections=1)
+    with Instance(db, redis_url, limits) as a, Instance(db, redis_url, limits) as b:
+        with a.client.websocket_connect(PATH, headers=headers) as first:
+            assert got(first)["type"] == "hello"
+            with b.client.websocket_connect(PATH, headers=headers) as second:
+                refused = got(second)
+                assert (refused["code"], refused["args"]) == ("bot_connections", {"limit": 1})
+                with pytest.raises(WebSocketDisconnect) as closed:
+                    receive_json(second)
+                assert closed.value.code == 1013
+
+        def opens_on_b() -> bool:
+            with b.client.websocket_connect(PATH, headers=headers) as again:
+                return got(again)["type"] == "hello"
+
+        wait_for(opens_on_b, "a connection on the other instance once the first closed")
