@@ -413,6 +413,7 @@ def site_load_test(instances: int, friend_games: int, agent_games: int, *, seed:
         "games_broken": len(logs) - len(finished) + len({p.split(":")[0] for p in problems}),
         "resumes": len(resumes.times),
         "resume_attempts": resumes.attempts,
+        "asked_again": resumes.asked_again,
         "resume_p50_s": _quantile(resumes.times, 0.5),
         "resume_p99_s": _quantile(resumes.times, 0.99),
         "resume_max_s": max(resumes.times, default=None),
@@ -465,7 +466,8 @@ def disruption_report(result: dict[str, Any]) -> str:
         f"{result['seconds']:.1f} s run{' (the players had finished before it began)' if timeline['players_done_first'] else ''}: {steps}\n"
         f"  players back in their seats: {result['resumes']} times ({result['resume_attempts']} connections tried), "
         f"p50 {seconds(result['resume_p50_s'])}, p99 {seconds(result['resume_p99_s'])}, "
-        f"max {seconds(result['resume_max_s'])}\n"
+        f"max {seconds(result['resume_max_s'])}; games against the computer asked for again (lost before "
+        f"joined): {result['asked_again']}\n"
         f"  moves refused: {refused}{' ' + str(result['moves_refused']) if refused else ''}; moves in flight when a "
         f"connection went: {result['moves_in_flight']} ({result['moves_in_flight_kept']} found stored, the rest sent "
         f"again); moves lost (seen acknowledged, not stored): {result['moves_lost']}; games broken: "
