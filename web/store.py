@@ -581,13 +581,15 @@ def parse_store_url(text: str) -> tuple[str, str]:
 class GameStore:
     """Games, moves and puzzle ratings in a SQLite file or a PostgreSQL database: ``location``
     is what :func:`parse_store_url` accepts (a path, ``":memory:"``, ``sqlite:///PATH``,
-    ``postgresql://...``). The same schema, statements and upgrades on both.
+    ``postgresql://...``). The same schema, statements and upgrades on both. ``prepared``: a
+    further connection to a store this process has opened already (no setup, no check).
 
     Used from one thread (the server's event loop); every write is committed at once. Reads
     that must not hold up the event loop go through a :class:`StoreReader` (its own connections).
     """
 
-    def __init__(self, location: str | os.PathLike, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, location: str | os.PathLike, clock: Callable[[], float] = time.time,
+                 prepared: bool = False) -> None:
         self.clock = clock
         self.location = os.fspath(location)
         kind, target = parse_store_url(self.location)
@@ -597,6 +599,8 @@ class GameStore:
             self.db: Database = SQLiteDatabase(target) if kind == "sqlite" else PostgresDatabase(target)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a usable game store ({exc})") from None
+        if prepared:  # a second connection of this server's: set up and checked by the first
+            return
         try:
             self.set_up()
         except sqlite3.OperationalError as exc:
@@ -1035,7 +1039,7 @@ class StoreReader:
         """This thread's own store (opened on its first read)."""
         store = getattr(self.local, "store", None)
         if store is None:
-            store = self.local.store = GameStore(self.store.location, self.store.clock)
+            store = self.local.store = GameStore(self.store.location, self.store.clock, prepared=True)
             with self.opened_lock:
                 self.opened.append(store)
         return store

@@ -34,6 +34,14 @@ def test_a_game_opened_on_a_fresh_instance_is_read_on_a_reading_thread_with_its_
         return real_read(store, game_id)
 
     monkeypatch.setattr(games, "read_game", recorded)
+    set_ups: list[GameStore] = []
+    real_set_up = GameStore.set_up
+
+    def counted_set_up(store: GameStore) -> None:
+        set_ups.append(store)
+        real_set_up(store)
+
+    monkeypatch.setattr(GameStore, "set_up", counted_set_up)
 
     async def scenario() -> None:
         first, second = (Services(FAST, None, GameStore(store_url)) for _ in range(2))
@@ -48,6 +56,8 @@ def test_a_game_opened_on_a_fresh_instance_is_read_on_a_reading_thread_with_its_
             assert len(seen) == 1
             thread, store = seen[0]
             assert thread is not threading.current_thread() and store is not second.store
+            # the reading connection skips the setup (and SQLite's check of the whole file)
+            assert set_ups == [first.store, second.store]
         finally:
             for services in (first, second):
                 services.close()
