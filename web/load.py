@@ -193,6 +193,8 @@ class _Player:
             if msg["type"] == "error":
                 if msg.get("code") == "restarting":
                     raise _Lost
+                if msg.get("code") == "reconnecting" and self.token is None and first.get("type") == "new_game":
+                    raise _Lost  # not joined yet: the player asks again, as a person clicks again
                 if self.resumes is None or self.seat is None:
                     raise RuntimeError(f"{log.kind} game {log.game}: {msg['message']}")
                 self.resumes.refused[msg.get("code", "?")] = self.resumes.refused.get(msg.get("code", "?"), 0) + 1

@@ -102,15 +102,19 @@ def test_a_move_made_here_while_the_game_is_read_again_is_not_undone_by_the_read
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
 
-async def _flaky_site(closes: int, asked: list[dict[str, Any]]) -> tuple[Any, str]:
-    """A scripted server: its first ``closes`` connections close once asked for a game; the
-    next joins the player and ends the game at once."""
+async def _flaky_site(closes: int, asked: list[dict[str, Any]], refusal: str | None = None) -> tuple[Any, str]:
+    """A scripted server: its first ``closes`` connections close once asked for a game (with
+    ``refusal``, after refusing it with that error code); the next joins the player and ends
+    the game at once."""
     from websockets.asyncio.server import serve
 
     async def handler(ws: Any) -> None:
         await ws.send(json.dumps({"type": "hello"}))
         asked.append(json.loads(await ws.recv()))
         if len(asked) <= closes:
+            if refusal is not None:
+                await ws.send(json.dumps({"type": "error", "code": refusal, "message": "refused"}))
+                await ws.wait_closed()
             return
         await ws.send(json.dumps({"type": "joined", "game": "g1", "seat": "order", "token": "t"}))
         await ws.send(json.dumps({"type": "state", "mode": "play", "game": "g1", "moves": [],
@@ -163,6 +167,34 @@ def test_asking_again_ends_after_a_bound(monkeypatch: pytest.MonkeyPatch) -> Non
                 await load._player(url, GameLog("agent"), random.Random(0), first={"type": "new_game"},
                                    stall=30, resumes=Resumes())
             assert len(asked) == load.ASK_AGAIN_MOST + 1
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_game_against_the_computer_refused_while_the_bus_reconnects_is_asked_for_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    monkeypatch.setattr(load, "RESUME_FIRST_S", 0.001)
+
+    async def scenario() -> None:
+        asked: list[dict[str, Any]] = []
+        server, url = await _flaky_site(1, asked, refusal="reconnecting")
+        resumes = Resumes()
+        try:
+            log = GameLog("agent")
+            await load._player(url, log, random.Random(0), first={"type": "new_game"}, stall=30, resumes=resumes)
+            assert len(asked) == 2 and resumes.asked_again == 1 and log.winner == "chaos"
+            asked.clear()
+            server.close()
+            await server.wait_closed()
+            server, url = await _flaky_site(1, asked, refusal="reconnecting")
+            with pytest.raises(RuntimeError, match="refused"):  # a friend's game: nothing to ask again
+                await load._player(url, GameLog("friend"), random.Random(0), first={"type": "play_friend"},
+                                   stall=30, resumes=resumes)
         finally:
             server.close()
             await server.wait_closed()
