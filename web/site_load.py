@@ -448,7 +448,8 @@ def site_report(result: dict[str, Any]) -> str:
         f"  CPU seconds: instances with their workers {cpu['instances']:.1f}, PostgreSQL {cpu['postgres']:.1f}, "
         f"Redis {cpu['redis']:.1f}, Caddy {cpu['caddy']:.1f}, the clients {result['clients_cpu_s']:.1f}\n"
         f"  errors: {len(result['errors'])}{' ' + str(Counter(result['errors']).most_common(3)) if result['errors'] else ''}; "
-        f"tracebacks in the instances' logs: {len(result['server_errors'])}\n"
+        f"tracebacks in the instances' logs: {len(result['server_errors'])}; games against the computer asked "
+        f"for again: {result['asked_again']}\n"
         f"  store check: {'every finished game matches the moves played' if not result['store_problems'] else result['store_problems'][:5]}"
         + (disruption_report(result) if result["disruption"] else "")
     )
@@ -466,8 +467,7 @@ def disruption_report(result: dict[str, Any]) -> str:
         f"{result['seconds']:.1f} s run{' (the players had finished before it began)' if timeline['players_done_first'] else ''}: {steps}\n"
         f"  players back in their seats: {result['resumes']} times ({result['resume_attempts']} connections tried), "
         f"p50 {seconds(result['resume_p50_s'])}, p99 {seconds(result['resume_p99_s'])}, "
-        f"max {seconds(result['resume_max_s'])}; games against the computer asked for again (lost before "
-        f"joined): {result['asked_again']}\n"
+        f"max {seconds(result['resume_max_s'])}\n"
         f"  moves refused: {refused}{' ' + str(result['moves_refused']) if refused else ''}; moves in flight when a "
         f"connection went: {result['moves_in_flight']} ({result['moves_in_flight_kept']} found stored, the rest sent "
         f"again); moves lost (seen acknowledged, not stored): {result['moves_lost']}; games broken: "
