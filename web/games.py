@@ -32,7 +32,7 @@ from orderchaos.web.live import LiveBoard
 from orderchaos.web.ops import log_game_end
 from orderchaos.web.clocks import TimeControl
 from orderchaos.web.services import Services, agent_move
-from orderchaos.web.store import REASONS, StoredGame, StoreUnavailable, token_hash
+from orderchaos.web.store import REASONS, GameStore, StoredGame, StoreUnavailable, token_hash
 from orderchaos.web.lobby import Seek
 from orderchaos.web.people import seat_people
 from orderchaos.envs.rules import AGENTS, CHAOS, ORDER, State, cell_name
@@ -59,6 +59,16 @@ def other(role: str) -> str:
     return CHAOS if role == ORDER else ORDER
 
 
+def read_game(store: GameStore, game_id: str) -> tuple[StoredGame, dict[str, Any]] | None:
+    """The game with this id and its people (:func:`seat_people`), or None: all a
+    :class:`LiveGame` reads from the store, in one call that may run on a reading thread."""
+    stored = store.load(game_id)
+    if stored is None:
+        return None
+    control = stored.clock.control.name if stored.clock is not None else None
+    return stored, seat_people(store, game_id, stored.finished, control)
+
+
 def valid_id(value: object) -> bool:
     """True for a string that could be a game id (URL-safe base64, bounded length)."""
     return isinstance(value, str) and 16 <= len(value) <= 64 and all(
@@ -77,7 +87,7 @@ class Client:
 class LiveGame:
     """A game some tab has open (see the module docstring)."""
 
-    def __init__(self, hub: "Hub", stored: StoredGame) -> None:
+    def __init__(self, hub: "Hub", stored: StoredGame, people: dict[str, Any] | None = None) -> None:
         self.hub, self.services = hub, hub.services
         self.id = stored.id
         self.specs, self.labels = stored.specs, stored.labels
@@ -96,18 +106,28 @@ class LiveGame:
         self.error: dict[str, Any] | None = None
         self.lock = asyncio.Lock()
         self.people: dict[str, Any] = {}
-        self.read_people()
+        if people is None:
+            self.read_people()
+        else:
+            self.people = people
 
     def read_people(self) -> None:
         """Read again who sits in the game, their ratings and, once over, the rating changes."""
         self.people = seat_people(self.services.store, self.id, self.over,
                                   self.clock.control.name if self.clock is not None else None)
 
-    def reload(self) -> None:
-        """Read the game again from the store (another instance changed it)."""
-        stored = self.services.store.load(self.id)
-        if stored is None:
+    async def reload(self) -> None:
+        """Read the game again from the store (another instance changed it), off the event
+        loop; nothing changes it here meanwhile (its lock is held)."""
+        async with self.lock:
+            await self._reread()
+
+    async def _reread(self) -> None:
+        """:meth:`reload` for a caller that holds the lock."""
+        found = await self.services.read(read_game, self.id)
+        if found is None:
             return
+        stored, people = found
         self.tokens, self.invite, self.rematch = stored.tokens, stored.invite, stored.rematch
         if stored.actions != self.actions:
             self.error = None
@@ -115,7 +135,7 @@ class LiveGame:
         self.state = stored.state()
         self.winner, self.reason = stored.winner, stored.reason
         self.clock = stored.clock
-        self.read_people()
+        self.people = people
 
     # -- seats ------------------------------------------------------------------------------
     def seat_for(self, token: object) -> str | None:
@@ -245,7 +265,7 @@ class LiveGame:
             raise WebError("the game is over", "game_over")
         async with self.lock:
             if self.hub.bus.shared:  # another instance may have changed it a moment ago
-                self.reload()
+                await self._reread()
             if client.seat is None:
                 raise WebError("you are watching this game: only its two players can move", "watching")
             if self.over:
@@ -359,7 +379,7 @@ class LiveGame:
             try:
                 async with self.lock:
                     if self.hub.bus.shared:  # the player's tab on another instance may have had it played there
-                        self.reload()
+                        await self._reread()
                     if len(self.actions) != ply or self.over:  # taken back or played meanwhile
                         self.task = None
                         return
@@ -491,7 +511,7 @@ class Hub:
                 return
             game.elsewhere[event["from"]] = {"here": list(event.get("here", [])),
                                              "thinking": bool(event.get("thinking"))}
-            game.reload()
+            await game.reload()
             await game.broadcast(publish=False)
             game.agent_turn()
         elif kind == "lobby":
@@ -519,7 +539,7 @@ class Hub:
         meanwhile on other instances) and every tab gets its view."""
         self.live.bus_back()
         for game in list(self.games.values()):
-            game.reload()
+            await game.reload()
             await game.broadcast()
             game.agent_turn()
         for tab in list(self.lobby_tabs.values()):
@@ -603,6 +623,23 @@ class Hub:
             if len(self.games) >= self.services.limits.max_games:
                 raise Busy("too many games are open")
             game = self.games[game_id] = LiveGame(self, stored)
+        return game
+
+    async def open(self, game_id: object) -> LiveGame:
+        """:meth:`get`, with a game not in memory read from the store off the event loop (the
+        many tabs that come back at once to an instance just started)."""
+        if not valid_id(game_id) or game_id in self.games:
+            return self.get(game_id)
+        assert isinstance(game_id, str)
+        found = await self.services.read(read_game, game_id)
+        game = self.games.get(game_id)  # another tab may have opened it meanwhile
+        if game is not None:
+            return game
+        if found is None:
+            raise WebError("no such game: check the link", "no_game")
+        if len(self.games) >= self.services.limits.max_games:
+            raise Busy("too many games are open")
+        game = self.games[game_id] = LiveGame(self, *found)
         return game
 
     def attach(self, game: LiveGame, client: Client) -> None:

@@ -77,6 +77,9 @@ class Resumes:
     """Seconds from losing the connection until the first view of the game back in the seat."""
     attempts: int = 0
     """Connections tried while resuming, the refused ones included."""
+    asked_again: int = 0
+    """Games against the computer asked for again: the connection went before the game was
+    joined (no seat token to resume with), and the player asked anew, as a person clicks again."""
     refused: dict[str, int] = field(default_factory=dict)
     """Moves answered with an error, by its code."""
     in_flight: int = 0
@@ -97,6 +100,9 @@ RESUME_MOST_S = 10.0
 """A lost connection is tried again as the page does (static/app.js): after 0.5 s, doubling on
 each failure up to 10 s, each wait drawn from 75 % to 125 % of that, so that the tabs of a
 restarted instance do not all come back in the same instant."""
+ASK_AGAIN_MOST = 5
+"""How many times a player asks again for a game against the computer whose connection went
+before it was joined (the first wait as a resume's, doubling)."""
 CLOCK_SLACK_S = 0.5
 """How far a clock may differ across a resume (the views are computed a transit apart)."""
 
@@ -180,11 +186,15 @@ class _Player:
                 if resuming and msg["seat"] != self.seat:
                     raise RuntimeError(f"{log.kind} game {log.game}: resumed as {msg['seat']}, not {self.seat}")
                 self.seat, log.game = msg["seat"], msg["game"]
+                if not resuming:  # joined at last: a resume's waits start from the first again
+                    self.tries = 0
                 self.token = msg.get("token", self.token)
                 continue
             if msg["type"] == "error":
                 if msg.get("code") == "restarting":
                     raise _Lost
+                if msg.get("code") == "reconnecting" and self.token is None and first.get("type") == "new_game":
+                    raise _Lost  # not joined yet: the player asks again, as a person clicks again
                 if self.resumes is None or self.seat is None:
                     raise RuntimeError(f"{log.kind} game {log.game}: {msg['message']}")
                 self.resumes.refused[msg.get("code", "?")] = self.resumes.refused.get(msg.get("code", "?"), 0) + 1
@@ -286,6 +296,12 @@ async def _player(url: str, log: GameLog, rng: random.Random, *, first: dict[str
                 await player.play(ws, first)
                 return
         except (_Lost, ConnectionClosed, InvalidHandshake, OSError) as exc:
+            if resumes is not None and player.token is None and first.get("type") == "new_game" \
+                    and player.tries < ASK_AGAIN_MOST:
+                await asyncio.sleep(RESUME_FIRST_S * 2 ** player.tries * player.jitter.uniform(0.75, 1.25))
+                player.tries += 1
+                resumes.asked_again += 1
+                continue
             if resumes is None or player.token is None:
                 raise RuntimeError(f"{log.kind} game {log.game or '(not joined)'}: connection lost "
                                    f"({type(exc).__name__})") from None

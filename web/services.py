@@ -39,7 +39,7 @@ from orderchaos.agents.registry import REGISTRY, SpecError, check_role, make, pa
 from orderchaos.agents.worker_pool import WorkerDied, WorkerPool
 from orderchaos.arena import agent_work, analysis
 from orderchaos.web.errors import Busy, TimedOut, WebError
-from orderchaos.web.store import GameStore
+from orderchaos.web.store import GameStore, StoreReader
 from orderchaos.envs.rules import IllegalActionError, State
 
 T = TypeVar("T")
@@ -131,6 +131,14 @@ class Services:
     _slots: asyncio.Semaphore | None = None
     _count_lock: threading.Lock = field(default_factory=threading.Lock)
     _bench: agent_work.Bench = field(default_factory=agent_work.Bench)
+    _reader: StoreReader | None = None
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(store, *args)``: a read of the game store off the event loop (see
+        :class:`StoreReader`)."""
+        if self._reader is None:
+            self._reader = StoreReader(self.store)
+        return await self._reader.read(fn, *args)
 
     @property
     def running(self) -> int:
@@ -180,9 +188,12 @@ class Services:
         centre_table()
 
     def close(self) -> None:
-        """Stop the workers, if any."""
+        """Stop the workers, if any, and the store's reading threads."""
         if self.workers is not None:
             self.workers.close()
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
     # -- work off the event loop -------------------------------------------------------------
     def _worker_job(self, fn: Callable[..., Any], args: tuple) -> tuple[Callable[..., Any], tuple] | None:

@@ -217,12 +217,13 @@ class Play:
     async def open(self, msg: dict[str, Any]) -> None:
         """Open a game by id: with its seat token, in that seat; with its invite, in the free
         seat (first come); otherwise watching."""
-        game = self.hub.get(msg.get("game"))
+        game = await self.hub.open(msg.get("game"))
         seat = game.seat_for(msg.get("token"))
         if seat is not None:
             await self._join(game, seat)
             return
-        claimed = game.claim(msg.get("invite")) if "invite" in msg else None
+        async with game.lock:  # not while the game is read again (the claim would be undone)
+            claimed = game.claim(msg.get("invite")) if "invite" in msg else None
         if claimed is not None:
             self._seat(game, claimed[0])
             await self._join(game, claimed[0], claimed[1])

@@ -413,6 +413,7 @@ def site_load_test(instances: int, friend_games: int, agent_games: int, *, seed:
         "games_broken": len(logs) - len(finished) + len({p.split(":")[0] for p in problems}),
         "resumes": len(resumes.times),
         "resume_attempts": resumes.attempts,
+        "asked_again": resumes.asked_again,
         "resume_p50_s": _quantile(resumes.times, 0.5),
         "resume_p99_s": _quantile(resumes.times, 0.99),
         "resume_max_s": max(resumes.times, default=None),
@@ -447,7 +448,8 @@ def site_report(result: dict[str, Any]) -> str:
         f"  CPU seconds: instances with their workers {cpu['instances']:.1f}, PostgreSQL {cpu['postgres']:.1f}, "
         f"Redis {cpu['redis']:.1f}, Caddy {cpu['caddy']:.1f}, the clients {result['clients_cpu_s']:.1f}\n"
         f"  errors: {len(result['errors'])}{' ' + str(Counter(result['errors']).most_common(3)) if result['errors'] else ''}; "
-        f"tracebacks in the instances' logs: {len(result['server_errors'])}\n"
+        f"tracebacks in the instances' logs: {len(result['server_errors'])}; games against the computer asked "
+        f"for again: {result['asked_again']}\n"
         f"  store check: {'every finished game matches the moves played' if not result['store_problems'] else result['store_problems'][:5]}"
         + (disruption_report(result) if result["disruption"] else "")
     )

@@ -61,16 +61,19 @@ server starts, so the time it was down is not charged.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import hashlib
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from orderchaos.arena.game_files import OFF_BOARD_ENDS, GameRecord, SavedGame, game_line
@@ -82,6 +85,7 @@ from orderchaos.envs.rules import AGENTS, State
 from orderchaos.files import atomic_write_bytes
 
 PERSON = "person"
+T = TypeVar("T")
 """How a seat held by a person is labelled in game files."""
 SCHEMA_VERSION = "3"
 REASONS = ("five", "full_board", "resign", "time", "aborted")
@@ -577,20 +581,26 @@ def parse_store_url(text: str) -> tuple[str, str]:
 class GameStore:
     """Games, moves and puzzle ratings in a SQLite file or a PostgreSQL database: ``location``
     is what :func:`parse_store_url` accepts (a path, ``":memory:"``, ``sqlite:///PATH``,
-    ``postgresql://...``). The same schema, statements and upgrades on both.
+    ``postgresql://...``). The same schema, statements and upgrades on both. ``prepared``: a
+    further connection to a store this process has opened already (no setup, no check).
 
-    Used from one thread (the server's event loop); every write is committed at once.
+    Used from one thread (the server's event loop); every write is committed at once. Reads
+    that must not hold up the event loop go through a :class:`StoreReader` (its own connections).
     """
 
-    def __init__(self, location: str | os.PathLike, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, location: str | os.PathLike, clock: Callable[[], float] = time.time,
+                 prepared: bool = False) -> None:
         self.clock = clock
-        kind, target = parse_store_url(os.fspath(location))
+        self.location = os.fspath(location)
+        kind, target = parse_store_url(self.location)
         self.kind = kind
         self.path = target if kind == "sqlite" else shown_location(target)
         try:
             self.db: Database = SQLiteDatabase(target) if kind == "sqlite" else PostgresDatabase(target)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a usable game store ({exc})") from None
+        if prepared:  # a second connection of this server's: set up and checked by the first
+            return
         try:
             self.set_up()
         except sqlite3.OperationalError as exc:
@@ -1006,6 +1016,52 @@ STORE_TABLES = ("games", "moves", "puzzle_players", "puzzle_ratings", "puzzle_at
 """Every table that holds a site (all but ``meta``), games before the moves that refer to them."""
 COPY_BATCH = 1000
 """Rows read and written at a time by :func:`copy_store`."""
+
+
+class StoreReader:
+    """Reads of the store run off the event loop: each of a few threads opens its own
+    connection to the same store (a connection is never shared between threads), so that a
+    server does not stop answering while many tabs open their games at once (an instance just
+    restarted). A store that lives in memory has no second connection: its reads run on the
+    calling thread, on the store itself."""
+
+    THREADS = 4
+
+    def __init__(self, store: GameStore, threads: int = THREADS) -> None:
+        self.store = store
+        self.in_memory = store.kind == "sqlite" and store.path == ":memory:"
+        self.executor = None if self.in_memory else ThreadPoolExecutor(threads, thread_name_prefix="store-read")
+        self.local = threading.local()
+        self.opened: list[GameStore] = []
+        self.opened_lock = threading.Lock()
+
+    def _connection(self) -> GameStore:
+        """This thread's own store (opened on its first read)."""
+        store = getattr(self.local, "store", None)
+        if store is None:
+            store = self.local.store = GameStore(self.store.location, self.store.clock, prepared=True)
+            with self.opened_lock:
+                self.opened.append(store)
+        return store
+
+    def _call(self, fn: Callable[..., T], args: tuple) -> T:
+        return fn(self._connection(), *args)
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(store, *args)`` on a reading thread's own store (in memory: on the store,
+        here); what it raises is raised here."""
+        if self.executor is None:
+            return fn(self.store, *args)
+        return await asyncio.get_running_loop().run_in_executor(self.executor, self._call, fn, args)
+
+    def close(self) -> None:
+        """Stop the threads and close their connections."""
+        if self.executor is not None:
+            self.executor.shutdown(wait=True)
+        with self.opened_lock:
+            for store in self.opened:
+                store.close()
+            self.opened.clear()
 
 
 def table_counts(store: GameStore) -> dict[str, int]:
