@@ -495,11 +495,14 @@ class Hub:
                 log_game_end(game_id, None, "aborted")
                 await self.bus.publish({"kind": "game", "game": game_id, "here": [], "thinking": False})
 
-    async def publish(self, game: LiveGame) -> None:
+    async def publish(self, game: LiveGame, ask: bool = False) -> None:
         """Tell the other instances that ``game`` changed, with the seats held by this
-        instance's tabs and whether its agent is thinking."""
+        instance's tabs and whether its agent is thinking; ``ask``: and ask those that hold
+        the game to say the same of theirs (this instance has just read it from the store and
+        missed what they said before)."""
         here = sorted({c.seat for c in game.clients if c.seat is not None})
-        await self.bus.publish({"kind": "game", "game": game.id, "here": here, "thinking": game.task is not None})
+        event = {"kind": "game", "game": game.id, "here": here, "thinking": game.task is not None}
+        await self.bus.publish({**event, "ask": True} if ask else event)
 
     async def on_event(self, event: dict[str, Any]) -> None:
         """Another instance's event: a game it changed is read again from the store and
@@ -514,6 +517,8 @@ class Hub:
             await game.reload()
             await game.broadcast(publish=False)
             game.agent_turn()
+            if event.get("ask"):
+                await self.publish(game)
         elif kind == "lobby":
             for tab in list(self.lobby_tabs.values()):
                 await tab.show_lobby()
@@ -622,7 +627,7 @@ class Hub:
                 raise WebError("no such game: check the link", "no_game")
             if len(self.games) >= self.services.limits.max_games:
                 raise Busy("too many games are open")
-            game = self.games[game_id] = LiveGame(self, stored)
+            game = self.games[game_id] = self._read_in(LiveGame(self, stored))
         return game
 
     async def open(self, game_id: object) -> LiveGame:
@@ -639,7 +644,13 @@ class Hub:
             raise WebError("no such game: check the link", "no_game")
         if len(self.games) >= self.services.limits.max_games:
             raise Busy("too many games are open")
-        game = self.games[game_id] = LiveGame(self, *found)
+        game = self.games[game_id] = self._read_in(LiveGame(self, *found))
+        return game
+
+    def _read_in(self, game: LiveGame) -> LiveGame:
+        """``game``, just read from the store: the other instances are asked which of its seats
+        their tabs hold (what they said before it was read here was not kept)."""
+        self._later(self.publish(game, ask=True))
         return game
 
     def attach(self, game: LiveGame, client: Client) -> None:

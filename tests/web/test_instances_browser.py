@@ -128,7 +128,8 @@ def pinned_tab(browser: Browser, site: Site, backend: int, url: str) -> tuple[Br
 def test_two_browsers_on_two_instances_play_a_friend_game_and_meet_in_the_lobby(browser: Browser, site: Site) -> None:
     first_backend, second_backend = site.backends
     first_ctx, first = pinned_tab(browser, site, first_backend, site.url)
-    first.select_option("select[name=side]", "order")
+    harness.open_form(first, "friend")
+    first.select_option("#friend-form select[name=side]", "order")
     first.click("button[data-action=play-friend]")
     invite = first.get_by_test_id("invite-link")
     expect(invite).to_have_value(re.compile(r"/g/[A-Za-z0-9_-]{22}#invite=[A-Za-z0-9_-]{22}$"))
@@ -159,8 +160,9 @@ def test_two_browsers_on_two_instances_play_a_friend_game_and_meet_in_the_lobby(
     for tab in (first, second):
         tab.goto(site.url)
         expect(tab.get_by_test_id("status")).not_to_have_text(re.compile("Connecting|reconnecting"))
-    first.select_option("select[name=side]", "chaos")
-    first.select_option("select[name=time_control]", "5+3")
+    harness.open_form(first, "friend")
+    first.select_option("#friend-form select[name=side]", "chaos")
+    first.select_option("#friend-form select[name=time_control]", "5+3")
     first.click("button[data-action=challenge]")
     offer = second.get_by_test_id("lobby").locator("li", has_text="5+3")
     expect(offer).to_contain_text("Plays Chaos")
