@@ -245,12 +245,30 @@ def damage_found(db: sqlite3.Connection, check: str = "integrity_check") -> str 
     """None when SQLite's ``PRAGMA quick_check`` or ``integrity_check`` finds the file whole,
     else its first problem and how many it found, in one line (SQLite reports up to 100,
     one a line)."""
-    problems = [line for (row,) in db.execute(f"PRAGMA {check}") for line in str(row).splitlines()
+    try:
+        rows = db.execute(f"PRAGMA {check}").fetchall()
+    except sqlite3.DatabaseError as exc:  # damage where the check itself must read ("malformed")
+        return str(exc)
+    problems = [line for (row,) in rows for line in str(row).splitlines()
                 if line.strip() and not line.startswith("*** in database")]
     if problems == ["ok"]:
         return None
     more = f"; {len(problems) - 1} more problems found" if len(problems) > 1 else ""
     return f"{problems[0] if problems else 'no answer from the check'}{more}"
+
+
+def damaged_store(path: str, problem: str) -> "StoreError":
+    """The error that refuses a damaged SQLite store, with its first ``problem``."""
+    return StoreError(f"{path}: the game store is damaged ({problem}); "
+                      f"move it aside (or export what is readable with sqlite3 .recover)")
+
+
+def unusable_store(path: str, exc: sqlite3.DatabaseError) -> "StoreError":
+    """The error that refuses a file SQLite could not use: damaged when SQLite says malformed
+    (damage met before the store's own check could run), else not a usable game store."""
+    if "malformed" in str(exc):
+        return damaged_store(path, str(exc))
+    return StoreError(f"{path}: not a usable game store ({exc})")
 
 
 def token_hash(token: str) -> str:
@@ -598,7 +616,7 @@ class GameStore:
         try:
             self.db: Database = SQLiteDatabase(target) if kind == "sqlite" else PostgresDatabase(target)
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: not a usable game store ({exc})") from None
+            raise unusable_store(self.path, exc) from None
         if prepared:  # a second connection of this server's: set up and checked by the first
             return
         try:
@@ -608,10 +626,10 @@ class GameStore:
             if "locked" in str(exc):  # another program holds the write lock (a second server mid-write)
                 raise StoreError(f"{self.path}: cannot write the game store ({exc}); is another server "
                                  "or program writing to it?") from None
-            raise StoreError(f"{self.path}: not a usable game store ({exc})") from None
+            raise unusable_store(self.path, exc) from None
         except sqlite3.DatabaseError as exc:
             self.db.close()
-            raise StoreError(f"{self.path}: not a usable game store ({exc})") from None
+            raise unusable_store(self.path, exc) from None
         except (StoreError, StoreUnavailable):
             self.db.close()
             raise
@@ -635,8 +653,7 @@ class GameStore:
                 self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
         damage = self.db.damage()
         if damage is not None:
-            raise StoreError(f"{self.path}: the game store is damaged ({damage}); "
-                             f"move it aside (or export what is readable with sqlite3 .recover)")
+            raise damaged_store(self.path, damage)
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row[0] != SCHEMA_VERSION:
             raise StoreError(f"{self.path}: game store schema version {row[0]}, this server reads {SCHEMA_VERSION}")

@@ -34,7 +34,7 @@ from orderchaos.web import ops  # noqa: E402
 from orderchaos.web.app import create_app  # noqa: E402
 from orderchaos.web.ops import Metrics  # noqa: E402
 from orderchaos.web.services import Limits, Services  # noqa: E402
-from orderchaos.web.store import GameStore  # noqa: E402
+from orderchaos.web.store import GameStore, damage_found  # noqa: E402
 
 import helpers  # noqa: E402
 from helpers import SOCKET_DEADLINE, free_loopback_port, next_message, wait_for, wait_until_serving  # noqa: E402
@@ -465,12 +465,15 @@ def damaged_store(path: Path) -> Path:
         for ply in range(5):
             store.add_move(f"g{i}", ply, 2 * ply, None)
     store.close()
+    with sqlite3.connect(path) as db:  # the leaves of the moves table: the schema and every tree's inner pages stay readable
+        leaves = [row[0] for row in db.execute("SELECT pageno FROM dbstat WHERE name = 'moves' AND pagetype = 'leaf'")]
+    db.close()
     data = bytearray(path.read_bytes())
-    for page in range(10, len(data) // 4096):
-        data[page * 4096 + 100:page * 4096 + 4000] = b"A" * 3900
+    for page in leaves:
+        data[(page - 1) * 4096 + 100:(page - 1) * 4096 + 4000] = b"A" * 3900
     path.write_bytes(data)
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA quick_check").fetchone()[0] != "ok"  # the damage is there
+        assert damage_found(db, "quick_check") is not None  # the damage is there
     return path
 
 
@@ -591,3 +594,23 @@ def test_exported_games_that_ended_off_the_board_are_read_by_replay_and_puzzles(
         "game 1: person (order) vs easy (chaos): chaos wins on time after 3 plies (0 opening plies)"]
     assert main(["puzzles", "generate", "--games", str(exported), "--out", str(tmp_path / "p.jsonl"),
                  "--empties", "1-35", "--node-limit", "1000"]) == 0
+
+
+def test_damage_that_stops_the_check_itself_is_told_as_damage(tmp_path: Path) -> None:
+    """An interior page whose right-child pointer is overwritten makes SQLite's check raise
+    "malformed" instead of listing problems: that is damage found, not a crash."""
+    path = tmp_path / "damaged.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE t (a, b)")
+        db.executemany("INSERT INTO t VALUES (?, ?)", [(i, "x" * 200) for i in range(2000)])
+        root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 't'").fetchone()[0]
+    db.close()
+    data = bytearray(path.read_bytes())
+    page = (root - 1) * 4096
+    data[page + 8:page + 12] = b"\xff" * 4
+    path.write_bytes(data)
+    db = sqlite3.connect(path)
+    try:
+        assert damage_found(db, "quick_check") == "database disk image is malformed"
+    finally:
+        db.close()
