@@ -47,6 +47,9 @@ HEARTBEAT_SECONDS = 1.0
 """How often an instance renews its ``alive`` key (and finds out whether Redis answers)."""
 RETRY_SECONDS = (0.2, 0.5, 1.0, 2.0)
 """Waits between tries to reach Redis again (the last one repeats)."""
+CLOSE_WAIT_S = 5.0
+"""How long closing waits for the listener and the heartbeat to stop (each stops within
+about a second of its flag: the listener's read has a 1 s timeout)."""
 
 Events = Callable[[dict[str, Any]], Awaitable[None]]
 Notice = Callable[[], Awaitable[None]]
@@ -370,6 +373,7 @@ class RedisBus(Bus):
         self._lost: Notice | None = None
         self._back: Notice | None = None
         self._was_lost = False
+        self._closing = False
         self._scripts = {name: self.redis.register_script(body) for name, body in (
             ("open", _OPEN), ("take", _TAKE), ("cancel", _CANCEL), ("gone", _GONE),
             ("lease", _LEASE), ("release", _RELEASE), ("bot_connection", _BOT_CONNECTION))}
@@ -391,9 +395,12 @@ class RedisBus(Bus):
             log.warning("the bus %s does not answer: starting not ready", self.url)
 
     async def close(self) -> None:  # noqa: D102
+        # the loops also stop on the flag: redis-py's get_message can swallow a cancellation
+        # that meets its own timeout, and then its loop would run on and this close wait forever
+        self._closing = True
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.wait(self._tasks, timeout=CLOSE_WAIT_S)
         try:  # a successor need not wait for this instance's keys to expire
             await asyncio.wait_for(self._say_goodbye(), 5)
         except Exception:  # noqa: BLE001 - Redis gone or slow: the keys expire by themselves
@@ -414,7 +421,7 @@ class RedisBus(Bus):
         await self.redis.set(self.alive_key, "1", px=ALIVE_MS)
 
     async def _heartbeat(self) -> None:
-        while True:
+        while not self._closing:
             await asyncio.sleep(HEARTBEAT_SECONDS)
             try:
                 await self._beat()
@@ -432,7 +439,7 @@ class RedisBus(Bus):
 
     async def _listen(self, subscribed: asyncio.Event) -> None:
         tries = 0
-        while True:
+        while not self._closing:
             pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(CHANNEL)
@@ -444,7 +451,7 @@ class RedisBus(Bus):
                     log.warning("the bus %s is back: ready", self.url)
                     if self._back is not None:
                         await self._back()
-                while True:
+                while not self._closing:
                     message = await pubsub.get_message(timeout=1.0)
                     if message is None or message.get("type") != "message":
                         if not self._ready:  # the heartbeat lost Redis: start over

@@ -463,3 +463,45 @@ def test_a_burst_of_calls_beyond_the_connection_pool_waits_for_connections_and_k
             await bus.close()
 
     asyncio.run(asyncio.wait_for(scenario(), 120))
+
+
+class CancelSwallowingPubSub:
+    """A pubsub whose read, cancelled, answers "no message" instead, as redis-py's
+    ``get_message`` can when a cancellation meets its own timeout."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    async def get_message(self, **options: Any) -> Any:
+        try:
+            return await self.real.get_message(**options)
+        except asyncio.CancelledError:
+            return None
+
+
+def test_a_bus_closes_even_when_its_listener_misses_the_cancellation(redis_url: str) -> None:
+    """Closing stops the listener by a flag as well as by cancelling it: with a read that
+    swallows the cancellation, the instance's shutdown waited forever (seen in a test run).
+    The loop is run by hand and left with what is still pending, so a bug fails here after
+    30 s instead of hanging in asyncio.run's own clean-up."""
+    async def nothing(*_: Any) -> None:
+        return None
+
+    async def closes() -> bool:
+        bus = RedisBus(redis_url)
+        real = bus.redis.pubsub
+        bus.redis.pubsub = lambda **options: CancelSwallowingPubSub(real(**options))
+        await bus.start(nothing, nothing, nothing)
+        assert bus.ready
+        closing = asyncio.ensure_future(bus.close())
+        done, _ = await asyncio.wait({closing}, timeout=30)
+        return closing in done and all(task.done() for task in bus._tasks)
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(closes())
+    finally:
+        loop.close()
