@@ -66,10 +66,11 @@ def test_the_services_find_each_other_and_only_caddy_is_published_on_loopback() 
     assert all("network_mode" not in s for s in services.values())
     published = {name: s["ports"] for name, s in services.items() if "ports" in s}
     assert list(published) == ["caddy"] and all(p.startswith("127.0.0.1:") for p in published["caddy"])
-    subnet = re.search(r"--subnet (\S+) (\S+)", COMPOSE.read_text())
-    assert subnet is not None and spec["networks"]["default"] == {"external": True, "name": subnet.group(2)}
+    subnet = re.search(r'--subnet "\$SUBNET" (\S+)', COMPOSE.read_text())  # the operator's subnet, one name
+    assert subnet is not None and spec["networks"]["default"] == {"external": True, "name": subnet.group(1)}
+    assert services["postgres"]["environment"] == {"SUBNET": "${SUBNET}"}
     script = (DEPLOY / "compose-postgres.sh").read_text()
-    assert f"${{SUBNET:-{subnet.group(1)}}}" in script and "-p 5432" in script
+    assert "host all orderchaos ${SUBNET:?" in script and "-p 5432" in script
     redis = services["redis"]["command"]
     instances = {name: s for name, s in services.items() if name.startswith("instance")}
     assert len(instances) == 2
@@ -78,7 +79,7 @@ def test_the_services_find_each_other_and_only_caddy_is_published_on_loopback() 
         assert option(command, "--host") == name  # Caddy's health checks address it by this name
         assert option(command, "--db") == "postgresql://orderchaos@postgres:5432/postgres"
         assert option(command, "--bus") == f"redis://redis:{option(redis, '--port')}/0"
-        assert option(command, "--trusted-proxy") == subnet.group(1)
+        assert option(command, "--trusted-proxy") == "${SUBNET}"
         assert set(instance["depends_on"]) == {"postgres", "redis"}
     caddyfile = (DEPLOY / "Caddyfile-compose").read_text()
     upstreams = " ".join(f"{name}:{option(i['command'], '--port')}" for name, i in instances.items())
