@@ -254,12 +254,19 @@ async def bot_match(url: str, tokens: dict[str, str], said: list[str], beta_agen
 
     from orderchaos.web.bot_client import BotClient, BotOptions, agent_factory
 
-    beta = BotClient(url, tokens["beta"], agent_factory(beta_agent), BotOptions(), said.append)
+    ready = asyncio.Event()
+
+    def tell(line: str) -> None:  # what the clients print; beta's readiness line is the signal
+        said.append(line)
+        if READY in line:
+            ready.set()
+
+    beta = BotClient(url, tokens["beta"], agent_factory(beta_agent), BotOptions(), tell)
     alpha = BotClient(url, tokens["alpha"], agent_factory("heuristic"),
-                      BotOptions(challenge="beta", games=1, time_control="1+0"), said.append)
+                      BotOptions(challenge="beta", games=1, time_control="1+0"), tell)
     waiting = asyncio.create_task(beta.run())
-    while not any(READY in line for line in said):
-        await asyncio.sleep(0.02)
+    await asyncio.wait({waiting, asyncio.ensure_future(ready.wait())}, return_when=asyncio.FIRST_COMPLETED)
+    assert ready.is_set(), said  # beta ended before it was ready
     await alpha.run()
     beta.stop()
     await waiting
