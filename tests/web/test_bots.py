@@ -305,6 +305,20 @@ def test_each_token_has_its_limits(store: GameStore) -> None:
 # -- people and house bots ------------------------------------------------------------------------
 
 
+def person_challenges_alpha(tab: Any, alpha: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A person's tab challenges the bot alpha on 3+2 (never rated: a person and a bot), alpha
+    accepts: its ``game_start`` and the tab's ``joined``, in the same game on opposite seats."""
+    tab.send_json({"type": "challenge_bot", "bot": "alpha", "time_control": "3+2"})
+    offer = until(alpha, "challenge")
+    assert (offer["from"], offer["rated"], offer["time_control"]) == ("person", False, "3+2")
+    send(alpha, {"type": "accept", "challenge": offer["id"]})
+    start = until(alpha, "game_start")
+    joined = receive(tab, "joined")
+    assert joined["game"] == start["game"] and joined["seat"] != start["seat"]
+    assert start["opponent"] == {"name": None, "bot": False}
+    return start, joined
+
+
 def test_a_person_challenges_a_bot_from_the_lobby_and_the_game_is_not_rated(store: GameStore) -> None:
     token = bots.add_account(store, "alpha")
     with AppSite(create_app(db=store, limits=FAST)) as site:
@@ -312,14 +326,7 @@ def test_a_person_challenges_a_bot_from_the_lobby_and_the_game_is_not_rated(stor
         alpha = connect_bot(site, token)
         lobby = receive(tab, "lobby")
         assert lobby["bots"] == [{"name": "alpha", "rating": 1500.0, "house": False}]
-        tab.send_json({"type": "challenge_bot", "bot": "alpha", "time_control": "3+2"})
-        offer = until(alpha, "challenge")
-        assert (offer["from"], offer["rated"], offer["time_control"]) == ("person", False, "3+2")
-        send(alpha, {"type": "accept", "challenge": offer["id"]})
-        start = until(alpha, "game_start")
-        joined = receive(tab, "joined")
-        assert joined["game"] == start["game"] and joined["seat"] != start["seat"]
-        assert start["opponent"] == {"name": None, "bot": False}
+        start, joined = person_challenges_alpha(tab, alpha)
         view = receive(tab, "state")
         assert view["players"][start["seat"]]["bot"] == "alpha"
         if joined["seat"] == "order":
@@ -434,14 +441,7 @@ def test_a_bot_on_one_instance_is_listed_on_the_other_and_a_person_there_plays_i
         shown = receive(tab, "lobby")  # told live, across instances
         assert [row["name"] for row in shown["bots"]] == ["alpha"] and shown["bots"][0]["rating"] == 1500
         assert b.listed()["alpha"]["online"]
-        tab.send_json({"type": "challenge_bot", "bot": "alpha", "time_control": "3+2"})
-        offer = until(alpha, "challenge")
-        assert (offer["from"], offer["rated"], offer["time_control"]) == ("person", False, "3+2")
-        send(alpha, {"type": "accept", "challenge": offer["id"]})
-        start = until(alpha, "game_start")
-        joined = receive(tab, "joined")
-        assert joined["game"] == start["game"] and joined["seat"] != start["seat"]
-        assert start["opponent"] == {"name": None, "bot": False}
+        start, joined = person_challenges_alpha(tab, alpha)
         for ply, action in enumerate(actions):
             if ("order" if ply % 2 == 0 else "chaos") == joined["seat"]:
                 tab.send_json({"type": "move", "cell": action >> 1, "symbol": "XO"[action & 1]})
