@@ -436,6 +436,15 @@ def _search_walk(spec: str, start: State, folder: Path, border_moves: int | None
     return [*records, record], saved["lines"]
 
 
+def subtree_left(border_moves: int | None, used: int, most: int | None) -> int | None:
+    """The border moves Chaos has left below a repair point where it used ``used`` of the
+    class's ``border_moves`` (None: all), at most ``most`` (None: no bound)."""
+    left = None if border_moves is None else border_moves - used
+    if most is None:
+        return left
+    return most if left is None else min(left, most)
+
+
 def _no_progress(report: RepairReport, patience: int) -> bool:
     """The last ``patience`` rounds found no fewer refutations than the fewest before them."""
     counts = [report.original_refutations, *(r.refutations for r in report.rounds)]
@@ -445,7 +454,7 @@ def _no_progress(report: RepairReport, patience: int) -> bool:
 def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves: int | None = 1,
            settings: RepairSettings = RepairSettings(), workers: int = 1, start: State = State(),
            log: Callable[[str], None] = lambda line: None, search: int | None = None, exact_up_to: int = 0,
-           patience: int = 2) -> RepairReport:
+           patience: int = 2, subtree_border_moves: int | None = None) -> RepairReport:
     """Repair the Order network of the policy ``spec`` (``pretrained``, or a policy or run
     folder) against Chaos with at most ``border_moves`` border moves while the centre is
     open, as the module docstring describes; write the repaired policy (the Chaos network
@@ -465,7 +474,13 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
     each round first (:func:`_search_walk`). The repair ends when a round's walks and searches
     find nothing (which proves nothing about the class beyond the exact walks), or, with
     ``report.stopped`` saying so, when ``patience`` rounds in a row found no fewer
-    refutations than the fewest before them."""
+    refutations than the fewest before them.
+
+    ``subtree_border_moves`` J: the subtree below a repair point is walked with at most J
+    more border moves (fewer when the class leaves fewer): with K=2, a point after one border
+    move and J=0 is walked in its K=0 subtree, not its K=1 one, which can hold millions of
+    positions. The targets then cover less, and the next round's searches find what they
+    left (default: every border move the class leaves)."""
     work_dir = Path(work_dir)
     if search is not None and border_moves == 0:
         raise ValueError("--search is for a class too large to walk; K=0 is walked exactly (drop --search)")
@@ -481,6 +496,8 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
                 "settings": {k: v for k, v in asdict(settings).items() if k != "rounds"}}
     if search is not None:
         question["search"] = {"width": search, "exact_up_to": exact_up_to}
+    if subtree_border_moves is not None:
+        question["subtree_border_moves"] = subtree_border_moves
     _check_question(work_dir, question)
 
     def walks(policy_spec: str, folder: Path, label: str, every_class: bool) -> tuple[list[dict[str, Any]], list[list[int]]]:
@@ -516,7 +533,7 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
             saved = np.load(folder / TARGETS_FILE)
             new = (saved["x"], saved["o"], saved["moves"])
         else:
-            parts = [subtree_targets(evaluator, state, None if border_moves is None else border_moves - used,
+            parts = [subtree_targets(evaluator, state, subtree_left(border_moves, used, subtree_border_moves),
                                      folder / f"subtree_{i}")
                      for i, (state, used) in enumerate(points.values())]
             new = tuple(np.concatenate(column) for column in zip(*parts))
@@ -588,7 +605,7 @@ def _check_question(work_dir: Path, question: dict[str, Any]) -> None:
         except (OSError, ValueError) as exc:
             raise WorkDirError(f"{path}: not a readable repair question ({exc})") from None
         if held != question:
-            differ = sorted(k for k in question if held.get(k) != question[k])
+            differ = sorted(k for k in {*question, *held} if held.get(k) != question.get(k))
             raise WorkDirError(f"{work_dir} holds a repair with another {', '.join(differ)}; "
                                "use a new work folder, or the same agent, class, start and settings")
         return

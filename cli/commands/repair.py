@@ -52,6 +52,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--patience", type=options.int_in(1, 100), default=2, metavar="N",
                         help="with --search: stop after N rounds that find no fewer refutations than the fewest "
                              "before them (default 2)")
+    parser.add_argument("--subtree-border-moves", type=options.int_in(0, 20), metavar="J",
+                        help="walk the subtree below each repair point with at most J more border moves (default: "
+                             "all the class leaves); a smaller J makes a round cheaper and leaves the rest to the "
+                             "next round's walks or searches")
     parser.add_argument("--plot", metavar="FILE",
                         help="draw the refutations found per round (.svg or .png), after the report")
     parser.add_argument("--report", metavar="FILE", help="write the report as JSON")
@@ -100,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
     with options.stop_on_signals():
         try:
             report = repair(args.agent, None, args.work_dir, args.border_moves, settings, args.workers, start, log,
-                            search=args.search, exact_up_to=args.exact_up_to, patience=args.patience)
+                            search=args.search, exact_up_to=args.exact_up_to, patience=args.patience,
+                            subtree_border_moves=args.subtree_border_moves)
         except WorkDirError as exc:
             print(f"orderchaos repair: {exc}", file=sys.stderr)
             return 2

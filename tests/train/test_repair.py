@@ -15,7 +15,7 @@ import pytest
 from orderchaos.agents import strategy
 from orderchaos.agents.network_agent import NetworkEvaluator
 from orderchaos.agents.policy_files import load_policy_dir, pretrained_dir, read_meta, repaired_dir
-from orderchaos.proof.exploit import exploit, order_priors
+from orderchaos.proof.exploit import WorkDirError, exploit, order_priors
 from orderchaos.cli.main import main
 from orderchaos.envs.rules import State, parse_cell
 from orderchaos.train.repair import (
@@ -299,3 +299,23 @@ def test_rounds_stop_helping_when_the_last_ones_find_no_fewer_than_the_fewest_be
     assert _no_progress(report(10, 8, 9, 8), 2)  # 9 and 8: none below the 8 before them
     assert not _no_progress(report(10, 8, 9, 7), 2)
     assert _no_progress(report(10, 12), 1)
+
+
+def test_the_subtree_below_a_repair_point_is_walked_with_at_most_the_border_moves_asked(tmp_path: Path) -> None:
+    """K=2 from before f4 O: at the mistake Chaos has one border move left, and
+    ``subtree_border_moves=0`` walks its K=0 subtree (31 positions) instead of its K=1 one
+    (633); the bound is part of the work folder's question."""
+    from dataclasses import replace
+
+    start = board_after(LINE_TO_MISTAKE[:-1])
+    report = repair("pretrained", None, tmp_path / "work", 2, replace(SMALL_SETTINGS, rounds=1), start=start,
+                    search=16, subtree_border_moves=0)
+    first = report.rounds[0]
+    assert [p["position"] for p in first.repair_points] == [MISTAKE.to_string()]
+    evaluator = NetworkEvaluator(load_policy_dir(pretrained_dir())[0])
+    narrow = subtree_targets(evaluator, MISTAKE, 0, tmp_path / "narrow")[0].shape[0]
+    wide = subtree_targets(evaluator, MISTAKE, 1, tmp_path / "wide")[0].shape[0]
+    assert (first.targets, narrow, wide) == (31, 31, 633)
+    assert json.loads((tmp_path / "work" / "repair.json").read_text())["subtree_border_moves"] == 0
+    with pytest.raises(WorkDirError, match="subtree_border_moves"):
+        repair("pretrained", None, tmp_path / "work", 2, replace(SMALL_SETTINGS, rounds=1), start=start, search=16)
