@@ -75,7 +75,9 @@ class RepairSettings:
     ``check_every`` steps; ``margin``: the logit lead a target's new move must reach (see
     :func:`required_margins`); ``rounds``: fine-tune and walk at most this many times;
     ``lines``: refutation lines rebuilt per walk at most (the repair points of the others,
-    when they differ, are found by the next round's walk)."""
+    when they differ, are found by the next round's walk); ``kept_targets``: of the targets
+    whose move the network already plays, the fine-tune holds at most this many, sampled
+    (None: all; see :func:`tuned_targets`)."""
 
     anchors: int = 500_000
     seed: int = 0
@@ -87,6 +89,7 @@ class RepairSettings:
     margin: float = 0.1
     rounds: int = 4
     lines: int = 100_000
+    kept_targets: int | None = None
 
 
 @dataclass
@@ -99,6 +102,7 @@ class RoundReport:
     repair_points: list[dict[str, str]] = field(default_factory=list)
     targets: int = 0
     targets_changed: int = 0
+    targets_tuned: int = 0
     steps: int = 0
     anchors_kept: float = 0.0
     walks: list[dict[str, Any]] = field(default_factory=list)
@@ -362,6 +366,25 @@ def fine_tune(net: PolicyValueNet, original: PolicyValueNet, anchors: tuple[np.n
     return step, 1.0 - hard_anchors.numel() / max(1, ax.shape[0])
 
 
+def tuned_targets(original: PolicyValueNet, net: PolicyValueNet, targets: tuple[np.ndarray, np.ndarray, np.ndarray],
+                  most_kept: int | None, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The targets (X, O, move) a fine-tune holds: every one whose move ``original`` or
+    ``net`` does not play (the repairs of this round and the rounds before), and of the rest
+    at most ``most_kept``, drawn by ``rng`` in their order (all when None). Subtrees below
+    early repair points hold hundreds of thousands of positions whose move the network
+    already plays; holding every one makes each check of the fine-tune a pass over all of
+    them, and the next round's walks and searches see the ones that were let go."""
+    tx, to, tmoves = targets
+    if most_kept is None:
+        return targets
+    must = (greedy_moves(original, tx, to) != tmoves) | (greedy_moves(net, tx, to) != tmoves)
+    rest = np.flatnonzero(~must)
+    if rest.size > most_kept:
+        rest = np.sort(rng.choice(rest, most_kept, replace=False))
+    rows = np.sort(np.concatenate([np.flatnonzero(must), rest]))
+    return tx[rows], to[rows], tmoves[rows]
+
+
 def policy_spec_dir(spec: str) -> Path:
     """The policy folder of ``pretrained``, ``repaired`` or of a policy or run folder."""
     shipped = {"pretrained": pretrained_dir, "repaired": repaired_dir}
@@ -556,13 +579,19 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
             net = saved_nets["order"]
             round_report.steps = int(saved_meta["repair"]["steps"])
             round_report.anchors_kept = float(saved_meta["repair"]["anchors_kept"])
+            round_report.targets_tuned = int(saved_meta["repair"].get("targets_tuned", round_report.targets))
         else:
             keep = _not_targets(anchors, tx, to)
-            round_report.steps, round_report.anchors_kept = fine_tune(
-                net, original, keep, (tx, to, tmoves), settings, log)
+            tuned = tuned_targets(original, net, (tx, to, tmoves), settings.kept_targets,
+                                  np.random.default_rng([settings.seed, number]))
+            round_report.targets_tuned = int(tuned[0].shape[0])
+            if settings.kept_targets is not None:
+                log(f"  the fine-tune holds {round_report.targets_tuned:,} of them")
+            round_report.steps, round_report.anchors_kept = fine_tune(net, original, keep, tuned, settings, log)
             repaired_meta = {k: v for k, v in meta.items() if k not in ("files", "format", "obs_version", "network")}
             repaired_meta["repair"] = {"from": spec, "git_commit": git_commit(), "from_order_sha256": original_sha256,
                                        "border_moves": largest, "round": number, "targets": round_report.targets,
+                                       "targets_tuned": round_report.targets_tuned,
                                        "anchors": int(keep[0].shape[0]), "steps": round_report.steps,
                                        "anchors_kept": round_report.anchors_kept, "settings": asdict(settings)}
             save_policy_dir(policy, {"order": net, "chaos": nets["chaos"]}, repaired_meta)

@@ -41,6 +41,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="positions of the original walk whose moves are kept (default 500000)")
     parser.add_argument("--max-steps", type=options.int_in(1, 1_000_000), default=4000, metavar="N",
                         help="fine-tune steps a round at most; a round whose targets are not all played by then fails (default 4000)")
+    parser.add_argument("--kept-targets", type=options.int_in(0, 50_000_000), metavar="N",
+                        help="of the targets whose move the network already plays, hold at most N in the fine-tune, "
+                             "sampled (default: all)")
     parser.add_argument("--seed", type=options.SEED, default=0, help="seeds the anchors and the batches (default 0)")
     parser.add_argument("--workers", type=options.int_in(1, 64), default=1, metavar="N",
                         help="processes for the whole-class walks (default 1)")
@@ -99,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     except (BoardStringError, CheckpointError, OutputPathError, ValueError) as exc:
         print(f"orderchaos repair: {exc}", file=sys.stderr)
         return 2
-    settings = RepairSettings(anchors=args.anchors, seed=args.seed, rounds=args.rounds, max_steps=args.max_steps)
+    settings = RepairSettings(anchors=args.anchors, seed=args.seed, rounds=args.rounds, max_steps=args.max_steps,
+                              kept_targets=args.kept_targets)
     log = (lambda line: None) if args.json else (lambda line: print(line, flush=True))
     with options.stop_on_signals():
         try:
