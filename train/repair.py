@@ -76,8 +76,8 @@ class RepairSettings:
     :func:`required_margins`); ``rounds``: fine-tune and walk at most this many times;
     ``lines``: refutation lines rebuilt per walk at most (the repair points of the others,
     when they differ, are found by the next round's walk); ``kept_targets``: of the targets
-    whose move the network already plays, the fine-tune holds at most this many, sampled
-    (None: all; see :func:`tuned_targets`)."""
+    whose move the original network already plays, at most this many, sampled, join the
+    anchors, and the rest are let go (None: all stay targets; see :func:`split_targets`)."""
 
     anchors: int = 500_000
     seed: int = 0
@@ -103,6 +103,7 @@ class RoundReport:
     targets: int = 0
     targets_changed: int = 0
     targets_tuned: int = 0
+    targets_anchored: int = 0
     steps: int = 0
     anchors_kept: float = 0.0
     walks: list[dict[str, Any]] = field(default_factory=list)
@@ -366,23 +367,27 @@ def fine_tune(net: PolicyValueNet, original: PolicyValueNet, anchors: tuple[np.n
     return step, 1.0 - hard_anchors.numel() / max(1, ax.shape[0])
 
 
-def tuned_targets(original: PolicyValueNet, net: PolicyValueNet, targets: tuple[np.ndarray, np.ndarray, np.ndarray],
-                  most_kept: int | None, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The targets (X, O, move) a fine-tune holds: every one whose move ``original`` or
+def split_targets(original: PolicyValueNet, net: PolicyValueNet, targets: tuple[np.ndarray, np.ndarray, np.ndarray],
+                  most_kept: int | None,
+                  rng: np.random.Generator) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """The targets (X, O, move) a fine-tune must make ``net``'s greedy moves, and the
+    positions that join its anchors (X, O). With ``most_kept`` None every target stays a
+    target and no anchor is added. Otherwise the targets are those whose move ``original`` or
     ``net`` does not play (the repairs of this round and the rounds before), and of the rest
-    at most ``most_kept``, drawn by ``rng`` in their order (all when None). Subtrees below
-    early repair points hold hundreds of thousands of positions whose move the network
-    already plays; holding every one makes each check of the fine-tune a pass over all of
-    them, and the next round's walks and searches see the ones that were let go."""
+    (``original`` plays their move, so an anchor keeps it) at most ``most_kept``, drawn by
+    ``rng``, become anchors. A subtree below an early repair point holds hundreds of
+    thousands of positions the network already plays, many of them near-ties; holding each
+    one as a target makes the fine-tune chase them one by one, while as anchors they are
+    kept as the walk's other positions are, and the next round's walks and searches see
+    what moved."""
     tx, to, tmoves = targets
     if most_kept is None:
-        return targets
+        return targets, (tx[:0], to[:0])
     must = (greedy_moves(original, tx, to) != tmoves) | (greedy_moves(net, tx, to) != tmoves)
     rest = np.flatnonzero(~must)
     if rest.size > most_kept:
         rest = np.sort(rng.choice(rest, most_kept, replace=False))
-    rows = np.sort(np.concatenate([np.flatnonzero(must), rest]))
-    return tx[rows], to[rows], tmoves[rows]
+    return (tx[must], to[must], tmoves[must]), (tx[rest], to[rest])
 
 
 def policy_spec_dir(spec: str) -> Path:
@@ -580,18 +585,22 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
             round_report.steps = int(saved_meta["repair"]["steps"])
             round_report.anchors_kept = float(saved_meta["repair"]["anchors_kept"])
             round_report.targets_tuned = int(saved_meta["repair"].get("targets_tuned", round_report.targets))
+            round_report.targets_anchored = int(saved_meta["repair"].get("targets_anchored", 0))
         else:
+            tuned, extra = split_targets(original, net, (tx, to, tmoves), settings.kept_targets,
+                                         np.random.default_rng([settings.seed, number]))
             keep = _not_targets(anchors, tx, to)
-            tuned = tuned_targets(original, net, (tx, to, tmoves), settings.kept_targets,
-                                  np.random.default_rng([settings.seed, number]))
-            round_report.targets_tuned = int(tuned[0].shape[0])
+            keep = (np.concatenate([keep[0], extra[0]]), np.concatenate([keep[1], extra[1]]))
+            round_report.targets_tuned, round_report.targets_anchored = int(tuned[0].shape[0]), int(extra[0].shape[0])
             if settings.kept_targets is not None:
-                log(f"  the fine-tune holds {round_report.targets_tuned:,} of them")
+                log(f"  {round_report.targets_tuned:,} targets to play, {round_report.targets_anchored:,} more "
+                    f"positions of the subtrees among the anchors")
             round_report.steps, round_report.anchors_kept = fine_tune(net, original, keep, tuned, settings, log)
             repaired_meta = {k: v for k, v in meta.items() if k not in ("files", "format", "obs_version", "network")}
             repaired_meta["repair"] = {"from": spec, "git_commit": git_commit(), "from_order_sha256": original_sha256,
                                        "border_moves": largest, "round": number, "targets": round_report.targets,
                                        "targets_tuned": round_report.targets_tuned,
+                                       "targets_anchored": round_report.targets_anchored,
                                        "anchors": int(keep[0].shape[0]), "steps": round_report.steps,
                                        "anchors_kept": round_report.anchors_kept, "settings": asdict(settings)}
             save_policy_dir(policy, {"order": net, "chaos": nets["chaos"]}, repaired_meta)

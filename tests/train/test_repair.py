@@ -321,21 +321,22 @@ def test_the_subtree_below_a_repair_point_is_walked_with_at_most_the_border_move
         repair("pretrained", None, tmp_path / "work", 2, replace(SMALL_SETTINGS, rounds=1), start=start, search=16)
 
 
-def test_a_fine_tune_holds_every_changed_target_and_a_seeded_sample_of_the_rest(tmp_path: Path) -> None:
+def test_a_fine_tune_must_play_every_changed_target_and_anchors_a_seeded_sample_of_the_rest(tmp_path: Path) -> None:
     """Below the mistake with one border move left the repaired player's 633 targets hold
-    one move the network does not play (b3 X at the mistake); ``tuned_targets`` keeps it and
-    10 of the others, the same 10 for the same seed, and all 633 without a bound."""
-    from orderchaos.train.repair import tuned_targets
+    one move the network does not play (b3 X at the mistake); ``split_targets`` keeps it as
+    the one target and makes 10 of the others anchors, the same 10 for the same seed, none
+    of them the mistake; without a bound all 633 stay targets."""
+    from orderchaos.train.repair import split_targets
 
     nets = load_policy_dir(pretrained_dir())[0]
     targets = subtree_targets(NetworkEvaluator(nets), MISTAKE, 1, tmp_path / "subtree")
     changed = greedy_moves(nets["order"], targets[0], targets[1]) != targets[2]
     assert (targets[0].shape[0], int(changed.sum())) == (633, 1)
-    first = tuned_targets(nets["order"], nets["order"], targets, 10, np.random.default_rng(3))
-    again = tuned_targets(nets["order"], nets["order"], targets, 10, np.random.default_rng(3))
-    assert first[0].shape[0] == 11 and all(np.array_equal(a, b) for a, b in zip(first, again))
-    assert (MISTAKE.x, MISTAKE.o) in set(zip(first[0].tolist(), first[1].tolist()))
-    rows = {(x, o): m for x, o, m in zip(*(column.tolist() for column in targets))}
-    assert all(rows[(x, o)] == m for x, o, m in zip(*(column.tolist() for column in first)))
-    whole = tuned_targets(nets["order"], nets["order"], targets, None, np.random.default_rng(3))
-    assert all(np.array_equal(a, b) for a, b in zip(whole, targets))
+    (tx, to, tmoves), (ax, ao) = split_targets(nets["order"], nets["order"], targets, 10, np.random.default_rng(3))
+    assert (tx.tolist(), to.tolist(), tmoves.tolist()) == ([MISTAKE.x], [MISTAKE.o], [parse_action("b3 X")])
+    _, again = split_targets(nets["order"], nets["order"], targets, 10, np.random.default_rng(3))
+    assert ax.shape[0] == 10 and np.array_equal(ax, again[0]) and np.array_equal(ao, again[1])
+    assert (MISTAKE.x, MISTAKE.o) not in set(zip(ax.tolist(), ao.tolist()))
+    assert set(zip(ax.tolist(), ao.tolist())) <= set(zip(targets[0].tolist(), targets[1].tolist()))
+    whole, none = split_targets(nets["order"], nets["order"], targets, None, np.random.default_rng(3))
+    assert all(np.array_equal(a, b) for a, b in zip(whole, targets)) and none[0].shape[0] == 0
