@@ -27,11 +27,22 @@ def pair(line: list[int]) -> tuple[int, int, int]:
     return state.x, state.o, line[-1]
 
 
+def border_class(text: str) -> int | None:
+    """``all`` (None: no limit) or a number of border moves."""
+    if text == "all":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of border moves or all") from None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the searches and print one JSON object per search."""
     parser = argparse.ArgumentParser(prog="python -m orderchaos.bench.search_widths")
     parser.add_argument("--agent", nargs="+", default=["pretrained", "repaired"])
-    parser.add_argument("--border-moves", nargs="+", type=int, default=[1, 2])
+    parser.add_argument("--border-moves", nargs="+", type=border_class, default=[1, 2])
+    parser.add_argument("--min-width", type=int, default=256)
     parser.add_argument("--max-width", type=int, default=16384)
     parser.add_argument("--most", type=int, default=100_000)
     args = parser.parse_args(argv)
@@ -39,11 +50,11 @@ def main(argv: list[str] | None = None) -> None:
         chooser = move_chooser(agent)
         for k in args.border_moves:
             seen: set[tuple[int, int, int]] = set()
-            width = 256
+            width = args.min_width
             while width <= args.max_width:
                 began = time.process_time()
                 found = {pair(line) for line in beam_refutations(chooser, State(), k, width, args.most)}
-                print(json.dumps({"agent": agent, "border_moves": k, "width": width, "found": len(found),
+                print(json.dumps({"agent": agent, "border_moves": "all" if k is None else k, "width": width, "found": len(found),
                                   "new": len(found - seen), "narrower_confirmed": len(seen & found),
                                   "narrower_total": len(seen), "cpu_seconds": round(time.process_time() - began, 1)}),
                       flush=True)

@@ -77,7 +77,9 @@ class RepairSettings:
     ``lines``: refutation lines rebuilt per walk at most (the repair points of the others,
     when they differ, are found by the next round's walk); ``kept_targets``: of the targets
     whose move the original network already plays, at most this many, sampled, join the
-    anchors, and the rest are let go (None: all stay targets; see :func:`split_targets`)."""
+    anchors, and the rest are let go (None: all stay targets; see :func:`split_targets`);
+    ``settle_checks``: once every target is played, go on for this many more checks and keep
+    the network of the check with every target played and the fewest anchors lost."""
 
     anchors: int = 500_000
     seed: int = 0
@@ -90,6 +92,7 @@ class RepairSettings:
     rounds: int = 4
     lines: int = 100_000
     kept_targets: int | None = None
+    settle_checks: int = 0
 
 
 @dataclass
@@ -340,7 +343,15 @@ def fine_tune(net: PolicyValueNet, original: PolicyValueNet, anchors: tuple[np.n
     step = 0
     hard_targets, hard_anchors = missed()
     log(f"  step 0: targets not played {hard_targets.numel():,}, anchors lost {hard_anchors.numel():,}")
-    while step < settings.max_steps and hard_targets.numel():
+    best: tuple[int, int, dict[str, torch.Tensor]] | None = None  # anchors lost, step, weights
+    settling = 0
+    while step < settings.max_steps:
+        if not hard_targets.numel():
+            if best is None or hard_anchors.numel() < best[0]:
+                best = (hard_anchors.numel(), step, copy.deepcopy(net.state_dict()))
+            if settling == settings.settle_checks:
+                break
+            settling += 1
         for _ in range(settings.check_every):
             a = rows(ax.shape[0], settings.anchor_batch, hard_anchors)
             t = rows(tx.shape[0], settings.target_batch, hard_targets)
@@ -361,6 +372,10 @@ def fine_tune(net: PolicyValueNet, original: PolicyValueNet, anchors: tuple[np.n
             step += 1
         hard_targets, hard_anchors = missed()
         log(f"  step {step}: targets not played {hard_targets.numel():,}, anchors lost {hard_anchors.numel():,}")
+    if best is not None:
+        lost, step, weights = best
+        net.load_state_dict(weights)
+        return step, 1.0 - lost / max(1, ax.shape[0])
     if hard_targets.numel():
         raise RuntimeError(f"{hard_targets.numel()} targets are still not the network's move after {step} steps; "
                            "allow more steps (--max-steps)")

@@ -44,6 +44,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kept-targets", type=options.int_in(0, 50_000_000), metavar="N",
                         help="of the targets whose move the network already plays, hold at most N in the fine-tune, "
                              "sampled (default: all)")
+    parser.add_argument("--settle-checks", type=options.int_in(0, 10_000), default=0, metavar="N",
+                        help="once every target is played, fine-tune N more checks and keep the network of the "
+                             "check with the fewest anchors lost (default 0)")
     parser.add_argument("--seed", type=options.SEED, default=0, help="seeds the anchors and the batches (default 0)")
     parser.add_argument("--workers", type=options.int_in(1, 64), default=1, metavar="N",
                         help="processes for the whole-class walks (default 1)")
@@ -103,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"orderchaos repair: {exc}", file=sys.stderr)
         return 2
     settings = RepairSettings(anchors=args.anchors, seed=args.seed, rounds=args.rounds, max_steps=args.max_steps,
-                              kept_targets=args.kept_targets)
+                              kept_targets=args.kept_targets, settle_checks=args.settle_checks)
     log = (lambda line: None) if args.json else (lambda line: print(line, flush=True))
     with options.stop_on_signals():
         try:

@@ -340,3 +340,28 @@ def test_a_fine_tune_must_play_every_changed_target_and_anchors_a_seeded_sample_
     assert set(zip(ax.tolist(), ao.tolist())) <= set(zip(targets[0].tolist(), targets[1].tolist()))
     whole, none = split_targets(nets["order"], nets["order"], targets, None, np.random.default_rng(3))
     assert all(np.array_equal(a, b) for a, b in zip(whole, targets)) and none[0].shape[0] == 0
+
+
+def test_a_settling_fine_tune_keeps_the_network_of_the_check_with_the_fewest_anchors_lost(tmp_path: Path) -> None:
+    """Once the target is played the fine-tune goes on for ``settle_checks`` more checks and
+    keeps the network of the one with the fewest anchors lost (momentum first pushes more of
+    them off their move); the network returned is that check's, and it plays the target."""
+    import re
+
+    shipped = load_policy_dir(pretrained_dir())[0]["order"]
+    exploit("pretrained", MISTAKE, 0, max_lines=0, work_dir=tmp_path / "walk")
+    anchors = sample_anchors(tmp_path / "walk", 300, np.random.default_rng(0))
+    target = (np.array([MISTAKE.x], np.uint64), np.array([MISTAKE.o], np.uint64), np.array([parse_action("a4 X")]))
+    kept: dict[int, float] = {}
+    for settle in (0, 26):
+        settings = RepairSettings(anchor_batch=64, target_batch=8, check_every=2, max_steps=200, settle_checks=settle)
+        net, lines = copy.deepcopy(shipped), []
+        steps, kept[settle] = fine_tune(net, shipped, anchors, target, settings, lines.append)
+        checks = [(int(m[1]), int(m[2].replace(",", ""))) for m in
+                  (re.search(r"step (\d+): targets not played 0, anchors lost ([\d,]+)", line) for line in lines) if m]
+        assert len(checks) == settle + 1
+        fewest = min(checks, key=lambda check: check[1])
+        lost = int(np.sum(greedy_moves(net, *anchors) != greedy_moves(shipped, *anchors)))
+        assert (steps, lost) == fewest and kept[settle] == 1 - lost / anchors[0].shape[0]
+        assert greedy_moves(net, target[0], target[1]).tolist() == [parse_action("a4 X")]
+    assert kept[26] > kept[0]
