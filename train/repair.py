@@ -79,7 +79,9 @@ class RepairSettings:
     whose move the original network already plays, at most this many, sampled, join the
     anchors, and the rest are let go (None: all stay targets; see :func:`split_targets`);
     ``settle_checks``: once every target is played, go on for this many more checks and keep
-    the network of the check with every target played and the fewest anchors lost."""
+    the network of the check with every target played and the fewest anchors lost;
+    ``held_levels``: the Order positions of the first this many levels of the original's walk
+    keep the original's move as targets (see :func:`top_of_walk`)."""
 
     anchors: int = 500_000
     seed: int = 0
@@ -93,6 +95,7 @@ class RepairSettings:
     lines: int = 100_000
     kept_targets: int | None = None
     settle_checks: int = 0
+    held_levels: int = 0
 
 
 @dataclass
@@ -107,6 +110,7 @@ class RoundReport:
     targets_changed: int = 0
     targets_tuned: int = 0
     targets_anchored: int = 0
+    targets_held: int = 0
     steps: int = 0
     anchors_kept: float = 0.0
     walks: list[dict[str, Any]] = field(default_factory=list)
@@ -382,6 +386,20 @@ def fine_tune(net: PolicyValueNet, original: PolicyValueNet, anchors: tuple[np.n
     return step, 1.0 - hard_anchors.numel() / max(1, ax.shape[0])
 
 
+def top_of_walk(work_dir: Path, levels: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct Order-to-move positions (X, O) of the first ``levels`` levels of the
+    finished walk in ``work_dir``: the start, the positions after each Chaos answer, and so
+    on. A near-tie there (the network's first moves lead their symmetric twins by a few
+    hundredths) is one anchor among hundreds of thousands, yet when it tips, the whole walk
+    below it is another tree, with other refutations."""
+    parts = [(x, o) for (x, o, _), _ in zip(walked_positions(work_dir), range(levels))]
+    if not parts:
+        return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
+    boards = np.unique(np.stack([np.concatenate([x for x, _ in parts]), np.concatenate([o for _, o in parts])], 1),
+                       axis=0)
+    return boards[:, 0].copy(), boards[:, 1].copy()
+
+
 def split_targets(original: PolicyValueNet, net: PolicyValueNet, targets: tuple[np.ndarray, np.ndarray, np.ndarray],
                   most_kept: int | None,
                   rng: np.random.Generator) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
@@ -557,6 +575,7 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
     anchored = next(r["border_moves"] for r in reversed(report.original_walks) if "positions" in r)  # an exact walk
     anchors = sample_anchors(work_dir / "original" / f"walk_k{anchored}", settings.anchors,
                              np.random.default_rng(settings.seed))
+    held = top_of_walk(work_dir / "original" / f"walk_k{anchored}", settings.held_levels)
     net = copy.deepcopy(original)
     targets: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for number in range(1, settings.rounds + 1):
@@ -601,21 +620,30 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
             round_report.anchors_kept = float(saved_meta["repair"]["anchors_kept"])
             round_report.targets_tuned = int(saved_meta["repair"].get("targets_tuned", round_report.targets))
             round_report.targets_anchored = int(saved_meta["repair"].get("targets_anchored", 0))
+            round_report.targets_held = int(saved_meta["repair"].get("targets_held", 0))
         else:
             tuned, extra = split_targets(original, net, (tx, to, tmoves), settings.kept_targets,
                                          np.random.default_rng([settings.seed, number]))
-            keep = _not_targets(anchors, tx, to)
+            top = _not_targets(held, tx, to)  # a repair point's move wins over the original's
+            round_report.targets_held = int(top[0].shape[0])
+            tuned = tuple(np.concatenate([a, b]) for a, b in zip(tuned, (*top, greedy_moves(original, *top))))
+            keep = _not_targets(_not_targets(anchors, tx, to), *top)
             keep = (np.concatenate([keep[0], extra[0]]), np.concatenate([keep[1], extra[1]]))
-            round_report.targets_tuned, round_report.targets_anchored = int(tuned[0].shape[0]), int(extra[0].shape[0])
+            round_report.targets_tuned = int(tuned[0].shape[0]) - round_report.targets_held
+            round_report.targets_anchored = int(extra[0].shape[0])
             if settings.kept_targets is not None:
                 log(f"  {round_report.targets_tuned:,} targets to play, {round_report.targets_anchored:,} more "
                     f"positions of the subtrees among the anchors")
+            if settings.held_levels:
+                log(f"  {round_report.targets_held:,} positions of the walk's first {settings.held_levels} levels "
+                    f"keep their move as targets")
             round_report.steps, round_report.anchors_kept = fine_tune(net, original, keep, tuned, settings, log)
             repaired_meta = {k: v for k, v in meta.items() if k not in ("files", "format", "obs_version", "network")}
             repaired_meta["repair"] = {"from": spec, "git_commit": git_commit(), "from_order_sha256": original_sha256,
                                        "border_moves": largest, "round": number, "targets": round_report.targets,
                                        "targets_tuned": round_report.targets_tuned,
                                        "targets_anchored": round_report.targets_anchored,
+                                       "targets_held": round_report.targets_held,
                                        "anchors": int(keep[0].shape[0]), "steps": round_report.steps,
                                        "anchors_kept": round_report.anchors_kept, "settings": asdict(settings)}
             save_policy_dir(policy, {"order": net, "chaos": nets["chaos"]}, repaired_meta)

@@ -47,6 +47,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--settle-checks", type=options.int_in(0, 10_000), default=0, metavar="N",
                         help="once every target is played, fine-tune N more checks and keep the network of the "
                              "check with the fewest anchors lost (default 0)")
+    parser.add_argument("--held-levels", type=options.int_in(0, 18), default=0, metavar="L",
+                        help="the Order positions of the first L levels of the original's walk keep its move as "
+                             "targets, so that a near-tie at the top of the tree cannot tip the whole walk (default 0)")
     parser.add_argument("--seed", type=options.SEED, default=0, help="seeds the anchors and the batches (default 0)")
     parser.add_argument("--workers", type=options.int_in(1, 64), default=1, metavar="N",
                         help="processes for the whole-class walks (default 1)")
@@ -106,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"orderchaos repair: {exc}", file=sys.stderr)
         return 2
     settings = RepairSettings(anchors=args.anchors, seed=args.seed, rounds=args.rounds, max_steps=args.max_steps,
-                              kept_targets=args.kept_targets, settle_checks=args.settle_checks)
+                              kept_targets=args.kept_targets, settle_checks=args.settle_checks,
+                              held_levels=args.held_levels)
     log = (lambda line: None) if args.json else (lambda line: print(line, flush=True))
     with options.stop_on_signals():
         try:

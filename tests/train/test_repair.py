@@ -365,3 +365,26 @@ def test_a_settling_fine_tune_keeps_the_network_of_the_check_with_the_fewest_anc
         assert (steps, lost) == fewest and kept[settle] == 1 - lost / anchors[0].shape[0]
         assert greedy_moves(net, target[0], target[1]).tolist() == [parse_action("a4 X")]
     assert kept[26] > kept[0]
+
+
+def test_the_top_levels_of_the_walk_keep_the_original_move_through_a_repair(tmp_path: Path) -> None:
+    """``held_levels=2``: the start and every position after Order's move and a Chaos
+    answer in the original's K=0 walk are targets with the original's move (none of them is
+    a repair point here), and the repaired network plays that move at each of them."""
+    from dataclasses import replace
+
+    from orderchaos.proof.exploit import walked_positions
+    from orderchaos.train.repair import top_of_walk
+
+    start = board_after(LINE_TO_MISTAKE[:-1])
+    report = repair("pretrained", None, tmp_path / "work", 2, replace(SMALL_SETTINGS, rounds=1, held_levels=2),
+                    start=start, search=16, subtree_border_moves=0)
+    walk = tmp_path / "work" / "original" / "walk_k0"
+    levels = [set(zip(x.tolist(), o.tolist())) for x, o, _ in walked_positions(walk)]
+    hx, ho = top_of_walk(walk, 2)
+    assert set(zip(hx.tolist(), ho.tolist())) == levels[0] | levels[1] and len(levels[1]) > 1
+    assert top_of_walk(walk, 0)[0].shape == (0,)
+    assert report.rounds[0].targets_held == hx.shape[0]
+    original = load_policy_dir(pretrained_dir())[0]["order"]
+    tuned = load_policy_dir(tmp_path / "work" / "round_1" / "policy")[0]["order"]
+    assert np.array_equal(greedy_moves(tuned, hx, ho), greedy_moves(original, hx, ho))
