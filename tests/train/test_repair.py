@@ -332,13 +332,13 @@ def test_a_fine_tune_must_play_every_changed_target_and_anchors_a_seeded_sample_
     targets = subtree_targets(NetworkEvaluator(nets), MISTAKE, 1, tmp_path / "subtree")
     changed = greedy_moves(nets["order"], targets[0], targets[1]) != targets[2]
     assert (targets[0].shape[0], int(changed.sum())) == (633, 1)
-    (tx, to, tmoves), (ax, ao) = split_targets(nets["order"], nets["order"], targets, 10, np.random.default_rng(3))
+    (tx, to, tmoves), (ax, ao) = split_targets(nets["order"], targets, 10, np.random.default_rng(3))
     assert (tx.tolist(), to.tolist(), tmoves.tolist()) == ([MISTAKE.x], [MISTAKE.o], [parse_action("b3 X")])
-    _, again = split_targets(nets["order"], nets["order"], targets, 10, np.random.default_rng(3))
+    _, again = split_targets(nets["order"], targets, 10, np.random.default_rng(3))
     assert ax.shape[0] == 10 and np.array_equal(ax, again[0]) and np.array_equal(ao, again[1])
     assert (MISTAKE.x, MISTAKE.o) not in set(zip(ax.tolist(), ao.tolist()))
     assert set(zip(ax.tolist(), ao.tolist())) <= set(zip(targets[0].tolist(), targets[1].tolist()))
-    whole, none = split_targets(nets["order"], nets["order"], targets, None, np.random.default_rng(3))
+    whole, none = split_targets(nets["order"], targets, None, np.random.default_rng(3))
     assert all(np.array_equal(a, b) for a, b in zip(whole, targets)) and none[0].shape[0] == 0
 
 
