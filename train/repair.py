@@ -400,13 +400,15 @@ def top_of_walk(work_dir: Path, levels: int) -> tuple[np.ndarray, np.ndarray]:
     return boards[:, 0].copy(), boards[:, 1].copy()
 
 
-def split_targets(original: PolicyValueNet, targets: tuple[np.ndarray, np.ndarray, np.ndarray],
-                  most_kept: int | None,
+def split_targets(original: PolicyValueNet, net: PolicyValueNet, targets: tuple[np.ndarray, np.ndarray, np.ndarray],
+                  latest: tuple[np.ndarray, np.ndarray, np.ndarray], most_kept: int | None,
                   rng: np.random.Generator) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """The targets (X, O, move) a fine-tune must make the network's greedy moves, and the
     positions that join its anchors (X, O). With ``most_kept`` None every target stays a
     target and no anchor is added. Otherwise the targets are those whose move ``original``
-    does not play (the repairs of this round and the rounds before), and of the rest
+    does not play (the repairs of the rounds before) and those of this round's ``latest``
+    whose move ``net`` does not play (its repairs: a repair point where an earlier round moved
+    the network off the original's move gets that move back), and of the rest
     (``original`` plays their move, so an anchor keeps it) at most ``most_kept``, drawn by
     ``rng``, become anchors: a position an earlier round let go and ``net`` has since moved
     off is one more anchor, not a target to be won back (a round that made the thousands of
@@ -419,6 +421,10 @@ def split_targets(original: PolicyValueNet, targets: tuple[np.ndarray, np.ndarra
     if most_kept is None:
         return targets, (tx[:0], to[:0])
     must = greedy_moves(original, tx, to) != tmoves
+    lx, lo, lmoves = latest
+    repairs = lmoves != greedy_moves(net, lx, lo)
+    repaired_boards = set(zip(lx[repairs].tolist(), lo[repairs].tolist()))
+    must |= np.array([board in repaired_boards for board in zip(tx.tolist(), to.tolist())], dtype=bool)
     rest = np.flatnonzero(~must)
     if rest.size > most_kept:
         rest = np.sort(rng.choice(rest, most_kept, replace=False))
@@ -624,7 +630,7 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
             round_report.targets_anchored = int(saved_meta["repair"].get("targets_anchored", 0))
             round_report.targets_held = int(saved_meta["repair"].get("targets_held", 0))
         else:
-            tuned, extra = split_targets(original, (tx, to, tmoves), settings.kept_targets,
+            tuned, extra = split_targets(original, net, (tx, to, tmoves), new, settings.kept_targets,
                                          np.random.default_rng([settings.seed, number]))
             top = _not_targets(held, tx, to)  # a repair point's move wins over the original's
             round_report.targets_held = int(top[0].shape[0])

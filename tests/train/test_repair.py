@@ -332,13 +332,13 @@ def test_a_fine_tune_must_play_every_changed_target_and_anchors_a_seeded_sample_
     targets = subtree_targets(NetworkEvaluator(nets), MISTAKE, 1, tmp_path / "subtree")
     changed = greedy_moves(nets["order"], targets[0], targets[1]) != targets[2]
     assert (targets[0].shape[0], int(changed.sum())) == (633, 1)
-    (tx, to, tmoves), (ax, ao) = split_targets(nets["order"], targets, 10, np.random.default_rng(3))
+    (tx, to, tmoves), (ax, ao) = split_targets(nets["order"], nets["order"], targets, targets, 10, np.random.default_rng(3))
     assert (tx.tolist(), to.tolist(), tmoves.tolist()) == ([MISTAKE.x], [MISTAKE.o], [parse_action("b3 X")])
-    _, again = split_targets(nets["order"], targets, 10, np.random.default_rng(3))
+    _, again = split_targets(nets["order"], nets["order"], targets, targets, 10, np.random.default_rng(3))
     assert ax.shape[0] == 10 and np.array_equal(ax, again[0]) and np.array_equal(ao, again[1])
     assert (MISTAKE.x, MISTAKE.o) not in set(zip(ax.tolist(), ao.tolist()))
     assert set(zip(ax.tolist(), ao.tolist())) <= set(zip(targets[0].tolist(), targets[1].tolist()))
-    whole, none = split_targets(nets["order"], targets, None, np.random.default_rng(3))
+    whole, none = split_targets(nets["order"], nets["order"], targets, targets, None, np.random.default_rng(3))
     assert all(np.array_equal(a, b) for a, b in zip(whole, targets)) and none[0].shape[0] == 0
 
 
@@ -388,3 +388,22 @@ def test_the_top_levels_of_the_walk_keep_the_original_move_through_a_repair(tmp_
     original = load_policy_dir(pretrained_dir())[0]["order"]
     tuned = load_policy_dir(tmp_path / "work" / "round_1" / "policy")[0]["order"]
     assert np.array_equal(greedy_moves(tuned, hx, ho), greedy_moves(original, hx, ho))
+
+
+def test_a_repair_point_an_earlier_round_moved_the_network_off_is_a_target_again() -> None:
+    """``repaired`` plays b3 X at the mistake where ``pretrained`` played e3 X: when this
+    round gives e3 X there (the original's move) the fine-tune must reach it; the same
+    target from an earlier round only is an anchor."""
+    from orderchaos.train.repair import split_targets
+
+    original = load_policy_dir(pretrained_dir())[0]["order"]
+    net = load_policy_dir(repaired_dir())[0]["order"]
+    x, o = np.array([MISTAKE.x], np.uint64), np.array([MISTAKE.o], np.uint64)
+    assert greedy_moves(original, x, o).tolist() == [parse_action("e3 X")]
+    assert greedy_moves(net, x, o).tolist() == [parse_action("b3 X")]
+    target = (x, o, np.array([parse_action("e3 X")]))
+    (tx, _, tmoves), (ax, _) = split_targets(original, net, target, target, 5, np.random.default_rng(0))
+    assert (tx.tolist(), tmoves.tolist(), ax.shape[0]) == ([MISTAKE.x], [parse_action("e3 X")], 0)
+    nothing_new = (x[:0], o[:0], target[2][:0])
+    (tx, _, _), (ax, _) = split_targets(original, net, target, nothing_new, 5, np.random.default_rng(0))
+    assert (tx.shape[0], ax.tolist()) == (0, [MISTAKE.x])
