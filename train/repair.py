@@ -412,11 +412,11 @@ def split_targets(original: PolicyValueNet, net: PolicyValueNet, targets: tuple[
     (``original`` plays their move, so an anchor keeps it) at most ``most_kept``, drawn by
     ``rng``, become anchors: a position an earlier round let go and ``net`` has since moved
     off is one more anchor, not a target to be won back (a round that made the thousands of
-    them targets again fought its anchors for hundreds of steps). A subtree below an early repair point holds hundreds of
-    thousands of positions the network already plays, many of them near-ties; holding each
-    one as a target makes the fine-tune chase them one by one, while as anchors they are
-    kept as the walk's other positions are, and the next round's walks and searches see
-    what moved."""
+    them targets again fought its anchors for hundreds of steps). A subtree below an early
+    repair point holds hundreds of thousands of positions the network already plays, many of
+    them near-ties; holding each one as a target makes the fine-tune chase them one by one,
+    while as anchors they are kept as the walk's other positions are, and the next round's
+    walks and searches see what moved."""
     tx, to, tmoves = targets
     if most_kept is None:
         return targets, (tx[:0], to[:0])
@@ -583,7 +583,8 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
     anchored = next(r["border_moves"] for r in reversed(report.original_walks) if "positions" in r)  # an exact walk
     anchors = sample_anchors(work_dir / "original" / f"walk_k{anchored}", settings.anchors,
                              np.random.default_rng(settings.seed))
-    held = top_of_walk(work_dir / "original" / f"walk_k{anchored}", settings.held_levels)
+    held_x, held_o = top_of_walk(work_dir / "original" / f"walk_k{anchored}", settings.held_levels)
+    held = (held_x, held_o, greedy_moves(original, held_x, held_o))
     net = copy.deepcopy(original)
     targets: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for number in range(1, settings.rounds + 1):
@@ -634,8 +635,8 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
                                          np.random.default_rng([settings.seed, number]))
             top = _not_targets(held, tx, to)  # a repair point's move wins over the original's
             round_report.targets_held = int(top[0].shape[0])
-            tuned = tuple(np.concatenate([a, b]) for a, b in zip(tuned, (*top, greedy_moves(original, *top))))
-            keep = _not_targets(_not_targets(anchors, tx, to), *top)
+            tuned = tuple(np.concatenate([a, b]) for a, b in zip(tuned, top))
+            keep = _not_targets(anchors, np.concatenate([tx, top[0]]), np.concatenate([to, top[1]]))
             keep = (np.concatenate([keep[0], extra[0]]), np.concatenate([keep[1], extra[1]]))
             round_report.targets_tuned = int(tuned[0].shape[0]) - round_report.targets_held
             round_report.targets_anchored = int(extra[0].shape[0])
@@ -734,12 +735,12 @@ def _distinct_targets(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) ->
     return x[first], o[first], moves[first]
 
 
-def _not_targets(anchors: tuple[np.ndarray, np.ndarray], tx: np.ndarray, to: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The anchors whose board is not a target."""
-    ax, ao = anchors
+def _not_targets(rows: tuple[np.ndarray, ...], tx: np.ndarray, to: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The rows (X, O, and any columns beside them: anchors, or held positions with their
+    moves) whose board is not a target."""
     target_boards = set(zip(tx.tolist(), to.tolist()))
-    keep = np.array([(a, b) not in target_boards for a, b in zip(ax.tolist(), ao.tolist())], dtype=bool)
-    return ax[keep], ao[keep]
+    keep = np.array([board not in target_boards for board in zip(rows[0].tolist(), rows[1].tolist())], dtype=bool)
+    return tuple(column[keep] for column in rows)
 
 
 def write_report(report: RepairReport, path: Path) -> None:
