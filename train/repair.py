@@ -75,9 +75,10 @@ class RepairSettings:
     ``check_every`` steps; ``margin``: the logit lead a target's new move must reach (see
     :func:`required_margins`); ``rounds``: fine-tune and walk at most this many times;
     ``lines``: refutation lines rebuilt per walk at most (the repair points of the others,
-    when they differ, are found by the next round's walk); ``kept_targets``: of the targets
-    whose move the original network already plays, at most this many, sampled, join the
-    anchors, and the rest are let go (None: all stay targets; see :func:`split_targets`);
+    when they differ, are found by the next round's walk); ``kept_targets``: only the
+    positions a round's subtree walk overrode stay targets, and of the others whose move
+    the original network plays at most this many, sampled, join the anchors (None: all stay
+    targets; see :func:`split_targets`);
     ``settle_checks``: once every target is played, go on for this many more checks and keep
     the network of the check with every target played and the fewest anchors lost;
     ``held_levels``: the Order positions of the first this many levels of the original's walk
@@ -400,32 +401,26 @@ def top_of_walk(work_dir: Path, levels: int) -> tuple[np.ndarray, np.ndarray]:
     return boards[:, 0].copy(), boards[:, 1].copy()
 
 
-def split_targets(original: PolicyValueNet, net: PolicyValueNet, targets: tuple[np.ndarray, np.ndarray, np.ndarray],
-                  latest: tuple[np.ndarray, np.ndarray, np.ndarray], most_kept: int | None,
+def split_targets(original: PolicyValueNet, targets: tuple[np.ndarray, np.ndarray, np.ndarray],
+                  repairs: tuple[np.ndarray, np.ndarray], most_kept: int | None,
                   rng: np.random.Generator) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """The targets (X, O, move) a fine-tune must make the network's greedy moves, and the
     positions that join its anchors (X, O). With ``most_kept`` None every target stays a
-    target and no anchor is added. Otherwise the targets are those whose move ``original``
-    does not play (the repairs of the rounds before) and those of this round's ``latest``
-    whose move ``net`` does not play (its repairs: a repair point where an earlier round moved
-    the network off the original's move gets that move back), and of the rest
-    (``original`` plays their move, so an anchor keeps it) at most ``most_kept``, drawn by
-    ``rng``, become anchors: a position an earlier round let go and ``net`` has since moved
-    off is one more anchor, not a target to be won back (a round that made the thousands of
-    them targets again fought its anchors for hundreds of steps). A subtree below an early
-    repair point holds hundreds of thousands of positions the network already plays, many of
-    them near-ties; holding each one as a target makes the fine-tune chase them one by one,
-    while as anchors they are kept as the walk's other positions are, and the next round's
-    walks and searches see what moved."""
+    target and no anchor is added. Otherwise the targets are the boards in ``repairs`` (X,
+    O): the positions where a round's subtree walk overrode the network it walked with, of
+    every round so far. Of the rest, those whose move ``original`` plays may join the anchors
+    (at most ``most_kept``, drawn by ``rng``), and those it does not play (a move an earlier
+    fine-tune drifted to, which the subtree walk found winning) are let go. A subtree below
+    an early repair point holds hundreds of thousands of positions, many of them near-ties;
+    holding each as a target makes the fine-tune chase them one by one (a round that made
+    1,854 drifted positions targets again fought its anchors for over a thousand steps),
+    while the next round's exact walks and searches see whatever moved."""
     tx, to, tmoves = targets
     if most_kept is None:
         return targets, (tx[:0], to[:0])
-    must = greedy_moves(original, tx, to) != tmoves
-    lx, lo, lmoves = latest
-    repairs = lmoves != greedy_moves(net, lx, lo)
-    repaired_boards = set(zip(lx[repairs].tolist(), lo[repairs].tolist()))
-    must |= np.array([board in repaired_boards for board in zip(tx.tolist(), to.tolist())], dtype=bool)
-    rest = np.flatnonzero(~must)
+    repaired_boards = set(zip(repairs[0].tolist(), repairs[1].tolist()))
+    must = np.array([board in repaired_boards for board in zip(tx.tolist(), to.tolist())], dtype=bool)
+    rest = np.flatnonzero(~must & (greedy_moves(original, tx, to) == tmoves))
     if rest.size > most_kept:
         rest = np.sort(rng.choice(rest, most_kept, replace=False))
     return (tx[must], to[must], tmoves[must]), (tx[rest], to[rest])
@@ -464,11 +459,13 @@ def _walk(spec: str, start: State, folder: Path, border_moves: int | None, worke
 
 
 SEARCH_FILE = "search.json"
+SEARCH_LINES = 64
+"""Refutation lines each beam search of a repair keeps at most (``--search-lines``)."""
 
 
 def _search_walk(spec: str, start: State, folder: Path, border_moves: int | None, search: int, exact_up_to: int,
                  workers: int, max_lines: int, log: Callable[[str], None],
-                 label: str) -> tuple[list[dict[str, Any]], list[list[int]]]:
+                 label: str, search_lines: int = SEARCH_LINES) -> tuple[list[dict[str, Any]], list[list[int]]]:
     """The classes K=0 .. ``exact_up_to`` (below ``border_moves``) walked exactly, each in
     its own folder under ``folder``, stopping at the first with refutations (their lines);
     when all are clean, the beam searches of :func:`find_refutations` (width ``search``) in
@@ -491,7 +488,7 @@ def _search_walk(spec: str, start: State, folder: Path, border_moves: int | None
         import time
 
         began = time.process_time()
-        lines, searches = find_refutations(move_chooser(spec), start, border_moves, search)
+        lines, searches = find_refutations(move_chooser(spec), start, border_moves, search, most=search_lines)
         name = "all" if border_moves is None else border_moves
         saved = {"record": {"border_moves": name, "search": search, "refutations": len(lines), "searches": searches,
                             "cpu_seconds": round(time.process_time() - began, 1)}, "lines": lines}
@@ -523,7 +520,8 @@ def _no_progress(report: RepairReport, patience: int) -> bool:
 def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves: int | None = 1,
            settings: RepairSettings = RepairSettings(), workers: int = 1, start: State = State(),
            log: Callable[[str], None] = lambda line: None, search: int | None = None, exact_up_to: int = 0,
-           patience: int = 2, subtree_border_moves: int | None = None) -> RepairReport:
+           patience: int = 2, subtree_border_moves: int | None = None,
+           search_lines: int = SEARCH_LINES) -> RepairReport:
     """Repair the Order network of the policy ``spec`` (``pretrained``, or a policy or run
     folder) against Chaos with at most ``border_moves`` border moves while the centre is
     open, as the module docstring describes; write the repaired policy (the Chaos network
@@ -543,7 +541,8 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
     each round first (:func:`_search_walk`). The repair ends when a round's walks and searches
     find nothing (which proves nothing about the class beyond the exact walks), or, with
     ``report.stopped`` saying so, when ``patience`` rounds in a row found no fewer
-    refutations than the fewest before them.
+    refutations than the fewest before them. ``search_lines``: lines each search keeps at
+    most (more lines, more repair points a round).
 
     ``subtree_border_moves`` J: the subtree below a repair point is walked with at most J
     more border moves (fewer when the class leaves fewer): with K=2, a point after one border
@@ -565,6 +564,8 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
                 "settings": {k: v for k, v in asdict(settings).items() if k != "rounds"}}
     if search is not None:
         question["search"] = {"width": search, "exact_up_to": exact_up_to}
+        if search_lines != SEARCH_LINES:
+            question["search"]["lines"] = search_lines
     if subtree_border_moves is not None:
         question["subtree_border_moves"] = subtree_border_moves
     _check_question(work_dir, question)
@@ -572,7 +573,7 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
     def walks(policy_spec: str, folder: Path, label: str, every_class: bool) -> tuple[list[dict[str, Any]], list[list[int]]]:
         if search is not None:
             return _search_walk(policy_spec, start, folder, border_moves, search, exact_up_to, workers,
-                                settings.lines, log, label)
+                                settings.lines, log, label, search_lines)
         return _walk(policy_spec, start, folder, border_moves, workers, every_class, settings.lines, log, label)
 
     report = RepairReport(border_moves)
@@ -587,6 +588,7 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
     held = (held_x, held_o, greedy_moves(original, held_x, held_o))
     net = copy.deepcopy(original)
     targets: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    repairs: list[tuple[np.ndarray, np.ndarray]] = []
     for number in range(1, settings.rounds + 1):
         folder = work_dir / f"round_{number}"
         round_report = RoundReport()
@@ -610,6 +612,8 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
             new = tuple(np.concatenate(column) for column in zip(*parts))
             _save_targets(folder / TARGETS_FILE, new)
         targets.append(new)
+        overridden = greedy_moves(net, new[0], new[1]) != new[2]  # ``net``: the network the subtrees were walked with
+        repairs.append((new[0][overridden], new[1][overridden]))
         given = {(int(x), int(o)): int(m) for x, o, m in zip(*new)}
         played = greedy_moves(net, np.array([s.x for s, _ in points.values()], np.uint64),
                               np.array([s.o for s, _ in points.values()], np.uint64))
@@ -631,9 +635,10 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
             round_report.targets_anchored = int(saved_meta["repair"].get("targets_anchored", 0))
             round_report.targets_held = int(saved_meta["repair"].get("targets_held", 0))
         else:
-            tuned, extra = split_targets(original, net, (tx, to, tmoves), new, settings.kept_targets,
+            repaired_boards = tuple(np.concatenate(column) for column in zip(*repairs))
+            tuned, extra = split_targets(original, (tx, to, tmoves), repaired_boards, settings.kept_targets,
                                          np.random.default_rng([settings.seed, number]))
-            top = _not_targets(held, tx, to)  # a repair point's move wins over the original's
+            top = _not_targets(held, tuned[0], tuned[1])  # a repair point's move wins over the original's
             round_report.targets_held = int(top[0].shape[0])
             tuned = tuple(np.concatenate([a, b]) for a, b in zip(tuned, top))
             keep = _not_targets(anchors, np.concatenate([tx, top[0]]), np.concatenate([to, top[1]]))

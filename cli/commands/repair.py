@@ -42,8 +42,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=options.int_in(1, 1_000_000), default=4000, metavar="N",
                         help="fine-tune steps a round at most; a round whose targets are not all played by then fails (default 4000)")
     parser.add_argument("--kept-targets", type=options.int_in(0, 50_000_000), metavar="N",
-                        help="of the targets whose move the network already plays, hold at most N in the fine-tune, "
-                             "sampled (default: all)")
+                        help="only the positions a subtree walk overrode stay targets; of the others whose move the "
+                             "original network plays, at most N, sampled, join the anchors (default: every position "
+                             "of the subtrees is a target)")
     parser.add_argument("--settle-checks", type=options.int_in(0, 10_000), default=0, metavar="N",
                         help="once every target is played, fine-tune N more checks and keep the network of the "
                              "check with the fewest anchors lost (default 0)")
@@ -58,6 +59,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "from the lines found) instead of walking it whole; K=0 is walked exactly each round")
     parser.add_argument("--exact-up-to", type=options.int_in(0, 20), default=0, metavar="J",
                         help="with --search: walk K=0..J exactly each round before searching (default 0)")
+    parser.add_argument("--search-lines", type=options.int_in(1, 1_000_000), default=None, metavar="N",
+                        help="with --search: refutation lines each beam search keeps at most; more lines give a "
+                             "round more repair points (default 64)")
     parser.add_argument("--patience", type=options.int_in(1, 100), default=2, metavar="N",
                         help="with --search: stop after N rounds that find no fewer refutations than the fewest "
                              "before them (default 2)")
@@ -79,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from orderchaos.proof.exploit import WorkDirError
     from orderchaos.envs.rules import BoardStringError, State, check_reachable, parse_board
     from orderchaos.files import OutputPathError, check_output_dir, check_output_file, os_error_reason
-    from orderchaos.train.repair import RepairSettings, check_new_folder, policy_spec_dir, publish, repair, write_report
+    from orderchaos.train.repair import SEARCH_LINES, RepairSettings, check_new_folder, policy_spec_dir, publish, repair, write_report
 
     try:
         start = check_reachable(parse_board(args.start)) if args.start is not None else State()
@@ -96,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
         check_output_dir(out, "repaired policy")
         if args.report:
             check_output_file(args.report, "report")
-        if args.search is None and (args.exact_up_to or args.patience != 2):
-            raise ValueError("--exact-up-to and --patience go with --search")
+        if args.search is None and (args.exact_up_to or args.patience != 2 or args.search_lines is not None):
+            raise ValueError("--exact-up-to, --patience and --search-lines go with --search")
         if args.search is not None and args.border_moves == 0:
             raise ValueError("--search is for a class too large to walk; K=0 is walked exactly (drop --search)")
         if args.plot:
@@ -116,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             report = repair(args.agent, None, args.work_dir, args.border_moves, settings, args.workers, start, log,
                             search=args.search, exact_up_to=args.exact_up_to, patience=args.patience,
-                            subtree_border_moves=args.subtree_border_moves)
+                            subtree_border_moves=args.subtree_border_moves,
+                            search_lines=args.search_lines or SEARCH_LINES)
         except WorkDirError as exc:
             print(f"orderchaos repair: {exc}", file=sys.stderr)
             return 2

@@ -17,6 +17,7 @@ from orderchaos.agents.network_agent import NetworkEvaluator
 from orderchaos.agents.policy_files import load_policy_dir, pretrained_dir, read_meta, repaired_dir
 from orderchaos.proof.exploit import WorkDirError, exploit, order_priors
 from orderchaos.cli.main import main
+from orderchaos.envs.encoding import bitboard_masks
 from orderchaos.envs.rules import State, parse_cell
 from orderchaos.train.repair import (
     RepairReport, RepairSettings, best_keeping_move, fine_tune, greedy_moves, repair, repair_point, sample_anchors,
@@ -279,6 +280,7 @@ def test_a_repair_against_the_search_finds_a_refutation_trains_it_away_and_walks
 def test_search_options_are_refused_where_they_do_not_belong(tmp_path: Path, capsys) -> None:
     for argv, message in ((["--border-moves", "0", "--search", "10"], "K=0 is walked exactly"),
                           (["--exact-up-to", "1"], "go with --search"),
+                          (["--search-lines", "8"], "go with --search"),
                           (["--search", "10", "--plot", str(tmp_path / "p.txt")], "give a .svg or .png file")):
         assert main(["repair", "--agent", "pretrained", "--out", str(tmp_path / "o"), "--work-dir",
                      str(tmp_path / "w"), *argv]) == 2
@@ -321,25 +323,39 @@ def test_the_subtree_below_a_repair_point_is_walked_with_at_most_the_border_move
         repair("pretrained", None, tmp_path / "work", 2, replace(SMALL_SETTINGS, rounds=1), start=start, search=16)
 
 
-def test_a_fine_tune_must_play_every_changed_target_and_anchors_a_seeded_sample_of_the_rest(tmp_path: Path) -> None:
+def test_only_the_overridden_positions_stay_targets_and_a_seeded_sample_of_the_rest_are_anchors(tmp_path: Path) -> None:
     """Below the mistake with one border move left the repaired player's 633 targets hold
-    one move the network does not play (b3 X at the mistake); ``split_targets`` keeps it as
-    the one target and makes 10 of the others anchors, the same 10 for the same seed, none
-    of them the mistake; without a bound all 633 stay targets."""
+    one override (b3 X at the mistake). With a bound, ``split_targets`` keeps the boards of
+    ``repairs`` as the targets; of the others, those whose move the original plays join the
+    anchors (10 drawn, the same 10 for the same seed) and one given a move the original does
+    not play (as an earlier fine-tune's drift would) is let go; without a bound all 633 stay
+    targets."""
     from orderchaos.train.repair import split_targets
 
     nets = load_policy_dir(pretrained_dir())[0]
     targets = subtree_targets(NetworkEvaluator(nets), MISTAKE, 1, tmp_path / "subtree")
-    changed = greedy_moves(nets["order"], targets[0], targets[1]) != targets[2]
+    played = greedy_moves(nets["order"], targets[0], targets[1])
+    changed = played != targets[2]
     assert (targets[0].shape[0], int(changed.sum())) == (633, 1)
-    (tx, to, tmoves), (ax, ao) = split_targets(nets["order"], nets["order"], targets, targets, 10, np.random.default_rng(3))
+    repairs = (targets[0][changed], targets[1][changed])
+    drifted = int(np.flatnonzero(~changed)[7])
+    legal = [int(a) for a in np.flatnonzero(bitboard_masks(targets[0][drifted:drifted + 1], targets[1][drifted:drifted + 1])[0])]
+    moves = targets[2].copy()
+    moves[drifted] = next(a for a in legal if a != played[drifted])
+    given = (targets[0], targets[1], moves)
+    (tx, to, tmoves), (ax, ao) = split_targets(nets["order"], given, repairs, 10, np.random.default_rng(3))
     assert (tx.tolist(), to.tolist(), tmoves.tolist()) == ([MISTAKE.x], [MISTAKE.o], [parse_action("b3 X")])
-    _, again = split_targets(nets["order"], nets["order"], targets, targets, 10, np.random.default_rng(3))
+    _, again = split_targets(nets["order"], given, repairs, 10, np.random.default_rng(3))
     assert ax.shape[0] == 10 and np.array_equal(ax, again[0]) and np.array_equal(ao, again[1])
-    assert (MISTAKE.x, MISTAKE.o) not in set(zip(ax.tolist(), ao.tolist()))
-    assert set(zip(ax.tolist(), ao.tolist())) <= set(zip(targets[0].tolist(), targets[1].tolist()))
-    whole, none = split_targets(nets["order"], nets["order"], targets, targets, None, np.random.default_rng(3))
-    assert all(np.array_equal(a, b) for a, b in zip(whole, targets)) and none[0].shape[0] == 0
+    _, (every_x, every_o) = split_targets(nets["order"], given, repairs, 1000, np.random.default_rng(3))
+    anchored = set(zip(every_x.tolist(), every_o.tolist()))
+    assert len(anchored) == 631 and (MISTAKE.x, MISTAKE.o) not in anchored
+    assert (int(targets[0][drifted]), int(targets[1][drifted])) not in anchored
+    assert anchored <= set(zip(targets[0].tolist(), targets[1].tolist()))
+    nothing = split_targets(nets["order"], given, (repairs[0][:0], repairs[1][:0]), 1000, np.random.default_rng(3))[0]
+    assert nothing[0].shape[0] == 0
+    whole, none = split_targets(nets["order"], given, repairs, None, np.random.default_rng(3))
+    assert all(np.array_equal(a, b) for a, b in zip(whole, given)) and none[0].shape[0] == 0
 
 
 def test_a_settling_fine_tune_keeps_the_network_of_the_check_with_the_fewest_anchors_lost(tmp_path: Path) -> None:
@@ -390,20 +406,22 @@ def test_the_top_levels_of_the_walk_keep_the_original_move_through_a_repair(tmp_
     assert np.array_equal(greedy_moves(tuned, hx, ho), greedy_moves(original, hx, ho))
 
 
-def test_a_repair_point_an_earlier_round_moved_the_network_off_is_a_target_again() -> None:
-    """``repaired`` plays b3 X at the mistake where ``pretrained`` played e3 X: when this
-    round gives e3 X there (the original's move) the fine-tune must reach it; the same
-    target from an earlier round only is an anchor."""
-    from orderchaos.train.repair import split_targets
+def test_a_round_with_kept_targets_tunes_its_overrides_and_anchors_the_rest_of_its_subtree(tmp_path: Path) -> None:
+    """From before f4 O at K=1 with ``kept_targets``: the round's one override (b3 X at the
+    mistake, where the network it walked with plays e3 X) is the one target tuned, the rest of
+    the subtree (30 positions whose move the original plays) joins the anchors, and the
+    repaired network plays b3 X there. ``search_lines=2``: each of the 9 searches keeps at
+    most 2 of its lines (6 in all here, against 52 at the default 64), and the bound is part
+    of the work folder's question."""
+    from dataclasses import replace
 
-    original = load_policy_dir(pretrained_dir())[0]["order"]
-    net = load_policy_dir(repaired_dir())[0]["order"]
+    start = board_after(LINE_TO_MISTAKE[:-1])
+    report = repair("pretrained", None, tmp_path / "work", 1, replace(SMALL_SETTINGS, rounds=1, kept_targets=100),
+                    start=start, search=16, search_lines=2)
+    assert (report.original_walks[-1]["refutations"], report.original_walks[-1]["searches"]) == (6, 9)
+    assert json.loads((tmp_path / "work" / "repair.json").read_text())["search"]["lines"] == 2
+    first = report.rounds[0]
+    assert (first.targets, first.targets_tuned, first.targets_anchored) == (31, 1, 30)
+    tuned = load_policy_dir(tmp_path / "work" / "round_1" / "policy")[0]["order"]
     x, o = np.array([MISTAKE.x], np.uint64), np.array([MISTAKE.o], np.uint64)
-    assert greedy_moves(original, x, o).tolist() == [parse_action("e3 X")]
-    assert greedy_moves(net, x, o).tolist() == [parse_action("b3 X")]
-    target = (x, o, np.array([parse_action("e3 X")]))
-    (tx, _, tmoves), (ax, _) = split_targets(original, net, target, target, 5, np.random.default_rng(0))
-    assert (tx.tolist(), tmoves.tolist(), ax.shape[0]) == ([MISTAKE.x], [parse_action("e3 X")], 0)
-    nothing_new = (x[:0], o[:0], target[2][:0])
-    (tx, _, _), (ax, _) = split_targets(original, net, target, nothing_new, 5, np.random.default_rng(0))
-    assert (tx.shape[0], ax.tolist()) == (0, [MISTAKE.x])
+    assert greedy_moves(tuned, x, o).tolist() == [parse_action("b3 X")]
