@@ -542,7 +542,7 @@ def repair(spec: str, out: str | Path | None, work_dir: str | Path, border_moves
     find nothing (which proves nothing about the class beyond the exact walks), or, with
     ``report.stopped`` saying so, when ``patience`` rounds in a row found no fewer
     refutations than the fewest before them. ``search_lines``: lines each search keeps at
-    most (more lines, more repair points a round).
+    most (more lines can pass more repair points).
 
     ``subtree_border_moves`` J: the subtree below a repair point is walked with at most J
     more border moves (fewer when the class leaves fewer): with K=2, a point after one border

@@ -60,8 +60,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exact-up-to", type=options.int_in(0, 20), default=0, metavar="J",
                         help="with --search: walk K=0..J exactly each round before searching (default 0)")
     parser.add_argument("--search-lines", type=options.int_in(1, 1_000_000), default=None, metavar="N",
-                        help="with --search: refutation lines each beam search keeps at most; more lines give a "
-                             "round more repair points (default 64)")
+                        help="with --search: refutation lines each beam search keeps at most; more lines can pass more "
+                             "repair points (default 64)")
     parser.add_argument("--patience", type=options.int_in(1, 100), default=2, metavar="N",
                         help="with --search: stop after N rounds that find no fewer refutations than the fewest "
                              "before them (default 2)")
