@@ -418,8 +418,7 @@ def split_targets(original: PolicyValueNet, targets: tuple[np.ndarray, np.ndarra
     tx, to, tmoves = targets
     if most_kept is None:
         return targets, (tx[:0], to[:0])
-    repaired_boards = set(zip(repairs[0].tolist(), repairs[1].tolist()))
-    must = np.array([board in repaired_boards for board in zip(tx.tolist(), to.tolist())], dtype=bool)
+    must = _on_boards(tx, to, *repairs)
     rest = np.flatnonzero(~must & (greedy_moves(original, tx, to) == tmoves))
     if rest.size > most_kept:
         rest = np.sort(rng.choice(rest, most_kept, replace=False))
@@ -743,9 +742,14 @@ def _distinct_targets(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) ->
 def _not_targets(rows: tuple[np.ndarray, ...], tx: np.ndarray, to: np.ndarray) -> tuple[np.ndarray, ...]:
     """The rows (X, O, and any columns beside them: anchors, or held positions with their
     moves) whose board is not a target."""
-    target_boards = set(zip(tx.tolist(), to.tolist()))
-    keep = np.array([board not in target_boards for board in zip(rows[0].tolist(), rows[1].tolist())], dtype=bool)
+    keep = ~_on_boards(rows[0], rows[1], tx, to)
     return tuple(column[keep] for column in rows)
+
+
+def _on_boards(x: np.ndarray, o: np.ndarray, boards_x: np.ndarray, boards_o: np.ndarray) -> np.ndarray:
+    """Which of the positions (``x``, ``o``) are among the boards (``boards_x``, ``boards_o``)."""
+    boards = set(zip(boards_x.tolist(), boards_o.tolist()))
+    return np.array([board in boards for board in zip(x.tolist(), o.tolist())], dtype=bool)
 
 
 def write_report(report: RepairReport, path: Path) -> None:
