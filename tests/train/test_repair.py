@@ -425,3 +425,29 @@ def test_a_round_with_kept_targets_tunes_its_overrides_and_anchors_the_rest_of_i
     tuned = load_policy_dir(tmp_path / "work" / "round_1" / "policy")[0]["order"]
     x, o = np.array([MISTAKE.x], np.uint64), np.array([MISTAKE.o], np.uint64)
     assert greedy_moves(tuned, x, o).tolist() == [parse_action("b3 X")]
+
+
+def test_a_repair_point_among_the_held_levels_gets_its_repaired_move_not_the_original_one(tmp_path: Path) -> None:
+    """From before f4 O at K=1 with ``held_levels=1``: the first level of the original's walk
+    (the positions after each Chaos answer) holds the repair point itself, the mistake. The
+    round's override (b3 X) is the one move tuned there; the level's other positions keep the
+    original's move, and the repaired network plays both."""
+    from dataclasses import replace
+
+    from orderchaos.train.repair import top_of_walk
+
+    start = board_after(LINE_TO_MISTAKE[:-1])
+    report = repair("pretrained", None, tmp_path / "work", 1,
+                    replace(SMALL_SETTINGS, rounds=1, kept_targets=100, held_levels=1), start=start)
+    hx, ho = top_of_walk(tmp_path / "work" / "original" / "walk_k1", 1)
+    at_mistake = (hx == MISTAKE.x) & (ho == MISTAKE.o)
+    assert at_mistake.sum() == 1 and hx.shape[0] > 1
+    first = report.rounds[0]
+    assert (first.targets_tuned, first.targets_held) == (1, hx.shape[0] - 1)
+    original = load_policy_dir(pretrained_dir())[0]["order"]
+    tuned = load_policy_dir(tmp_path / "work" / "round_1" / "policy")[0]["order"]
+    others = ~at_mistake
+    assert np.array_equal(greedy_moves(tuned, hx[others], ho[others]), greedy_moves(original, hx[others], ho[others]))
+    x, o = np.array([MISTAKE.x], np.uint64), np.array([MISTAKE.o], np.uint64)
+    assert greedy_moves(original, x, o).tolist() == [parse_action("e3 X")]
+    assert greedy_moves(tuned, x, o).tolist() == [parse_action("b3 X")]
