@@ -451,3 +451,20 @@ def test_a_repair_point_among_the_held_levels_gets_its_repaired_move_not_the_ori
     x, o = np.array([MISTAKE.x], np.uint64), np.array([MISTAKE.o], np.uint64)
     assert greedy_moves(original, x, o).tolist() == [parse_action("e3 X")]
     assert greedy_moves(tuned, x, o).tolist() == [parse_action("b3 X")]
+
+
+def test_the_kept_k2_candidate_wins_below_a_repair_point_where_repaired_loses() -> None:
+    """``agents/data/candidates/repair-k2`` (the K=2 repair chain's result, docs/evaluation.md):
+    at a 10-stone repair point of its wide rounds (c2 X there given c4 X), every Chaos line
+    with one more border move ends in a five against it, where `repaired` has 765 losing ones;
+    its Chaos network is the shipped one and its meta says it was repaired at K=2."""
+    from helpers import REPO
+
+    candidate = REPO / "agents" / "data" / "candidates" / "repair-k2"
+    point = State.from_string(".......O..X..OX.X..O..X...X.O..X....")
+    assert exploit("repaired", point, 1, max_lines=0).refutation_count == 765
+    assert exploit(str(candidate), point, 1, max_lines=0).refutation_count == 0
+    assert read_meta(candidate)["repair"]["border_moves"] == 2
+    kept_nets, repaired_nets = load_policy_dir(candidate)[0], load_policy_dir(repaired_dir())[0]
+    for name, tensor in repaired_nets["chaos"].state_dict().items():
+        assert np.array_equal(tensor.numpy(), kept_nets["chaos"].state_dict()[name].numpy())
